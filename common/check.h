@@ -1,0 +1,81 @@
+/* Check macros: propagate negative error codes and log where they came from (NCCL's "-> rc" habit). */
+#ifndef GPL_COMMON_CHECK_H
+#define GPL_COMMON_CHECK_H
+
+#include <errno.h>
+#include <string.h>
+
+#include "gpulaunch/error.h"
+#include "common/log.h"
+
+/* Log one step of an error's way up, at info level: "file:line -> -7 (ETIMEDOUT)". */
+#define GPL_TRACE_(rc)                                                                      \
+  LOG_INFO(JOB, "%s:%d -> %d (%s)", __FILE__, __LINE__, (rc), gpl_err_name(rc))
+
+/* Call something that returns 0 or a negative gpulaunch code; return the code on failure. */
+#define CHECK(call)                                                                          \
+  do {                                                                                       \
+    int check_rc_ = (call);                                                                  \
+    if (check_rc_ < 0) {                                                                     \
+      GPL_TRACE_(check_rc_);                                                                 \
+      return check_rc_;                                                                      \
+    }                                                                                        \
+  } while (0)
+
+/* Same, but store the code in rc and jump to label (cleanup). */
+#define CHECKGOTO(call, rc, label)                                                           \
+  do {                                                                                       \
+    (rc) = (call);                                                                           \
+    if ((rc) < 0) {                                                                          \
+      GPL_TRACE_(rc);                                                                        \
+      goto label;                                                                            \
+    }                                                                                        \
+  } while (0)
+
+/* A libc call that returns -1 and sets errno: warn with the call and strerror, return GPL_ESYS. */
+#define SYSCHECK(call, what)                                                                 \
+  do {                                                                                       \
+    if ((call) < 0) {                                                                        \
+      LOG_WARN("%s failed: %s", (what), strerror(errno));                                    \
+      return GPL_ESYS;                                                                       \
+    }                                                                                        \
+  } while (0)
+
+/* Allocation that must not fail silently. */
+#define ALLOCCHECK(ptr)                                                                      \
+  do {                                                                                       \
+    if ((ptr) == NULL) {                                                                     \
+      LOG_WARN("out of memory allocating %s", #ptr);                                         \
+      return GPL_ENOMEM;                                                                     \
+    }                                                                                        \
+  } while (0)
+
+/* hwloc calls return -1 and set errno. */
+#define HWLOCCHECK(call)                                                                     \
+  do {                                                                                       \
+    if ((call) < 0) {                                                                        \
+      LOG_WARN("hwloc call %s failed: %s", #call, strerror(errno));                          \
+      return GPL_EHWLOC;                                                                     \
+    }                                                                                        \
+  } while (0)
+
+/* libuv calls return 0 or a negative errno; include <uv.h> before using. */
+#define UVCHECK(call)                                                                        \
+  do {                                                                                       \
+    int uv_rc_ = (call);                                                                     \
+    if (uv_rc_ < 0) {                                                                        \
+      LOG_WARN("libuv call %s failed: %s", #call, uv_strerror(uv_rc_));                      \
+      return GPL_EUV;                                                                        \
+    }                                                                                        \
+  } while (0)
+
+/* Asserts that matter stay compiled in and report file:line. */
+#define GPL_ASSERT(cond)                                                                     \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      LOG_ERROR("assertion failed: %s", #cond);                                              \
+      abort();                                                                               \
+    }                                                                                        \
+  } while (0)
+
+#endif

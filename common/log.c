@@ -1,0 +1,100 @@
+/* Logging implementation: level/subsystem filter from the environment and host:rank-prefixed lines. */
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+static log_level_t g_level = LOG_LVL_WARN;
+static unsigned g_mask = ~0u;
+static char g_ident[160] = "-:-";
+
+static const char *const g_subsys_names[] = {
+#define LOG_SUBSYS_NAME_(e, name) name,
+    LOG_SUBSYS_MAP(LOG_SUBSYS_NAME_)
+#undef LOG_SUBSYS_NAME_
+};
+static const char *const g_level_names[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+
+static int subsys_index(const char *name, size_t len) {
+  for (int i = 0; i < LOG_SUBSYS_COUNT; i++)
+    if (strlen(g_subsys_names[i]) == len && strncasecmp(g_subsys_names[i], name, len) == 0) return i;
+  return -1;
+}
+
+void log_init(void) {
+  const char *lvl = getenv("GPULAUNCH_LOG");
+  if (lvl && *lvl) {
+    for (int i = 0; i <= LOG_LVL_DEBUG; i++)
+      if (strcasecmp(lvl, g_level_names[i]) == 0) g_level = (log_level_t)i;
+    if (strcasecmp(lvl, "warning") == 0) g_level = LOG_LVL_WARN;
+  }
+  const char *sub = getenv("GPULAUNCH_LOG_SUBSYS");
+  if (sub && *sub) {
+    int invert = sub[0] == '^';
+    unsigned mask = 0;
+    const char *p = sub + invert;
+    while (*p) {
+      size_t n = strcspn(p, ",");
+      int idx = subsys_index(p, n);
+      if (idx >= 0) mask |= 1u << idx;
+      else if (n == 3 && strncasecmp(p, "all", 3) == 0) mask = ~0u;
+      p += n;
+      if (*p == ',') p++;
+    }
+    g_mask = invert ? ~mask : mask;
+  }
+}
+
+void log_set_identity(const char *host, int rank) {
+  if (rank >= 0) snprintf(g_ident, sizeof g_ident, "%s:%d", host ? host : "-", rank);
+  else snprintf(g_ident, sizeof g_ident, "%s:-", host ? host : "-");
+}
+
+void log_set_level(log_level_t level) { g_level = level; }
+log_level_t log_get_level(void) { return g_level; }
+const char *log_identity(void) { return g_ident; }
+
+int log_enabled(log_level_t level, log_subsys_t sub) {
+  if (level > g_level) return 0;
+  if (level <= LOG_LVL_WARN || sub >= LOG_SUBSYS_COUNT) return 1;
+  return (g_mask >> sub) & 1u;
+}
+
+void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt,
+                va_list ap) {
+  if (!log_enabled(level, sub)) return;
+  char buf[4096];
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  int n;
+  const char *sname = sub < LOG_SUBSYS_COUNT ? g_subsys_names[sub] : "";
+  if (level <= LOG_LVL_WARN)
+    n = snprintf(buf, sizeof buf, "gpulaunch %s [%s%s%s] %s:%d ", g_ident, g_level_names[level],
+                 *sname ? " " : "", sname, base, line);
+  else
+    n = snprintf(buf, sizeof buf, "gpulaunch %s [%s %s] ", g_ident, g_level_names[level], sname);
+  if (n < 0) return;
+  if ((size_t)n < sizeof buf) {
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    if (m > 0) n += m;
+  }
+  if ((size_t)n >= sizeof buf - 1) n = (int)sizeof buf - 2;
+  buf[n++] = '\n';
+  /* One write so that concurrent writers do not interleave inside a line. */
+  ssize_t off = 0;
+  while (off < n) {
+    ssize_t w = write(STDERR_FILENO, buf + off, (size_t)(n - off));
+    if (w <= 0) break;
+    off += w;
+  }
+}
+
+void log_write(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  log_vwrite(level, sub, file, line, fmt, ap);
+  va_end(ap);
+}

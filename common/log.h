@@ -1,0 +1,52 @@
+/* Logging: levels, subsystems, a host:rank prefix on every line; set by GPULAUNCH_LOG / GPULAUNCH_LOG_SUBSYS. */
+#ifndef GPL_COMMON_LOG_H
+#define GPL_COMMON_LOG_H
+
+#include <stdarg.h>
+
+typedef enum log_level_e { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG } log_level_t;
+
+/* Subsystems, selectable with GPULAUNCH_LOG_SUBSYS=topo,comm (or ^topo to exclude). XX(ENUM, name) */
+#define LOG_SUBSYS_MAP(XX)                                                                        \
+  XX(JOB, "job") XX(CONF, "conf") XX(TOPO, "topo") XX(NET, "net") XX(COMM, "comm")              \
+  XX(KERN, "kern") XX(SUP, "sup") XX(BENCH, "bench") XX(ACCEPT, "accept") XX(MON, "mon")        \
+  XX(DIAG, "diag") XX(TRAIN, "train")
+
+typedef enum log_subsys_e {
+#define LOG_SUBSYS_ENUM_(e, name) LOG_##e,
+  LOG_SUBSYS_MAP(LOG_SUBSYS_ENUM_)
+#undef LOG_SUBSYS_ENUM_
+  LOG_SUBSYS_COUNT,
+  LOG_ALL = LOG_SUBSYS_COUNT
+} log_subsys_t;
+
+/* Read GPULAUNCH_LOG and GPULAUNCH_LOG_SUBSYS. Safe to call more than once. */
+void log_init(void);
+/* Set the identity printed at the start of each line: host and rank (rank < 0 prints "-"). */
+void log_set_identity(const char *host, int rank);
+/* Force a level (used by tests and by -v/-q flags). */
+void log_set_level(log_level_t level);
+log_level_t log_get_level(void);
+/* True when a message of this level and subsystem would be printed. */
+int log_enabled(log_level_t level, log_subsys_t sub);
+/* Print one log line (one write(2), so lines of different processes do not interleave). */
+void log_write(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt,
+                va_list ap);
+/* The host:rank prefix (without brackets) for messages printed outside the logger. */
+const char *log_identity(void);
+
+/* Errors and warnings always carry file:line; info and debug check level and subsystem first. */
+#define LOG_ERROR(...) log_write(LOG_LVL_ERROR, LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
+#define LOG_WARN(...) log_write(LOG_LVL_WARN, LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)
+#define LOG_INFO(SUB, ...)                                                                        \
+  do {                                                                                           \
+    if (log_enabled(LOG_LVL_INFO, LOG_##SUB)) log_write(LOG_LVL_INFO, LOG_##SUB, __FILE__, __LINE__, __VA_ARGS__); \
+  } while (0)
+#define LOG_DEBUG(SUB, ...)                                                                       \
+  do {                                                                                           \
+    if (log_enabled(LOG_LVL_DEBUG, LOG_##SUB)) log_write(LOG_LVL_DEBUG, LOG_##SUB, __FILE__, __LINE__, __VA_ARGS__); \
+  } while (0)
+
+#endif

@@ -1,0 +1,179 @@
+/* Bounded MPI collectives: gather to the root and fan out with non-blocking calls and a deadline,
+ * so a rank that never arrives is named instead of hanging everyone. */
+#include "common/mpix.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "common/util.h"
+
+enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103 };
+
+static const char *const *g_hosts;
+static int g_nhosts;
+
+void mpix_set_hosts(const char *const *hosts, int n) {
+  g_hosts = hosts;
+  g_nhosts = hosts ? n : 0;
+}
+
+const char *mpix_rank_name(int r, char *buf, size_t len) {
+  if (g_hosts && r >= 0 && r < g_nhosts && g_hosts[r])
+    snprintf(buf, len, "rank %d (host %s)", r, g_hosts[r]);
+  else
+    snprintf(buf, len, "rank %d", r);
+  return buf;
+}
+
+static int world_rank_of(MPI_Comm comm, int r) {
+  MPI_Group g, w;
+  int out = r;
+  if (comm == MPI_COMM_WORLD) return r;
+  if (MPI_Comm_group(comm, &g) != MPI_SUCCESS) return r;
+  MPI_Comm_group(MPI_COMM_WORLD, &w);
+  MPI_Group_translate_ranks(g, 1, &r, w, &out);
+  MPI_Group_free(&g);
+  MPI_Group_free(&w);
+  return out == MPI_UNDEFINED ? r : out;
+}
+
+double mpix_default_timeout(void) {
+  const char *s = getenv("GPULAUNCH_TIMEOUT");
+  double t;
+  if (s && util_parse_duration(s, &t) == GPL_OK && t > 0) return t;
+  return 60.0;
+}
+
+int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
+              const char *what) {
+  double deadline = util_now() + timeout_s;
+  double nap = 2e-5;
+  for (;;) {
+    int done = 0;
+    MPICHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
+    if (done) return GPL_OK;
+    if (util_now() >= deadline) break;
+    util_sleep(nap);
+    if (nap < 2e-3) nap *= 2;
+  }
+  strbuf_t msg = STRBUF_INIT;
+  int count = 0;
+  for (int i = 0; i < n; i++) {
+    int flag = 0;
+    if (reqs[i] != MPI_REQUEST_NULL) MPI_Test(&reqs[i], &flag, MPI_STATUS_IGNORE);
+    if (reqs[i] == MPI_REQUEST_NULL || flag || !peers || peers[i] < 0) continue;
+    char name[300];
+    strbuf_printf(&msg, "%s%s", count++ ? ", " : "",
+                  mpix_rank_name(world_rank_of(comm, peers[i]), name, sizeof name));
+  }
+  LOG_ERROR("timed out after %.1f s in %s: no answer from %s", timeout_s, what,
+            count ? strbuf_str(&msg) : "(unknown ranks)");
+  strbuf_free(&msg);
+  return GPL_ETIMEDOUT;
+}
+
+int mpix_allgather(const void *send, int bytes, void *recv, MPI_Comm comm, double timeout_s,
+                   const char *what) {
+  int rank, size, rc = GPL_OK;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  char *out = recv;
+  memcpy(out + (size_t)rank * (size_t)bytes, send, (size_t)bytes);
+  if (size == 1) return GPL_OK;
+  MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
+  int *peers = calloc((size_t)size, sizeof *peers);
+  if (!reqs || !peers) {
+    free(reqs);
+    free(peers);
+    return GPL_ENOMEM;
+  }
+  if (rank == 0) {
+    /* Root: receive from everyone (naming who is missing), then send the whole table out. */
+    int n = 0;
+    for (int r = 1; r < size; r++) {
+      peers[n] = r;
+      MPI_Irecv(out + (size_t)r * (size_t)bytes, bytes, MPI_BYTE, r, TAG_GATHER, comm, &reqs[n++]);
+    }
+    CHECKGOTO(mpix_wait(reqs, n, peers, comm, timeout_s, what), rc, done);
+    n = 0;
+    for (int r = 1; r < size; r++) {
+      peers[n] = r;
+      MPI_Isend(out, bytes * size, MPI_BYTE, r, TAG_SCATTER, comm, &reqs[n++]);
+    }
+    CHECKGOTO(mpix_wait(reqs, n, peers, comm, timeout_s, what), rc, done);
+  } else {
+    peers[0] = 0;
+    peers[1] = 0;
+    MPI_Isend(send, bytes, MPI_BYTE, 0, TAG_GATHER, comm, &reqs[0]);
+    MPI_Irecv(out, bytes * size, MPI_BYTE, 0, TAG_SCATTER, comm, &reqs[1]);
+    CHECKGOTO(mpix_wait(reqs, 2, peers, comm, timeout_s, what), rc, done);
+  }
+done:
+  free(reqs);
+  free(peers);
+  return rc;
+}
+
+int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, const char *what) {
+  int rank, size, rc = GPL_OK;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  if (size == 1) return GPL_OK;
+  if (rank != root) {
+    MPI_Request req;
+    int peer = root;
+    MPI_Irecv(buf, bytes, MPI_BYTE, root, TAG_BCAST, comm, &req);
+    return mpix_wait(&req, 1, &peer, comm, timeout_s, what);
+  }
+  MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
+  int *peers = calloc((size_t)size, sizeof *peers);
+  if (!reqs || !peers) {
+    free(reqs);
+    free(peers);
+    return GPL_ENOMEM;
+  }
+  int n = 0;
+  for (int r = 0; r < size; r++) {
+    if (r == root) continue;
+    peers[n] = r;
+    MPI_Isend(buf, bytes, MPI_BYTE, r, TAG_BCAST, comm, &reqs[n++]);
+  }
+  rc = mpix_wait(reqs, n, peers, comm, timeout_s, what);
+  free(reqs);
+  free(peers);
+  return rc;
+}
+
+int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
+  int size;
+  MPICHECK(MPI_Comm_size(comm, &size));
+  char dummy = 0;
+  char *all = malloc((size_t)size);
+  if (!all) return GPL_ENOMEM;
+  int rc = mpix_allgather(&dummy, 1, all, comm, timeout_s, what);
+  free(all);
+  return rc;
+}
+
+int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeout_s,
+                          const char *what) {
+  int size;
+  MPICHECK(MPI_Comm_size(comm, &size));
+  double *all = malloc((size_t)size * sizeof *all);
+  if (!all) return GPL_ENOMEM;
+  int rc = mpix_allgather(inout, (int)sizeof *inout, all, comm, timeout_s, what);
+  if (rc == GPL_OK) {
+    double acc = all[0];
+    for (int i = 1; i < size; i++) {
+      if (op == MPI_SUM) acc += all[i];
+      else if (op == MPI_MAX) acc = all[i] > acc ? all[i] : acc;
+      else if (op == MPI_MIN) acc = all[i] < acc ? all[i] : acc;
+      else rc = GPL_EINVAL;
+    }
+    *inout = acc;
+  }
+  free(all);
+  return rc;
+}

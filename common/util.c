@@ -1,0 +1,354 @@
+/* Small utilities: clocks, parsing, suggestions, POSIX word splitting, secrets, files. */
+#include "common/util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpulaunch/error.h"
+
+double util_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t util_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void util_iso_time(char *out, size_t len) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char base[32];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, len, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+void util_sleep(double seconds) {
+  if (seconds <= 0) return;
+  struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+}
+
+int util_parse_size(const char *s, uint64_t *out) {
+  if (!s || !*s) return GPL_EINVAL;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v < 0 || !isfinite(v)) return GPL_EINVAL;
+  while (*end == ' ') end++;
+  double mult = 1;
+  switch (toupper((unsigned char)*end)) {
+    case 'K': mult = 1024.0; end++; break;
+    case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+  }
+  if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end) return GPL_EINVAL;
+  double bytes = v * mult;
+  if (bytes > 1.8e19) return GPL_EINVAL;
+  *out = (uint64_t)bytes;
+  return GPL_OK;
+}
+
+int util_parse_duration(const char *s, double *seconds) {
+  if (!s || !*s) return GPL_EINVAL;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || errno || v < 0 || !isfinite(v)) return GPL_EINVAL;
+  while (*end == ' ') end++;
+  double mult;
+  if (*end == 0 || strcmp(end, "s") == 0 || strcmp(end, "sec") == 0) mult = 1;
+  else if (strcmp(end, "ms") == 0) mult = 1e-3;
+  else if (strcmp(end, "us") == 0) mult = 1e-6;
+  else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) mult = 60;
+  else if (strcmp(end, "h") == 0) mult = 3600;
+  else return GPL_EINVAL;
+  *seconds = v * mult;
+  return GPL_OK;
+}
+
+int util_parse_long(const char *s, long min, long max, long *out) {
+  if (!s || !*s) return GPL_EINVAL;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 0);
+  if (end == s || *end) return GPL_EINVAL;
+  if (errno == ERANGE || v < min || v > max) return GPL_ERANGE;
+  *out = v;
+  return GPL_OK;
+}
+
+int util_parse_double(const char *s, double *out) {
+  if (!s || !*s) return GPL_EINVAL;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end || errno || !isfinite(v)) return GPL_EINVAL;
+  *out = v;
+  return GPL_OK;
+}
+
+int util_parse_bool(const char *s, int *out) {
+  static const char *const yes[] = {"1", "true", "yes", "on"};
+  static const char *const no[] = {"0", "false", "no", "off"};
+  if (!s) return GPL_EINVAL;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(yes); i++)
+    if (strcasecmp(s, yes[i]) == 0) return *out = 1, GPL_OK;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(no); i++)
+    if (strcasecmp(s, no[i]) == 0) return *out = 0, GPL_OK;
+  return GPL_EINVAL;
+}
+
+static const struct { const char *name; int signo; } g_signals[] = {
+    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},   {"SIGQUIT", SIGQUIT}, {"SIGILL", SIGILL},
+    {"SIGTRAP", SIGTRAP}, {"SIGABRT", SIGABRT}, {"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},
+    {"SIGKILL", SIGKILL}, {"SIGUSR1", SIGUSR1}, {"SIGSEGV", SIGSEGV}, {"SIGUSR2", SIGUSR2},
+    {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM}, {"SIGTERM", SIGTERM}, {"SIGCHLD", SIGCHLD},
+    {"SIGCONT", SIGCONT}, {"SIGSTOP", SIGSTOP}, {"SIGTSTP", SIGTSTP}, {"SIGXCPU", SIGXCPU},
+    {"SIGXFSZ", SIGXFSZ}, {"SIGSYS", SIGSYS},
+};
+
+int util_parse_signal(const char *s, int *signo) {
+  if (!s || !*s) return GPL_EINVAL;
+  long n;
+  if (util_parse_long(s, 1, 64, &n) == GPL_OK) return *signo = (int)n, GPL_OK;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(g_signals); i++)
+    if (strcasecmp(s, g_signals[i].name) == 0 || strcasecmp(s, g_signals[i].name + 3) == 0)
+      return *signo = g_signals[i].signo, GPL_OK;
+  return GPL_EINVAL;
+}
+
+const char *util_signal_name(int signo) {
+  static __thread char buf[16];
+  for (size_t i = 0; i < GPL_ARRAY_LEN(g_signals); i++)
+    if (g_signals[i].signo == signo) return g_signals[i].name;
+  snprintf(buf, sizeof buf, "SIG%d", signo);
+  return buf;
+}
+
+int util_levenshtein(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 255 || lb > 255) return (int)(la > lb ? la : lb);
+  int row[256];
+  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+  for (size_t i = 1; i <= la; i++) {
+    int prev = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= lb; j++) {
+      int cur = row[j];
+      int cost = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
+      int best = prev + cost;
+      if (row[j] + 1 < best) best = row[j] + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      row[j] = best;
+      prev = cur;
+    }
+  }
+  return row[lb];
+}
+
+const char *util_nearest(const char *word, const char *const *cands, size_t n) {
+  const char *best = NULL;
+  int best_d = 1 << 30;
+  for (size_t i = 0; i < n; i++) {
+    int d = util_levenshtein(word, cands[i]);
+    if (d < best_d) best_d = d, best = cands[i];
+  }
+  /* Close enough to be a typo: at most a third of the word, and at least 1 or 2 edits. */
+  size_t len = strlen(word);
+  int limit = (int)(len / 3);
+  if (limit < 2) limit = 2;
+  return best && best_d <= limit ? best : NULL;
+}
+
+int util_split_words(const char *s, char ***argv_out, int *argc_out, char *err, size_t errlen) {
+  size_t cap = 8, argc = 0;
+  char **argv = calloc(cap, sizeof *argv);
+  size_t slen = strlen(s);
+  char *word = malloc(slen + 1);
+  if (!argv || !word) goto oom;
+  const char *p = s;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (!*p) break;
+    size_t w = 0;
+    while (*p && !(*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) {
+      if (*p == '\'') {
+        const char *q = strchr(p + 1, '\'');
+        if (!q) {
+          snprintf(err, errlen, "unterminated single quote at column %zu", (size_t)(p - s) + 1);
+          goto bad;
+        }
+        memcpy(word + w, p + 1, (size_t)(q - p - 1));
+        w += (size_t)(q - p - 1);
+        p = q + 1;
+      } else if (*p == '"') {
+        const char *start = p++;
+        while (*p && *p != '"') {
+          /* Inside double quotes a backslash escapes only $ ` " \ and newline. */
+          if (*p == '\\' && p[1] && strchr("$`\"\\\n", p[1])) p++;
+          word[w++] = *p++;
+        }
+        if (*p != '"') {
+          snprintf(err, errlen, "unterminated double quote at column %zu", (size_t)(start - s) + 1);
+          goto bad;
+        }
+        p++;
+      } else if (*p == '\\') {
+        if (!p[1]) {
+          snprintf(err, errlen, "trailing backslash");
+          goto bad;
+        }
+        word[w++] = p[1];
+        p += 2;
+      } else {
+        word[w++] = *p++;
+      }
+    }
+    if (argc + 2 > cap) {
+      cap *= 2;
+      char **n = realloc(argv, cap * sizeof *argv);
+      if (!n) goto oom;
+      argv = n;
+    }
+    argv[argc] = malloc(w + 1);
+    if (!argv[argc]) goto oom;
+    memcpy(argv[argc], word, w);
+    argv[argc][w] = 0;
+    argv[++argc] = NULL;
+  }
+  free(word);
+  *argv_out = argv;
+  *argc_out = (int)argc;
+  return GPL_OK;
+oom:
+  snprintf(err, errlen, "out of memory");
+bad:
+  free(word);
+  if (argv) util_free_argv(argv);
+  return GPL_EINVAL;
+}
+
+void util_free_argv(char **argv) {
+  if (!argv) return;
+  for (char **a = argv; *a; a++) free(*a);
+  free(argv);
+}
+
+char *util_quote_word(const char *w) {
+  int plain = *w != 0;
+  for (const char *p = w; *p; p++)
+    if (!(isalnum((unsigned char)*p) || strchr("-_./=:,+@%", *p))) plain = 0;
+  if (plain) return strdup(w);
+  size_t n = 3;
+  for (const char *p = w; *p; p++) n += *p == '\'' ? 4 : 1;
+  char *out = malloc(n), *o = out;
+  if (!out) return NULL;
+  *o++ = '\'';
+  for (const char *p = w; *p; p++) {
+    if (*p == '\'') {
+      memcpy(o, "'\\''", 4);
+      o += 4;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o++ = '\'';
+  *o = 0;
+  return out;
+}
+
+size_t util_strlcpy(char *dst, const char *src, size_t size) {
+  size_t n = strlen(src);
+  if (size) {
+    size_t c = n < size - 1 ? n : size - 1;
+    memcpy(dst, src, c);
+    dst[c] = 0;
+  }
+  return n;
+}
+
+char *util_trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  size_t n = strlen(s);
+  while (n && isspace((unsigned char)s[n - 1])) s[--n] = 0;
+  return s;
+}
+
+const char *util_hostname(void) {
+  static char host[256];
+  if (!host[0]) {
+    if (gethostname(host, sizeof host - 1) < 0) util_strlcpy(host, "localhost", sizeof host);
+    char *dot = strchr(host, '.');
+    if (dot) *dot = 0;
+  }
+  return host;
+}
+
+int util_is_secret_name(const char *name) {
+  static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL",
+                                      "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
+  static const char *const prefixes[] = {"AWS_", "AZURE_"};
+  char up[256];
+  size_t n = 0;
+  for (; name[n] && n < sizeof up - 1; n++) up[n] = (char)toupper((unsigned char)name[n]);
+  up[n] = 0;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(parts); i++)
+    if (strstr(up, parts[i])) return 1;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
+    if (strncmp(up, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  if (n >= 4 && strcmp(up + n - 4, "_KEY") == 0) return 1;
+  if (strcmp(up, "KEY") == 0 || (n >= 5 && strcmp(up + n - 5, "_KEYS") == 0)) return 1;
+  return 0;
+}
+
+int util_read_file(const char *path, char **out, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t r = fread(buf + n, 1, cap - n - 1, f);
+    n += r;
+    if (r == 0) break;
+    if (n + 1 >= cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (!buf) return GPL_ENOMEM;
+  if (err) {
+    free(buf);
+    return GPL_ESYS;
+  }
+  buf[n] = 0;
+  *out = buf;
+  if (len) *len = n;
+  return GPL_OK;
+}

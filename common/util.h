@@ -1,0 +1,60 @@
+/* Small utilities: clocks, parsing of sizes/durations/numbers, nearest-word suggestions, word splitting. */
+#ifndef GPL_COMMON_UTIL_H
+#define GPL_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define GPL_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GPL_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Monotonic clock. */
+double util_now(void);
+uint64_t util_now_ns(void);
+/* Wall clock as an ISO 8601 UTC string "2026-12-02T09:00:00.123Z". */
+void util_iso_time(char *out, size_t len);
+/* Sleep for a number of seconds (fractions allowed). */
+void util_sleep(double seconds);
+
+/* Sizes with K/M/G/T suffixes (powers of 1024, as nccl-tests). 0 or GPL_EINVAL. */
+int util_parse_size(const char *s, uint64_t *out);
+/* Durations: "30", "30s", "500ms", "2m", "1h", "1.5s". 0 or GPL_EINVAL. */
+int util_parse_duration(const char *s, double *seconds);
+/* Whole numbers in [min,max]; GPL_EINVAL if not a number, GPL_ERANGE if out of range. */
+int util_parse_long(const char *s, long min, long max, long *out);
+int util_parse_double(const char *s, double *out);
+/* true/false/yes/no/on/off/1/0. */
+int util_parse_bool(const char *s, int *out);
+/* Signal name ("SIGTERM", "TERM", "15") to number; returns 0 or GPL_EINVAL. */
+int util_parse_signal(const char *s, int *signo);
+/* "SIGTERM" for 15, or "SIG<n>" for unknown. */
+const char *util_signal_name(int signo);
+
+/* Edit distance, and the candidate nearest to word (NULL when none is close enough). */
+int util_levenshtein(const char *a, const char *b);
+const char *util_nearest(const char *word, const char *const *cands, size_t n);
+
+/* Split a command line into words as a POSIX shell would (quotes '...' "..." and backslash),
+ * without running a shell and without expansions. *argv is NULL-terminated; free with
+ * util_free_argv. On error returns GPL_EINVAL and writes a message into err. */
+int util_split_words(const char *s, char ***argv, int *argc, char *err, size_t errlen);
+void util_free_argv(char **argv);
+/* Quote a word for display so that util_split_words gives it back. Returns a malloc'd string. */
+char *util_quote_word(const char *w);
+
+/* strlcpy: always NUL-terminates; returns strlen(src). */
+size_t util_strlcpy(char *dst, const char *src, size_t size);
+/* Trim spaces at both ends in place; returns s. */
+char *util_trim(char *s);
+/* This machine's short host name (cached). */
+const char *util_hostname(void);
+
+/* Does the environment variable name look like a credential (*SECRET*, *TOKEN*, *PASSWORD*,
+ * *_KEY, AWS_*, ...)? Its value must never be printed. */
+int util_is_secret_name(const char *name);
+
+/* Read a whole file into a malloc'd NUL-terminated buffer. 0, GPL_ENOENT or GPL_ESYS. */
+int util_read_file(const char *path, char **out, size_t *len);
+
+#endif
