@@ -1,0 +1,69 @@
+/* The config file (INI via inih): a schema of known sections and keys, strict validation with
+ * file:line errors and suggestions, typed getters that fall back to the schema's defaults. */
+#ifndef GPL_LAUNCHER_CONF_H
+#define GPL_LAUNCHER_CONF_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum conf_type_e {
+  CONF_STR,      /* any text */
+  CONF_INT,      /* whole number within [min,max] */
+  CONF_DOUBLE,   /* number within [min,max] */
+  CONF_BOOL,     /* true/false/yes/no/on/off/1/0 */
+  CONF_SIZE,     /* bytes with K/M/G suffixes */
+  CONF_DURATION, /* 30s, 500ms, 2m */
+  CONF_ENUM,     /* one of choices "a|b|c" */
+  CONF_SIGNAL,   /* SIGTERM, TERM, 15 */
+  CONF_PATH,     /* a file that must exist (relative to the config file's folder) */
+  CONF_COMMAND,  /* a command line split into words like a POSIX shell, no shell run */
+  CONF_FREE      /* a section of free KEY = value lines ([env], [nccl]) */
+} conf_type_t;
+
+typedef struct conf_key_s {
+  const char *section;
+  const char *key;
+  conf_type_t type;
+  const char *def;     /* default as text ("" = unset) */
+  const char *choices; /* CONF_ENUM: "a|b|c" */
+  double min, max;     /* CONF_INT / CONF_DOUBLE bounds (min == max: no bounds) */
+  const char *help;
+} conf_key_t;
+
+typedef struct conf_s conf_t;
+
+/* Load and validate a file; path NULL gives the defaults. On error prints every problem as
+ * "file:line: [section] key: message (did you mean 'x'?)" and returns GPL_ECONFIG. */
+int conf_load(conf_t **out, const char *path);
+void conf_free(conf_t *c);
+/* Set or override one value (command-line options); origin says where it came from ("--op").
+ * Validated like the file. */
+int conf_set(conf_t *c, const char *section, const char *key, const char *value, const char *origin);
+
+/* Typed getters; an unknown section/key is a programming error (logged, returns 0/""/NULL). */
+const char *conf_str(const conf_t *c, const char *section, const char *key);
+long conf_int(const conf_t *c, const char *section, const char *key);
+double conf_double(const conf_t *c, const char *section, const char *key);
+int conf_bool(const conf_t *c, const char *section, const char *key);
+uint64_t conf_size(const conf_t *c, const char *section, const char *key);
+double conf_duration(const conf_t *c, const char *section, const char *key);
+int conf_signal(const conf_t *c, const char *section, const char *key);
+/* CONF_COMMAND: words of the command (NULL-terminated, owned by c) and their count. */
+char *const *conf_command(const conf_t *c, const char *section, const char *key, int *argc);
+/* 1 when the value came from the file or conf_set rather than the default. */
+int conf_is_set(const conf_t *c, const char *section, const char *key);
+/* Where the value came from: "train.conf:12", "--op" or "default". */
+const char *conf_origin(const conf_t *c, const char *section, const char *key);
+/* The config file's path (NULL when none). */
+const char *conf_path(const conf_t *c);
+
+/* Free sections ([env], [nccl]): entries in file order. */
+int conf_free_count(const conf_t *c, const char *section);
+void conf_free_entry(const conf_t *c, const char *section, int i, const char **key, const char **value);
+
+/* Print the effective settings, one "section.key = value   # origin" per line. */
+void conf_print(FILE *f, const conf_t *c);
+/* The schema (for --help and the docs). */
+const conf_key_t *conf_schema(int *n);
+
+#endif

@@ -1,0 +1,23 @@
+/* gpulaunch's documented exit codes (README "Exit codes", --help). */
+#ifndef GPL_LAUNCHER_EXITCODE_H
+#define GPL_LAUNCHER_EXITCODE_H
+
+/* 0: success. 1-125: the wrapped program's own exit status (the first rank that failed);
+ * 128+N: the wrapped program was killed by signal N. gpulaunch's own failures use 64-79. */
+enum {
+  GPL_EXIT_OK = 0,
+  GPL_EXIT_USAGE = 64,        /* bad command line */
+  GPL_EXIT_CONFIG = 65,       /* configuration error (file:line and key printed) */
+  GPL_EXIT_TOPOLOGY = 66,     /* topology / placement error (e.g. more ranks than GPUs) */
+  GPL_EXIT_NETWORK = 67,      /* no common interface, bad NCCL_SOCKET_IFNAME, preflight failed */
+  GPL_EXIT_TIMEOUT = 68,      /* a bootstrap wait timed out; the missing ranks are named */
+  GPL_EXIT_NOGPU = 69,        /* GPU feature asked for but no GPU / not built with CUDA */
+  GPL_EXIT_INTERNAL = 70,     /* internal error */
+  GPL_EXIT_SPAWN = 71,        /* the program could not be started (not found, not executable) */
+  GPL_EXIT_BENCH = 72,        /* bench: wrong results or bus bandwidth below --min-busbw */
+  GPL_EXIT_ACCEPT_FAIL = 73,  /* accept: at least one check failed */
+  GPL_EXIT_ACCEPT_ERROR = 74, /* accept: the checks could not run */
+  GPL_EXIT_PREEMPTED = 75,    /* stopped by SIGTERM (preemption); requeue the job */
+};
+
+#endif

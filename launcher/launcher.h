@@ -1,0 +1,30 @@
+/* What every mode of the gpulaunch program receives: the job, the config and its own arguments. */
+#ifndef GPL_LAUNCHER_LAUNCHER_H
+#define GPL_LAUNCHER_LAUNCHER_H
+
+#include "launcher/conf.h"
+#include "launcher/exitcode.h"
+#include "launcher/job.h"
+
+typedef struct launch_s {
+  job_t *job;               /* initialised (MPI up) before a mode runs, except `check`/`help` */
+  conf_t *conf;             /* the config file's settings, or the defaults when there is none */
+  const char *conf_path;    /* NULL when no config file was given */
+  const char *topology_xml; /* --topology FILE (overrides [topology] xml), or NULL */
+  const char *summary_path; /* --summary FILE.json, or NULL */
+  int argc;                 /* the mode's own arguments (after the mode word and config) */
+  char **argv;
+} launch_t;
+
+/* Each mode returns a process exit code (launcher/exitcode.h). */
+typedef int (*mode_fn)(launch_t *L);
+
+int mode_run(launch_t *L);    /* wrap and supervise [job] command, or run [job] builtin */
+int mode_check(launch_t *L);  /* validate the config and print the effective settings */
+int mode_env(launch_t *L);    /* print each rank's environment without running anything */
+int mode_topo(launch_t *L);   /* topology matrix and placement plan (topology/) */
+int mode_bench(launch_t *L);  /* collective bandwidth benchmark (nccl-tests compatible) */
+int mode_accept(launch_t *L); /* cluster acceptance checks */
+int mode_diag(launch_t *L);   /* diagnostics bundle */
+
+#endif
