@@ -2,6 +2,8 @@
 #ifndef GPL_LAUNCHER_LAUNCHER_H
 #define GPL_LAUNCHER_LAUNCHER_H
 
+#include <cjson/cJSON.h>
+
 #include "launcher/conf.h"
 #include "launcher/exitcode.h"
 #include "launcher/job.h"
@@ -14,6 +16,8 @@ typedef struct launch_s {
   const char *summary_path; /* --summary FILE.json, or NULL */
   int argc;                 /* the mode's own arguments (after the mode word and config) */
   char **argv;
+  cJSON *summary;           /* the job summary; modes add their objects ("train", "bench", ...);
+                             * main writes it to summary_path from rank 0 */
 } launch_t;
 
 /* Each mode returns a process exit code (launcher/exitcode.h). */
@@ -26,5 +30,7 @@ int mode_topo(launch_t *L);   /* topology matrix and placement plan (topology/) 
 int mode_bench(launch_t *L);  /* collective bandwidth benchmark (nccl-tests compatible) */
 int mode_accept(launch_t *L); /* cluster acceptance checks */
 int mode_diag(launch_t *L);   /* diagnostics bundle */
+/* Built-in jobs selected by [job] builtin (run from mode_run). */
+int trainer_run(launch_t *L); /* builtin = mlp: data-parallel demo trainer on comm/ + kernels/ */
 
 #endif
