@@ -177,3 +177,47 @@ int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeou
   free(all);
   return rc;
 }
+
+int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double timeout_s,
+                       const char *what) {
+  int size;
+  MPICHECK(MPI_Comm_size(comm, &size));
+  int len = (int)strlen(mine) + 1;
+  int *lens = malloc((size_t)size * sizeof *lens);
+  if (!lens) return GPL_ENOMEM;
+  int rc = mpix_allgather(&len, (int)sizeof len, lens, comm, timeout_s, what);
+  if (rc < 0) {
+    free(lens);
+    return rc;
+  }
+  int max = 1;
+  for (int r = 0; r < size; r++) max = lens[r] > max ? lens[r] : max;
+  char *mine_pad = calloc(1, (size_t)max);
+  char *blocks = malloc((size_t)max * (size_t)size);
+  char **all = calloc((size_t)size, sizeof *all);
+  if (!mine_pad || !blocks || !all) {
+    free(lens), free(mine_pad), free(blocks), free(all);
+    return GPL_ENOMEM;
+  }
+  memcpy(mine_pad, mine, (size_t)len);
+  rc = mpix_allgather(mine_pad, max, blocks, comm, timeout_s, what);
+  for (int r = 0; rc == GPL_OK && r < size; r++) {
+    all[r] = strndup(blocks + (size_t)r * (size_t)max, (size_t)max);
+    if (!all[r]) rc = GPL_ENOMEM;
+  }
+  free(lens);
+  free(mine_pad);
+  free(blocks);
+  if (rc < 0) {
+    mpix_free_strs(all, size);
+    return rc;
+  }
+  *all_out = all;
+  return GPL_OK;
+}
+
+void mpix_free_strs(char **all, int n) {
+  if (!all) return;
+  for (int i = 0; i < n; i++) free(all[i]);
+  free(all);
+}

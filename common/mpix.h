@@ -43,6 +43,11 @@ int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what);
 int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeout_s,
                           const char *what);
 
+/* Gather one string from every rank on every rank (rank order). *all is an array of size
+ * malloc'd strings; free with mpix_free_strs. */
+int mpix_allgather_str(const char *mine, char ***all, MPI_Comm comm, double timeout_s, const char *what);
+void mpix_free_strs(char **all, int n);
+
 /* Default deadline for bootstrap exchanges (GPULAUNCH_TIMEOUT, seconds; default 60). */
 double mpix_default_timeout(void);
 

@@ -1,1 +1,207 @@
-int main(void) { return 0; }
+/* gpulaunch: parse the command line, load the config, start the job (MPI) and run the mode. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/util.h"
+#include "launcher/launcher.h"
+
+#ifndef GPULAUNCH_VERSION
+#define GPULAUNCH_VERSION "0.1.0"
+#endif
+
+static const char g_usage[] =
+    "usage: gpulaunch [options] CONFIG                 run the job CONFIG describes\n"
+    "       gpulaunch [options] -- PROGRAM [ARGS...]   wrap and supervise a program, no config\n"
+    "       gpulaunch check CONFIG                     validate CONFIG, print the effective settings\n"
+    "       gpulaunch env CONFIG | env -- PROGRAM...   print each rank's environment, run nothing\n"
+    "       gpulaunch topo [--topology FILE] [--ranks-per-node N] [--json [FILE]]\n"
+    "       gpulaunch bench [CONFIG] [bench options]   collective bandwidth (nccl-tests columns)\n"
+    "       gpulaunch accept [CONFIG] [options]        cluster acceptance checks\n"
+    "       gpulaunch diag [--out DIR]                 diagnostics bundle for a support ticket\n"
+    "Start one gpulaunch per rank: mpirun -np N gpulaunch train.conf (or srun gpulaunch train.conf).\n"
+    "\n"
+    "Options:\n"
+    "  --topology FILE   plan from an hwloc XML file instead of this machine\n"
+    "  --summary FILE    write a JSON summary of the job (rank 0)\n"
+    "  --dry-run         same as the env mode: print what each rank would get\n"
+    "  --metrics FILE    GPU monitor samples as JSON lines; --prom FILE: Prometheus textfile\n"
+    "  -v, --verbose     info logs (GPULAUNCH_LOG=info); -q: errors only\n"
+    "  -h, --help        this text; --help-config: every config key; --version\n"
+    "\n"
+    "The program's environment (torchrun-compatible): RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n"
+    "GROUP_RANK GROUP_WORLD_SIZE MASTER_ADDR MASTER_PORT OMP_NUM_THREADS TORCHELASTIC_RESTART_COUNT\n"
+    "GPULAUNCH_RESTART_COUNT CUDA_VISIBLE_DEVICES NCCL_SOCKET_IFNAME NCCL_IB_HCA, [nccl] and [env].\n"
+    "\n"
+    "Exit status: 0 success; 1-63 and 80-127 the failed program's own status (the first rank that\n"
+    "failed; its rank, host and last stderr lines are printed); 128+N killed by signal N;\n"
+    "  64 usage  65 config error  66 topology error  67 network/interface error\n"
+    "  68 a start-up wait on other ranks timed out (the missing ranks are named)\n"
+    "  69 no GPU / not built with CUDA  70 internal error  71 program cannot be started\n"
+    "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
+    "  74 accept: could not run  75 preempted (SIGTERM to the job; requeue it)\n"
+    "\n"
+    "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
+    "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits).\n";
+
+static void print_config_help(void) {
+  int n;
+  const conf_key_t *k = conf_schema(&n);
+  const char *sec = "";
+  for (int i = 0; i < n; i++) {
+    if (strcmp(sec, k[i].section) != 0) {
+      printf("%s[%s]\n", *sec ? "\n" : "", k[i].section);
+      sec = k[i].section;
+    }
+    printf("  %-16s %-12s %s", k[i].key, k[i].def[0] ? k[i].def : "-", k[i].help);
+    if (k[i].choices) printf(" (%s)", k[i].choices);
+    printf("\n");
+  }
+}
+
+typedef struct mode_s {
+  const char *name;
+  mode_fn fn;
+  int needs_mpi; /* 0: never, 1: always, 2: only under a launcher (mpirun/srun) */
+} mode_t_;
+
+static const mode_t_ g_modes[] = {
+    {"run", mode_run, 1},     {"check", mode_check, 0}, {"env", mode_env, 1},
+    {"topo", mode_topo, 2},   {"bench", mode_bench, 1}, {"accept", mode_accept, 1},
+    {"diag", mode_diag, 2},
+};
+
+static const mode_t_ *find_mode(const char *w) {
+  for (size_t i = 0; i < GPL_ARRAY_LEN(g_modes); i++)
+    if (strcmp(g_modes[i].name, w) == 0) return &g_modes[i];
+  return NULL;
+}
+
+static void write_summary(launch_t *L, int code) {
+  if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return;
+  cJSON_AddNumberToObject(L->summary, "exit_code", code);
+  char *text = cJSON_Print(L->summary);
+  FILE *f = text ? fopen(L->summary_path, "w") : NULL;
+  if (!f) {
+    fprintf(stderr, "gpulaunch: cannot write the summary %s\n", L->summary_path);
+  } else {
+    fprintf(f, "%s\n", text);
+    fclose(f);
+  }
+  free(text);
+}
+
+int main(int argc, char **argv) {
+  log_init();
+  log_set_identity(util_hostname(), job_env_rank());
+  launch_t L;
+  memset(&L, 0, sizeof L);
+  const mode_t_ *mode = NULL;
+  char **rest = calloc((size_t)argc + 1, sizeof *rest);
+  int nrest = 0, after_dashdash = 0, dry_run = 0;
+  const char *config = NULL, *metrics = NULL, *prom = NULL;
+  if (!rest) return GPL_EXIT_INTERNAL;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (after_dashdash) {
+      rest[nrest++] = argv[i];
+      continue;
+    }
+    if (strcmp(a, "--") == 0) {
+      after_dashdash = 1;
+      continue;
+    }
+    int has_val = i + 1 < argc;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(g_usage, stdout);
+      return GPL_EXIT_OK;
+    } else if (strcmp(a, "--help-config") == 0) {
+      print_config_help();
+      return GPL_EXIT_OK;
+    } else if (strcmp(a, "--version") == 0) {
+      printf("gpulaunch %s\n", GPULAUNCH_VERSION);
+      return GPL_EXIT_OK;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      log_set_level(LOG_LVL_INFO);
+    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+      log_set_level(LOG_LVL_ERROR);
+    } else if (strcmp(a, "--dry-run") == 0) {
+      dry_run = 1;
+    } else if ((strcmp(a, "--topology") == 0 || strcmp(a, "--summary") == 0 ||
+                strcmp(a, "--metrics") == 0 || strcmp(a, "--prom") == 0) && !has_val) {
+      fprintf(stderr, "gpulaunch: %s needs a value\n%s", a, g_usage);
+      return GPL_EXIT_USAGE;
+    } else if (strcmp(a, "--topology") == 0) {
+      L.topology_xml = argv[++i];
+    } else if (strcmp(a, "--summary") == 0) {
+      L.summary_path = argv[++i];
+    } else if (strcmp(a, "--metrics") == 0) {
+      metrics = argv[++i];
+    } else if (strcmp(a, "--prom") == 0) {
+      prom = argv[++i];
+    } else if (!mode && !config && nrest == 0 && find_mode(a)) {
+      mode = find_mode(a);
+      /* A config right after the mode word (gpulaunch bench my.conf -b 1M). */
+      if (i + 1 < argc && argv[i + 1][0] != '-' && access(argv[i + 1], F_OK) == 0 &&
+          strcmp(mode->name, "topo") != 0)
+        config = argv[++i];
+      else if (i + 1 < argc && argv[i + 1][0] != '-' &&
+               (strcmp(mode->name, "check") == 0 || strcmp(mode->name, "env") == 0))
+        config = argv[++i]; /* a missing file: conf_load says so with its name */
+    } else if (!mode && !config && a[0] != '-') {
+      config = a; /* gpulaunch train.conf */
+    } else {
+      rest[nrest++] = argv[i];
+    }
+  }
+  if (!mode) mode = dry_run ? find_mode("env") : find_mode("run");
+  if (strcmp(mode->name, "run") == 0 && !config && !after_dashdash) {
+    fprintf(stderr, "gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", g_usage);
+    return GPL_EXIT_USAGE;
+  }
+  if (strcmp(mode->name, "run") == 0 && nrest > 0 && !after_dashdash) {
+    fprintf(stderr, "gpulaunch: unexpected argument '%s'\n", rest[0]);
+    return GPL_EXIT_USAGE;
+  }
+  L.argc = nrest;
+  L.argv = rest;
+  L.conf_path = config;
+
+  /* The config is validated before anything starts. */
+  if (conf_load(&L.conf, config) < 0) return GPL_EXIT_CONFIG;
+  if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
+  if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
+
+  L.summary = cJSON_CreateObject();
+  cJSON_AddStringToObject(L.summary, "gpulaunch", GPULAUNCH_VERSION);
+  cJSON_AddStringToObject(L.summary, "mode", mode->name);
+  if (config) cJSON_AddStringToObject(L.summary, "config", config);
+
+  job_t job;
+  int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && job_env_rank() >= 0);
+  if (use_mpi) {
+    int rc = job_init(&job, &argc, &argv, conf_duration(L.conf, "job", "timeout"));
+    if (rc < 0) {
+      fprintf(stderr, "gpulaunch: %s:%d: start-up failed: %s\n", util_hostname(), job.rank, gpl_strerror(rc));
+      job_abort(&job, rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL);
+    }
+    L.job = &job;
+    cJSON_AddNumberToObject(L.summary, "ranks", job.size);
+    cJSON_AddNumberToObject(L.summary, "nodes", job.nnodes);
+    cJSON *hosts = cJSON_AddArrayToObject(L.summary, "hosts");
+    for (int n = 0; n < job.nnodes; n++)
+      cJSON_AddItemToArray(hosts, cJSON_CreateString(job.hosts[job.leader_of_node[n]]));
+  }
+
+  int code = mode->fn(&L);
+  write_summary(&L, code);
+  cJSON_Delete(L.summary);
+  conf_free(L.conf);
+  free(rest);
+  if (use_mpi) job_exit(&job, code);
+  return code;
+}

@@ -1,0 +1,45 @@
+/* Audit log ([audit] log = PATH): one JSON line per job start and per job end, safe for many jobs. */
+#ifndef GPL_LAUNCHER_AUDIT_H
+#define GPL_LAUNCHER_AUDIT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* What a job's two lines say. Fill it with audit_info_init, set the fields you know, and pass
+ * the same struct to audit_job_start and audit_job_end (the job id and start time tie the two
+ * lines together). Rank 0 writes both lines. */
+typedef struct audit_info_s {
+  char job_id[96];        /* SLURM_JOB_ID / PBS_JOBID / OMPI job id when set, else host-pid-time */
+  char user[64];          /* the user name (getpwuid), or the uid as text */
+  uid_t uid;
+  char started[40];       /* ISO 8601 UTC, set by audit_info_init */
+  double t0;              /* monotonic start, for the duration in the end line */
+  int ranks, nodes;       /* world size and node count */
+  const char *const *hosts; /* distinct host names (nodes entries), may be NULL */
+  char *const *argv;      /* the wrapped command or the gpulaunch command line (redacted when
+                           * written); may be NULL */
+  int argc;
+  const char *mode;       /* "run", "bench", "accept", ... (may be NULL) */
+  const char *conf_path;  /* the config file, or NULL */
+} audit_info_t;
+
+/* Fill job id, user, uid and start time; everything else zero. */
+void audit_info_init(audit_info_t *info);
+
+/* Append the start line. The file is created 0600 (and an existing file's mode is never
+ * loosened); the line is one write(2) under an exclusive flock, with O_APPEND, so concurrent
+ * jobs never interleave or lose lines. 0, GPL_ETIMEDOUT (lock not obtained within 10 s) or
+ * GPL_ESYS/GPL_EIO (logged as a warning: an audit failure does not stop the job). */
+int audit_job_start(const char *path, const audit_info_t *info);
+/* Append the end line: the start line's fields plus exit status, root cause (NULL when the job
+ * succeeded) and duration. */
+int audit_job_end(const char *path, const audit_info_t *info, int exit_status,
+                  const char *root_cause);
+
+/* SHA-256 of a file as 64 hex digits (OpenSSL libcrypto). 0, GPL_ENOENT or GPL_ESYS. */
+int audit_file_sha256(const char *path, char hex[65]);
+
+/* Append one line (a '\n' is added) to path with the rules above. Exposed for tests. */
+int audit_append_line(const char *path, const char *line);
+
+#endif

@@ -1,0 +1,111 @@
+/* The config file's schema: every known section and key, its type, default and meaning. */
+#include "launcher/conf.h"
+
+#include "common/util.h"
+
+/* {section, key, type, default, choices, min, max, help} */
+static const conf_key_t g_schema[] = {
+    /* [job]: what to run and how to supervise it. */
+    {"job", "command", CONF_COMMAND, "", NULL, 0, 0,
+     "program and arguments, split like a POSIX shell splits words (no shell is run)"},
+    {"job", "builtin", CONF_ENUM, "", "mlp", 0, 0,
+     "a built-in job instead of a command: mlp = data-parallel demo trainer"},
+    {"job", "restarts", CONF_INT, "0", NULL, 0, 1000,
+     "times all ranks' programs are restarted together after a failure"},
+    {"job", "grace", CONF_DURATION, "10s", NULL, 0, 0,
+     "after a forwarded SIGTERM/SIGINT (or the preempt signal), time before SIGKILL"},
+    {"job", "stop_timeout", CONF_DURATION, "1s", NULL, 0, 0,
+     "when another rank failed, time between SIGTERM and SIGKILL of this rank's program"},
+    {"job", "preempt_signal", CONF_SIGNAL, "SIGTERM", NULL, 0, 0,
+     "signal every program gets when the job receives SIGTERM (to write a checkpoint)"},
+    {"job", "prefix", CONF_ENUM, "host:rank", "host:rank|rank|none", 0, 0,
+     "prefix of each output line of the program"},
+    {"job", "log_dir", CONF_STR, "", NULL, 0, 0, "folder for one log file per rank (rank-N.log)"},
+    {"job", "tail_lines", CONF_INT, "10", NULL, 0, 1000,
+     "last stderr lines of a failed rank quoted in the root-cause report"},
+    {"job", "checkpoint_dir", CONF_STR, "", NULL, 0, 0,
+     "passed to the program as GPULAUNCH_CHECKPOINT_DIR (restarts resume from there)"},
+    {"job", "timeout", CONF_DURATION, "60s", NULL, 0, 0,
+     "deadline of every start-up wait on other ranks"},
+    {"job", "workdir", CONF_STR, "", NULL, 0, 0, "working directory of the program"},
+    {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
+     "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},
+    {"job", "omp_num_threads", CONF_INT, "0", NULL, 0, 4096,
+     "OMP_NUM_THREADS (0: the cores bound to the rank; never overrides the environment)"},
+    /* Free sections. */
+    {"env", "*", CONF_FREE, "", NULL, 0, 0, "KEY = value lines added to the program's environment"},
+    {"nccl", "*", CONF_FREE, "", NULL, 0, 0,
+     "NCCL variables (NCCL_ prefix optional: SOCKET_IFNAME = eth0)"},
+    /* [topology]: placement. */
+    {"topology", "xml", CONF_PATH, "", NULL, 0, 0,
+     "hwloc XML file to plan from instead of this machine (tests, dry runs)"},
+    {"topology", "bind", CONF_ENUM, "cores", "cores|numa|none", 0, 0,
+     "CPU binding: the GPU's local cores split among ranks, its whole NUMA node, or none"},
+    {"topology", "gpus", CONF_ENUM, "auto", "auto|none", 0, 0,
+     "none: plan without GPUs (CPU-only jobs; more ranks than GPUs allowed)"},
+    {"topology", "probe", CONF_ENUM, "ring", "ring|all|off", 0, 0,
+     "preflight TCP reachability test between nodes before the program starts"},
+    {"topology", "probe_timeout", CONF_DURATION, "5s", NULL, 0, 0,
+     "deadline of each preflight connection"},
+    /* [comm]: communication backend. */
+    {"comm", "backend", CONF_ENUM, "auto", "auto|nccl|cpu", 0, 0,
+     "nccl when CUDA and a GPU are present, cpu (Open MPI) otherwise"},
+    {"comm", "init_timeout", CONF_DURATION, "60s", NULL, 0, 0, "deadline of NCCL communicator init"},
+    {"comm", "bucket_mb", CONF_DOUBLE, "25", NULL, 0.001, 65536, "fused allreduce bucket size (MiB)"},
+    {"comm", "wire_dtype", CONF_ENUM, "bf16", "fp32|bf16|fp16", 0, 0,
+     "dtype of gradients on the wire in the fused allreduce"},
+    /* [train]: the built-in demo trainer (builtin = mlp). */
+    {"train", "steps", CONF_INT, "200", NULL, 1, 100000000, "optimizer steps"},
+    {"train", "batch", CONF_INT, "256", NULL, 1, 100000000, "global batch (split over ranks)"},
+    {"train", "hidden", CONF_INT, "32", NULL, 1, 65536, "hidden units of the MLP"},
+    {"train", "lr", CONF_DOUBLE, "0.05", NULL, 0, 100, "learning rate"},
+    {"train", "log_every", CONF_INT, "20", NULL, 1, 100000000, "print the loss every N steps"},
+    {"train", "seed", CONF_INT, "1", NULL, 0, 2147483647, "seed of the synthetic data"},
+    {"train", "loss_scale", CONF_DOUBLE, "65536", NULL, 1e-30, 1e30, "initial loss scale"},
+    {"train", "growth_interval", CONF_INT, "2000", NULL, 1, 100000000,
+     "clean steps before the loss scale grows"},
+    /* [bench]: gpulaunch bench (nccl-tests options). */
+    {"bench", "op", CONF_STR, "allreduce", NULL, 0, 0,
+     "allreduce|allgather|reducescatter|broadcast|alltoall|fused (comma list allowed)"},
+    {"bench", "minbytes", CONF_SIZE, "32M", NULL, 0, 0, "smallest size (-b)"},
+    {"bench", "maxbytes", CONF_SIZE, "32M", NULL, 0, 0, "largest size (-e)"},
+    {"bench", "stepfactor", CONF_DOUBLE, "2", NULL, 1.0001, 1e9, "size multiplier (-f)"},
+    {"bench", "dtype", CONF_STR, "float", NULL, 0, 0, "element type (-d)"},
+    {"bench", "redop", CONF_STR, "sum", NULL, 0, 0, "reduction (-o): sum|prod|max|min|avg"},
+    {"bench", "iters", CONF_INT, "20", NULL, 1, 100000000, "timed iterations (-n)"},
+    {"bench", "warmup", CONF_INT, "5", NULL, 0, 100000000, "warm-up iterations (-w)"},
+    {"bench", "check", CONF_BOOL, "true", NULL, 0, 0, "check results (-c)"},
+    {"bench", "root", CONF_INT, "0", NULL, 0, 1000000, "root rank of broadcast (-r)"},
+    {"bench", "min_busbw", CONF_DOUBLE, "0", NULL, 0, 1e9,
+     "fail when the bus bandwidth at the largest size is below this (GB/s)"},
+    {"bench", "json", CONF_STR, "", NULL, 0, 0, "write results as JSON (nccl-tests -J shape)"},
+    {"bench", "csv", CONF_STR, "", NULL, 0, 0, "write results as CSV"},
+    /* [accept]: gpulaunch accept. */
+    {"accept", "gpus", CONF_INT, "-1", NULL, -1, 1024, "expected GPUs per node (-1: not checked)"},
+    {"accept", "gpu_model", CONF_STR, "", NULL, 0, 0, "expected GPU model (substring, e.g. H100)"},
+    {"accept", "nics", CONF_STR, "", NULL, 0, 0, "NICs expected present and up (comma list)"},
+    {"accept", "nic_min_speed", CONF_DOUBLE, "0", NULL, 0, 1e9, "minimum NIC speed (Gb/s)"},
+    {"accept", "min_busbw", CONF_STR, "auto", NULL, 0, 0,
+     "allreduce bus bandwidth threshold in GB/s, or auto (derived from the hardware)"},
+    {"accept", "size", CONF_SIZE, "0", NULL, 0, 0,
+     "allreduce size (0: 64M on CPU, 1G on GPU)"},
+    {"accept", "pair_fraction", CONF_DOUBLE, "0.93", NULL, 0, 1,
+     "a node pair below this fraction of the median is flagged"},
+    {"accept", "iters", CONF_INT, "10", NULL, 1, 100000, "iterations per bandwidth measurement"},
+    /* [monitor]: GPU utilisation monitor of wrapped programs. */
+    {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
+    {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
+    {"monitor", "sm_threshold", CONF_DOUBLE, "80", NULL, 0, 100,
+     "warn when SM utilisation stays under this (percent) for the window"},
+    {"monitor", "window", CONF_DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low"},
+    {"monitor", "replay", CONF_PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)"},
+    {"monitor", "metrics", CONF_STR, "", NULL, 0, 0, "write samples as JSON lines"},
+    {"monitor", "prom", CONF_STR, "", NULL, 0, 0, "write a Prometheus textfile"},
+    /* [audit] */
+    {"audit", "log", CONF_STR, "", NULL, 0, 0, "append one JSON line per job start and end (0600)"},
+};
+
+const conf_key_t *conf_schema(int *n) {
+  *n = (int)GPL_ARRAY_LEN(g_schema);
+  return g_schema;
+}

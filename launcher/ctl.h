@@ -1,0 +1,61 @@
+/* Control messages between each rank's supervisor and the coordinator (rank 0), over MPI with
+ * non-blocking calls polled from the libuv loop. */
+#ifndef GPL_LAUNCHER_CTL_H
+#define GPL_LAUNCHER_CTL_H
+
+#include <mpi.h>
+
+typedef enum ctl_type_e {
+  /* rank -> coordinator */
+  CTL_EV_EXIT = 1, /* this rank's program ended (status/signal, last stderr lines) */
+  CTL_EV_STOPPED,  /* after CTL_STOP: the program is gone and its output drained */
+  CTL_EV_SIGNAL,   /* gpulaunch received a terminating signal (SIGTERM: preemption, SIGINT) */
+  CTL_EV_SPAWNED,  /* the program of this attempt started (or could not: status = error) */
+  /* coordinator -> ranks */
+  CTL_STOP,        /* stop the program: SIGTERM, SIGKILL after the stop timeout */
+  CTL_START,       /* start attempt `attempt` */
+  CTL_EXIT         /* leave with exit code `status` */
+} ctl_type_t;
+
+typedef struct ctl_msg_s {
+  int type;
+  int rank;
+  int attempt;
+  int status;   /* exit status of the program (CTL_EXIT: of the failed rank's program) */
+  int code;     /* CTL_EXIT: the job's exit code */
+  int signo;    /* killed by this signal (0: exited) / received signal for CTL_EV_SIGNAL */
+  int flags;    /* CTL_F_* */
+  double peak_mem_mib; /* from the GPU monitor when known (-1 otherwise) */
+  char host[64];
+  char tail[3072]; /* last stderr lines of the program */
+} ctl_msg_t;
+
+enum {
+  CTL_F_OOM = 1,           /* the program's output showed a CUDA out-of-memory error */
+  CTL_F_AFTER_SIGNAL = 2,  /* it ended after a terminating signal was forwarded */
+  CTL_F_SPAWN_FAILED = 4,  /* it could not be started */
+  CTL_F_USE_GRACE = 8,     /* CTL_STOP: wait the grace period (preemption), not stop_timeout */
+  CTL_F_PREEMPTED = 16,    /* CTL_EXIT: the job was preempted (SIGTERM) */
+  CTL_F_INTERRUPTED = 32   /* CTL_EXIT: the job was interrupted (SIGINT) */
+};
+
+typedef struct ctl_s {
+  MPI_Comm comm;
+  int rank, size;
+  MPI_Request recv_req;
+  ctl_msg_t recv_buf;
+  /* Sends in flight. */
+  struct ctl_send_s *sends;
+} ctl_t;
+
+int ctl_init(ctl_t *c, MPI_Comm comm);
+/* Post a message to a rank (rank 0 for events; every rank for commands). Non-blocking. */
+int ctl_send(ctl_t *c, int dest, const ctl_msg_t *m);
+/* Send a command to every rank (including this one). */
+int ctl_broadcast(ctl_t *c, const ctl_msg_t *m);
+/* Poll: 1 and *out filled when a message arrived, 0 when none; also progresses sends. */
+int ctl_poll(ctl_t *c, ctl_msg_t *out);
+/* Wait (bounded) for the sends in flight to complete; cancel the receive. */
+void ctl_close(ctl_t *c, double timeout_s);
+
+#endif

@@ -1,0 +1,85 @@
+/* `gpulaunch check CONF` (validate, print the effective settings) and `gpulaunch env CONF`
+ * (each rank's environment for the program, nothing run). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mpix.h"
+#include "common/util.h"
+#include "launcher/childenv.h"
+#include "launcher/launcher.h"
+#include "launcher/place.h"
+#include "launcher/rendezvous.h"
+
+int mode_check(launch_t *L) {
+  if (!L->conf_path) {
+    fprintf(stderr, "gpulaunch check: give a config file: gpulaunch check train.conf\n");
+    return GPL_EXIT_USAGE;
+  }
+  /* The file was loaded and validated by main; a run needs something to run. */
+  int argc = 0;
+  conf_command(L->conf, "job", "command", &argc);
+  int has_job = argc > 0 || conf_is_set(L->conf, "job", "builtin");
+  int other = conf_is_set(L->conf, "bench", "op") || conf_is_set(L->conf, "accept", "gpus") ||
+              conf_is_set(L->conf, "accept", "min_busbw");
+  if (!has_job && !other) {
+    fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
+            L->conf_path);
+    return GPL_EXIT_CONFIG;
+  }
+  printf("# %s: OK\n", L->conf_path);
+  conf_print(stdout, L->conf);
+  return GPL_EXIT_OK;
+}
+
+int mode_env(launch_t *L) {
+  job_t *job = L->job;
+  childenv_t ce;
+  memset(&ce, 0, sizeof ce);
+  ce.job = job;
+  ce.conf = L->conf;
+  ce.max_restarts = (int)conf_int(L->conf, "job", "restarts");
+  place_t pl;
+  int rc = place_rank(L, &ce, &pl);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return place_exit_code(rc);
+  }
+  ce.omp_threads = pl.cores;
+  rdv_t rdv;
+  rc = rdv_agree(job, pl.master_addr, (int)conf_int(L->conf, "job", "master_port"), &rdv);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return place_exit_code(rc);
+  }
+  util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);
+  ce.master_port = rdv.master_port;
+  util_strlcpy(ce.run_id, rdv.run_id, sizeof ce.run_id);
+
+  strbuf_t mine = STRBUF_INIT;
+  int argc = 0;
+  char *const *argv = L->argc ? L->argv : conf_command(L->conf, "job", "command", &argc);
+  strbuf_printf(&mine, "# rank %d (host %s, node %d, local rank %d):", job->rank, job->host, job->node,
+                job->local_rank);
+  if (argv)
+    for (char *const *a = argv; *a; a++) {
+      char *q = util_quote_word(*a);
+      strbuf_printf(&mine, " %s", q ? q : *a);
+      free(q);
+    }
+  else if (conf_is_set(L->conf, "job", "builtin"))
+    strbuf_printf(&mine, " (builtin %s)", conf_str(L->conf, "job", "builtin"));
+  strbuf_append(&mine, "\n");
+  childenv_describe(&ce, 0, &mine);
+  char **all = NULL;
+  rc = mpix_allgather_str(strbuf_str(&mine), &all, job->world, job->timeout, "env (gather)");
+  strbuf_free(&mine);
+  childenv_free(&ce);
+  if (rc < 0) return GPL_EXIT_TIMEOUT;
+  if (job->rank == 0) {
+    for (int r = 0; r < job->size; r++) printf("%s%s", r ? "\n" : "", all[r]);
+    fflush(stdout);
+  }
+  mpix_free_strs(all, job->size);
+  return GPL_EXIT_OK;
+}

@@ -1,0 +1,142 @@
+/* `gpulaunch train.conf` / `gpulaunch -- PROGRAM ARGS`: place the rank, agree on the rendezvous,
+ * then supervise the program (or run the built-in job) and report one root cause. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mpix.h"
+#include "common/util.h"
+#include "launcher/childenv.h"
+#include "launcher/launcher.h"
+#include "launcher/place.h"
+#include "launcher/rendezvous.h"
+#include "launcher/supervise.h"
+
+typedef struct resolve_s {
+  int rc;
+  char path[240];
+} resolve_t;
+
+/* Every rank checks that it can run the program before any starts it, so a typo in the command
+ * ends the job at once with one message per failing host, not one crash per rank. */
+static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
+  job_t *job = L->job;
+  resolve_t me, *all = calloc((size_t)job->size, sizeof *all);
+  ALLOCCHECK(all);
+  memset(&me, 0, sizeof me);
+  const char *path = childenv_get(ce, 0, "PATH");
+  me.rc = sup_resolve(argv[0], path, me.path, sizeof me.path);
+  int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (program check)");
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+  int bad = 0;
+  for (int r = 0; r < job->size; r++) {
+    if (all[r].rc == GPL_OK) continue;
+    if (job->rank == 0 && bad < 8)
+      fprintf(stderr, "gpulaunch: rank %d (host %s): cannot run '%s': %s\n", r, job->hosts[r], argv[0],
+              all[r].rc == GPL_ENOENT ? (strchr(argv[0], '/') ? "no such file" : "not found in PATH")
+                                      : "not executable");
+    bad++;
+  }
+  free(all);
+  return bad ? GPL_ENOENT : GPL_OK;
+}
+
+static int make_env(void *arg, int attempt, char ***envp) { return childenv_build(arg, attempt, envp); }
+
+static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *res) {
+  if (!L->summary) return;
+  cJSON *run = cJSON_AddObjectToObject(L->summary, "run");
+  cJSON *cmd = cJSON_AddArrayToObject(run, "command");
+  for (char *const *a = o->argv; *a; a++) cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
+  cJSON_AddNumberToObject(run, "exit_code", res->exit_code);
+  cJSON_AddNumberToObject(run, "attempts", res->attempts);
+  cJSON_AddNumberToObject(run, "seconds", res->seconds);
+  cJSON_AddBoolToObject(run, "preempted", res->preempted);
+  if (res->failed_rank >= 0) {
+    cJSON *rc = cJSON_AddObjectToObject(run, "root_cause");
+    cJSON_AddNumberToObject(rc, "rank", res->failed_rank);
+    cJSON_AddStringToObject(rc, "host", res->failed_host);
+    cJSON_AddNumberToObject(rc, "status", res->status);
+    if (res->signo) cJSON_AddStringToObject(rc, "signal", util_signal_name(res->signo));
+    cJSON_AddStringToObject(rc, "message", res->root_cause);
+  } else if (res->root_cause[0]) {
+    cJSON_AddStringToObject(run, "root_cause", res->root_cause);
+  }
+}
+
+int mode_run(launch_t *L) {
+  job_t *job = L->job;
+  conf_t *c = L->conf;
+  char *const *argv = NULL;
+  int argc = 0;
+  if (L->argc > 0) {
+    argv = L->argv;
+    argc = L->argc;
+  } else {
+    argv = conf_command(c, "job", "command", &argc);
+  }
+  const char *builtin = conf_str(c, "job", "builtin");
+  if (argc == 0 && builtin && strcmp(builtin, "mlp") == 0) return trainer_run(L);
+  if (argc == 0) {
+    if (job->rank == 0)
+      fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
+              L->conf_path ? L->conf_path : "(no config)");
+    return GPL_EXIT_CONFIG;
+  }
+
+  childenv_t ce;
+  memset(&ce, 0, sizeof ce);
+  ce.job = job;
+  ce.conf = c;
+  ce.max_restarts = (int)conf_int(c, "job", "restarts");
+  place_t pl;
+  int rc = place_rank(L, &ce, &pl);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return place_exit_code(rc);
+  }
+  ce.omp_threads = pl.cores;
+  rdv_t rdv;
+  rc = rdv_agree(job, pl.master_addr, (int)conf_int(c, "job", "master_port"), &rdv);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return place_exit_code(rc);
+  }
+  util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);
+  ce.master_port = rdv.master_port;
+  util_strlcpy(ce.run_id, rdv.run_id, sizeof ce.run_id);
+
+  rc = check_program(L, &ce, argv);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_SPAWN;
+  }
+
+  sup_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.job = job;
+  o.argv = argv;
+  o.make_env = make_env;
+  o.env_arg = &ce;
+  o.workdir = conf_str(c, "job", "workdir");
+  o.prefix = conf_str(c, "job", "prefix");
+  o.log_dir = conf_str(c, "job", "log_dir");
+  o.tail_lines = (int)conf_int(c, "job", "tail_lines");
+  o.grace = conf_duration(c, "job", "grace");
+  o.stop_timeout = conf_duration(c, "job", "stop_timeout");
+  o.preempt_signal = conf_signal(c, "job", "preempt_signal");
+  o.restarts = (int)conf_int(c, "job", "restarts");
+  sup_result_t res;
+  rc = sup_run(&o, &res);
+  if (rc < 0) {
+    childenv_free(&ce);
+    return GPL_EXIT_INTERNAL;
+  }
+  add_summary(L, &o, &res);
+  childenv_free(&ce);
+  return res.exit_code;
+}

@@ -1,0 +1,39 @@
+/* Output of a supervised program: whole lines, prefixed, copied to our stdout/stderr and a log
+ * file, with the last stderr lines kept for the root-cause report. */
+#ifndef GPL_LAUNCHER_OUTPUT_H
+#define GPL_LAUNCHER_OUTPUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef void (*output_line_fn)(void *arg, int is_err, const char *line, size_t len);
+
+typedef struct output_s {
+  char prefix[300];   /* "[host:rank] ", "[rank] " or "" */
+  FILE *log;          /* per-rank log file or NULL */
+  /* One partial line per stream (0 = stdout, 1 = stderr). */
+  char *partial[2];
+  size_t plen[2], pcap[2];
+  int midline[2];     /* an over-long line was cut: the next chunk continues it (no prefix) */
+  /* Ring of the last stderr lines. */
+  char **tail;
+  int tail_cap, tail_n, tail_head;
+  output_line_fn on_line; /* optional hook for every complete line (OOM detection) */
+  void *on_line_arg;
+  unsigned long long lines[2];
+} output_t;
+
+/* prefix_mode: "host:rank", "rank" or "none". log_path may be NULL. */
+int output_init(output_t *o, const char *prefix_mode, const char *host, int rank, int tail_lines,
+                const char *log_path);
+/* Feed bytes read from the program's stdout (is_err = 0) or stderr (1). */
+void output_feed(output_t *o, int is_err, const char *buf, size_t len);
+/* End of a stream: a last line without newline is passed on with one added. */
+void output_flush(output_t *o, int is_err);
+/* Forget the kept stderr lines (a new attempt starts). */
+void output_clear_tail(output_t *o);
+/* The last stderr lines, oldest first, each ending in '\n', into buf. */
+size_t output_tail(const output_t *o, char *buf, size_t len);
+void output_free(output_t *o);
+
+#endif
