@@ -8,13 +8,26 @@
 
 /* Each per-tensor loop is a plain counted loop over restrict pointers with a branch-free body, so
  * gcc -O3 turns it into SIMD code (the fp16 path needs per-lane variable shifts: AVX2). On x86-64
- * with GNU ifunc support, an AVX2 clone is built next to the baseline and picked at load time. */
+ * with GNU ifunc support, AVX-512 and AVX2 clones are built next to the baseline and the best one
+ * the CPU runs is picked at load time. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__) && \
     !defined(GPL_KERN_NO_CLONES)
-#define KERN_SIMD __attribute__((target_clones("avx2", "default")))
+#define KERN_SIMD __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define KERN_SIMD
 #endif
+
+/* mp_mul pins down the NaN a product makes, which costs as much as the rest of a conversion. On
+ * x86 (SSE/AVX arithmetic) the plain product already equals it whenever the scale is finite and
+ * non-zero: then a NaN result can only come from a NaN x, and x86 returns that operand quieted,
+ * sign and payload kept, which is mp_mul's definition. So the loops are built twice: with the
+ * plain product (taken only in that case) and with mp_mul (any other scale, or another CPU). */
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2_MATH__))
+#define KERN_PLAIN_MUL_OK(s) (mp_isfinite(s) && (s) != 0.0f)
+#else
+#define KERN_PLAIN_MUL_OK(s) 0
+#endif
+static inline float mul_plain(float x, float s) { return x * s; }
 
 size_t kern_total_count(const kern_tensor_t *t, int n) {
   size_t total = 0;
@@ -60,82 +73,112 @@ static int check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dty
   return 0;
 }
 
-/* ---- pack: one tensor into its place in the bucket ---- */
+/* ---- the per-tensor loops, for both products ---- */
 
-KERN_SIMD static void pack_f32(const float *restrict in, float *restrict out, size_t n, float s) {
-  for (size_t i = 0; i < n; i++) out[i] = mp_mul(in[i], s);
-}
+/* pack: one tensor into its place in the bucket. unpack: one tensor back from the bucket; returns
+ * 1 when any output is inf or NaN. */
+#define KERN_LOOPS(SFX, MUL)                                                                      \
+  KERN_SIMD static void pack_f32##SFX(const float *restrict in, float *restrict out, size_t n,   \
+                                      float s) {                                                 \
+    for (size_t i = 0; i < n; i++) out[i] = MUL(in[i], s);                                       \
+  }                                                                                              \
+  KERN_SIMD static void pack_bf16##SFX(const float *restrict in, uint16_t *restrict out,         \
+                                       size_t n, float s) {                                      \
+    for (size_t i = 0; i < n; i++) out[i] = mp_f32_to_bf16(MUL(in[i], s));                       \
+  }                                                                                              \
+  KERN_SIMD static void pack_f16##SFX(const float *restrict in, uint16_t *restrict out, size_t n, \
+                                      float s) {                                                 \
+    for (size_t i = 0; i < n; i++) out[i] = mp_f32_to_f16(MUL(in[i], s));                        \
+  }                                                                                              \
+  KERN_SIMD static int unpack_f32##SFX(const float *restrict in, float *restrict out, size_t n,  \
+                                       float f) {                                                \
+    uint32_t bad = 0;                                                                            \
+    for (size_t i = 0; i < n; i++) {                                                             \
+      float y = MUL(in[i], f);                                                                   \
+      out[i] = y;                                                                                \
+      bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;                                        \
+    }                                                                                            \
+    return bad != 0;                                                                             \
+  }                                                                                              \
+  KERN_SIMD static int unpack_bf16##SFX(const uint16_t *restrict in, float *restrict out,        \
+                                        size_t n, float f) {                                     \
+    uint32_t bad = 0;                                                                            \
+    for (size_t i = 0; i < n; i++) {                                                             \
+      float y = MUL(mp_bf16_to_f32(in[i]), f);                                                   \
+      out[i] = y;                                                                                \
+      bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;                                        \
+    }                                                                                            \
+    return bad != 0;                                                                             \
+  }                                                                                              \
+  KERN_SIMD static int unpack_f16##SFX(const uint16_t *restrict in, float *restrict out,         \
+                                       size_t n, float f) {                                      \
+    uint32_t bad = 0;                                                                            \
+    for (size_t i = 0; i < n; i++) {                                                             \
+      float y = MUL(mp_f16_to_f32(in[i]), f);                                                    \
+      out[i] = y;                                                                                \
+      bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;                                        \
+    }                                                                                            \
+    return bad != 0;                                                                             \
+  }
 
-KERN_SIMD static void pack_bf16(const float *restrict in, uint16_t *restrict out, size_t n, float s) {
-  for (size_t i = 0; i < n; i++) out[i] = mp_f32_to_bf16(mp_mul(in[i], s));
-}
-
-KERN_SIMD static void pack_f16(const float *restrict in, uint16_t *restrict out, size_t n, float s) {
-  for (size_t i = 0; i < n; i++) out[i] = mp_f32_to_f16(mp_mul(in[i], s));
-}
+KERN_LOOPS(_any, mp_mul)
+KERN_LOOPS(_plain, mul_plain)
 
 int kern_pack_ref(const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire, float prescale) {
   CHECK(check_args(t, n, bucket, wire));
+  const int plain = KERN_PLAIN_MUL_OK(prescale);
   size_t k = 0;
   for (int i = 0; i < n; i++) {
     size_t c = t[i].count;
     if (c == 0) continue;
+    const float *in = t[i].data;
     switch (wire) {
-    case GPL_FLOAT: pack_f32(t[i].data, (float *)bucket + k, c, prescale); break;
-    case GPL_BFLOAT16: pack_bf16(t[i].data, (uint16_t *)bucket + k, c, prescale); break;
-    default: pack_f16(t[i].data, (uint16_t *)bucket + k, c, prescale); break;
+    case GPL_FLOAT:
+      if (plain) pack_f32_plain(in, (float *)bucket + k, c, prescale);
+      else pack_f32_any(in, (float *)bucket + k, c, prescale);
+      break;
+    case GPL_BFLOAT16:
+      if (plain) pack_bf16_plain(in, (uint16_t *)bucket + k, c, prescale);
+      else pack_bf16_any(in, (uint16_t *)bucket + k, c, prescale);
+      break;
+    default:
+      if (plain) pack_f16_plain(in, (uint16_t *)bucket + k, c, prescale);
+      else pack_f16_any(in, (uint16_t *)bucket + k, c, prescale);
+      break;
     }
     k += c;
   }
   return 0;
 }
 
-/* ---- unpack: one tensor back from the bucket; returns 1 when any output is inf or NaN ---- */
-
-KERN_SIMD static int unpack_f32(const float *restrict in, float *restrict out, size_t n, float f) {
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    float y = mp_mul(in[i], f);
-    out[i] = y;
-    bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;
-  }
-  return bad != 0;
-}
-
-KERN_SIMD static int unpack_bf16(const uint16_t *restrict in, float *restrict out, size_t n, float f) {
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    float y = mp_mul(mp_bf16_to_f32(in[i]), f);
-    out[i] = y;
-    bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;
-  }
-  return bad != 0;
-}
-
-KERN_SIMD static int unpack_f16(const uint16_t *restrict in, float *restrict out, size_t n, float f) {
-  uint32_t bad = 0;
-  for (size_t i = 0; i < n; i++) {
-    float y = mp_mul(mp_f16_to_f32(in[i]), f);
-    out[i] = y;
-    bad |= (mp_f32_bits(y) & MP_F32_INF) == MP_F32_INF;
-  }
-  return bad != 0;
-}
-
 int kern_unpack_ref(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t, int n,
                     float postscale, kern_scaler_t *sc) {
   CHECK(check_args(t, n, bucket, wire));
   /* The same product, in the same order, as the CUDA kernel forms on the device. */
-  float factor = sc ? postscale * sc->inv_scale : postscale;
+  const float factor = sc ? postscale * sc->inv_scale : postscale;
+  const int plain = KERN_PLAIN_MUL_OK(factor);
   size_t k = 0;
   int bad = 0;
   for (int i = 0; i < n; i++) {
     size_t c = t[i].count;
     if (c == 0) continue;
+    float *out = t[i].data;
     switch (wire) {
-    case GPL_FLOAT: bad |= unpack_f32((const float *)bucket + k, t[i].data, c, factor); break;
-    case GPL_BFLOAT16: bad |= unpack_bf16((const uint16_t *)bucket + k, t[i].data, c, factor); break;
-    default: bad |= unpack_f16((const uint16_t *)bucket + k, t[i].data, c, factor); break;
+    case GPL_FLOAT: {
+      const float *in = (const float *)bucket + k;
+      bad |= plain ? unpack_f32_plain(in, out, c, factor) : unpack_f32_any(in, out, c, factor);
+      break;
+    }
+    case GPL_BFLOAT16: {
+      const uint16_t *in = (const uint16_t *)bucket + k;
+      bad |= plain ? unpack_bf16_plain(in, out, c, factor) : unpack_bf16_any(in, out, c, factor);
+      break;
+    }
+    default: {
+      const uint16_t *in = (const uint16_t *)bucket + k;
+      bad |= plain ? unpack_f16_plain(in, out, c, factor) : unpack_f16_any(in, out, c, factor);
+      break;
+    }
     }
     k += c;
   }

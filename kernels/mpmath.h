@@ -48,8 +48,8 @@ MP_FN float mp_f32_from_bits(uint32_t u) {
 #endif
 }
 
-/* 1 when the fp32 bit pattern is a NaN. */
-MP_FN uint32_t mp_bits_isnan(uint32_t u) { return (u & MP_F32_ABS_MASK) > MP_F32_INF; }
+/* 1 when the fp32 bit pattern is a NaN. (A signed compare: SIMD integer compares are signed.) */
+MP_FN uint32_t mp_bits_isnan(uint32_t u) { return (int32_t)(u & MP_F32_ABS_MASK) > (int32_t)MP_F32_INF; }
 
 /* 1 when x is neither inf nor NaN (exponent field not all ones). */
 MP_FN int mp_isfinite(float x) { return (mp_f32_bits(x) & MP_F32_INF) != MP_F32_INF; }
@@ -81,19 +81,20 @@ MP_FN uint16_t mp_f32_to_bf16(float f) {
 MP_FN float mp_bf16_to_f32(uint16_t h) { return mp_f32_from_bits((uint32_t)h << 16); }
 
 /* fp32 -> IEEE binary16, round to nearest, ties to even, in integer arithmetic:
- *  - |x| >= 65520 (max 65504 plus half an ulp) -> inf, as IEEE overflow does; inf -> inf;
  *  - 2^-14 <= |x| < 65520: rebias the exponent and round the mantissa at bit 13 (a carry into the
- *    exponent is the correct result);
+ *    exponent is the correct result); |x| >= 65520 (max 65504 plus half an ulp, inf included) is
+ *    clamped to 65520 first, which rounds to exactly the inf pattern, as IEEE overflow does;
  *  - |x| < 2^-14: subnormal result round(|x| * 2^24), by shifting the 24-bit significand right by
  *    126 - exponent (14..25; 25 and beyond round to zero; fp32 subnormals all give 0);
  *  - NaN -> NaN, quieted, sign and the top payload bits kept.
- * All paths are computed and one is selected, so a loop over it vectorises (variable shifts). */
+ * All paths are computed and one is selected, so a loop over it vectorises (variable shifts);
+ * compares are on values below 2^31, so signed SIMD compares do. */
 MP_FN uint16_t mp_f32_to_f16(float f) {
   uint32_t u = mp_f32_bits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t a = u & MP_F32_ABS_MASK;
-  /* normal: fp32 exponent bias 127 -> fp16 bias 15 is a subtraction of 112 << 23 */
-  uint32_t an = a - 0x38000000u;
+  /* normal and overflow: fp32 exponent bias 127 -> fp16 bias 15 is a subtraction of 112 << 23 */
+  uint32_t an = (a < 0x477ff000u ? a : 0x477ff000u) - 0x38000000u;
   uint32_t normal = (an + 0x0fffu + ((an >> 13) & 1u)) >> 13;
   /* subnormal: shift s in [14, 25] (clamped for the lanes that take another path) */
   uint32_t e = a >> 23;
@@ -103,10 +104,7 @@ MP_FN uint16_t mp_f32_to_f16(float f) {
   uint32_t m = (a & 0x007fffffu) | 0x00800000u;
   uint32_t sub = (m + ((1u << (s - 1u)) - 1u) + ((m >> s) & 1u)) >> s;
   uint32_t nan = 0x7e00u | ((a >> 13) & 0x03ffu);
-  uint32_t r = a > MP_F32_INF      ? nan
-               : a >= 0x477ff000u ? MP_F16_INF
-               : a >= 0x38800000u ? normal
-                                  : sub;
+  uint32_t r = (int32_t)a > (int32_t)MP_F32_INF ? nan : (int32_t)a >= 0x38800000 ? normal : sub;
   return (uint16_t)(sign | r);
 }
 

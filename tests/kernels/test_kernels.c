@@ -175,6 +175,12 @@ static void random_layout(kt_layout_t *L, int n, size_t maxsz) {
   free(skew);
 }
 
+/* The wire bits for x packed with scale s, from mpmath.h alone. */
+static uint32_t wire_bits(float x, float s, gpl_dtype_t wire) {
+  float p = mp_mul(x, s);
+  return wire == GPL_FLOAT ? kt_f_bits(p) : wire == GPL_BFLOAT16 ? mp_f32_to_bf16(p) : mp_f32_to_f16(p);
+}
+
 /* Pack random values of all magnitudes with a random prescale and check every bucket element
  * against the float64 reference: written (no poison left), within the dtype's relative bound of
  * x*s computed in float64, and exactly the nearest-even rounding of the fp32 product. */
@@ -215,6 +221,11 @@ static void check_pack(gpl_dtype_t wire, int n, size_t maxsz) {
       if (!kt_same(got, exact))
         fail_msg("wire %s, tensor %d elem %zu: x=%a s=%a -> %a, want %a", gpl_dtype_name(wire), i, j,
                  x, s, got, exact);
+      /* and bit for bit the composition of mpmath.h functions (NaN payloads included) */
+      uint32_t bits = wire == GPL_FLOAT ? ((const uint32_t *)bucket)[k] : ((const uint16_t *)bucket)[k];
+      if (bits != wire_bits(x, s, wire))
+        fail_msg("wire %s, tensor %d elem %zu: x=%#x s=%a -> %#x, mpmath.h gives %#x",
+                 gpl_dtype_name(wire), i, j, kt_f_bits(x), s, bits, wire_bits(x, s, wire));
       int overflow = wire == GPL_HALF ? fabs(p32) >= 65520.0 : isinf(p32);
       if (!overflow && !kt_close(got, ref, rel, abs_tol))
         fail_msg("wire %s, tensor %d elem %zu: x=%a s=%a -> %a, float64 %a out of bounds",
@@ -230,6 +241,48 @@ static void test_pack_random(void **state) {
     check_pack(kWires[w], 1, 100000);
     check_pack(kWires[w], 17, 5000);
     check_pack(kWires[w], 1000, 64); /* many small tensors in one bucket */
+  }
+}
+
+/* Scales that make NaNs from non-NaN inputs (0, inf, NaN) or that are tiny: pack and unpack still
+ * give exactly mpmath.h's bits, whichever internal loop the reference picks for the scale. */
+static void test_special_scales(void **state) {
+  const float scales[] = {0.0f, -0.0f, INFINITY, -INFINITY, kt_bits_f(0x7fc00001), kt_bits_f(0xff800003),
+                          0x1p-149f, -3.0f, 0x1p127f};
+  enum { N = 301 };
+  float in[N], out[N];
+  uint32_t bucket[N];
+  for (int i = 0; i < N; i++) {
+    uint32_t r = kt_rand_below(4);
+    in[i] = r == 0 ? kt_bits_f((uint32_t)kt_rand64()) : r == 1 ? (kt_rand64() & 1 ? INFINITY : -INFINITY)
+                                                       : kt_rand_float(-140, 127);
+  }
+  for (size_t q = 0; q < sizeof scales / sizeof scales[0]; q++) {
+    for (size_t w = 0; w < 3; w++) {
+      gpl_dtype_t wire = kWires[w];
+      kern_tensor_t t = {in, N};
+      assert_int_equal(kern_pack_ref(&t, 1, bucket, wire, scales[q]), 0);
+      for (int i = 0; i < N; i++) {
+        uint32_t got = wire == GPL_FLOAT ? bucket[i] : ((uint16_t *)bucket)[i];
+        if (got != wire_bits(in[i], scales[q], wire))
+          fail_msg("pack %s scale %a: x=%#x -> %#x, want %#x", gpl_dtype_name(wire), scales[q],
+                   kt_f_bits(in[i]), got, wire_bits(in[i], scales[q], wire));
+      }
+      /* unpack the same bucket with the scale as postscale: mp_mul(float(wire), factor) */
+      kern_tensor_t to = {out, N};
+      assert_int_equal(kern_unpack_ref(bucket, wire, &to, 1, scales[q], NULL), 0);
+      for (int i = 0; i < N; i++) {
+        double w64 = kt_dec_wire(bucket, wire, (size_t)i);
+        float wf = wire == GPL_FLOAT ? kt_bits_f(bucket[i])
+                   : wire == GPL_BFLOAT16 ? mp_bf16_to_f32(((uint16_t *)bucket)[i])
+                                          : mp_f16_to_f32(((uint16_t *)bucket)[i]);
+        assert_true(kt_same(wf, w64));
+        uint32_t want = kt_f_bits(mp_mul(wf, scales[q]));
+        if (kt_f_bits(out[i]) != want)
+          fail_msg("unpack %s scale %a: %#x -> %#x, want %#x", gpl_dtype_name(wire), scales[q],
+                   kt_f_bits(wf), kt_f_bits(out[i]), want);
+      }
+    }
   }
 }
 
@@ -538,6 +591,7 @@ int main(void) {
       cmocka_unit_test(test_convert_edges),
       cmocka_unit_test(test_mul),
       cmocka_unit_test(test_pack_random),
+      cmocka_unit_test(test_special_scales),
       cmocka_unit_test(test_unpack_random),
       cmocka_unit_test(test_layout_and_bounds),
       cmocka_unit_test(test_roundtrip_f32_identity),
