@@ -169,8 +169,8 @@ static inline void kt_layout_make(kt_layout_t *L, int n, const size_t *sizes, co
   size_t cap = 0;
   for (int i = 0; i < n; i++) cap += (sizes[i] + 3 + 15) & ~(size_t)15;
   L->n = n;
-  L->t = calloc((size_t)(n > 0 ? n : 1), sizeof *L->t);
-  L->arena = aligned_alloc(64, (cap + 16) * sizeof(float));
+  L->t = (kern_tensor_t *)calloc((size_t)(n > 0 ? n : 1), sizeof *L->t);
+  L->arena = (float *)aligned_alloc(64, (cap + 16) * sizeof(float));
   L->total = 0;
   size_t off = 0;
   for (int i = 0; i < n; i++) {
