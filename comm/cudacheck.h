@@ -1,0 +1,55 @@
+/* CUDA and NCCL check macros: log the library's own error string and where, convert to a gpulaunch
+ * code (NCCL's checks.h habit). Only for files compiled with CUDA and NCCL. */
+#ifndef GPL_COMM_CUDACHECK_H
+#define GPL_COMM_CUDACHECK_H
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "common/check.h"
+
+#define CUDACHECK(call)                                                                      \
+  do {                                                                                       \
+    cudaError_t cuda_e_ = (call);                                                            \
+    if (cuda_e_ != cudaSuccess) {                                                            \
+      LOG_WARN("CUDA call %s failed: %s (%s)", #call, cudaGetErrorString(cuda_e_),           \
+               cudaGetErrorName(cuda_e_));                                                   \
+      return GPL_ECUDA;                                                                      \
+    }                                                                                        \
+  } while (0)
+
+#define CUDACHECKGOTO(call, rc, label)                                                       \
+  do {                                                                                       \
+    cudaError_t cuda_e_ = (call);                                                            \
+    if (cuda_e_ != cudaSuccess) {                                                            \
+      LOG_WARN("CUDA call %s failed: %s (%s)", #call, cudaGetErrorString(cuda_e_),           \
+               cudaGetErrorName(cuda_e_));                                                   \
+      (rc) = GPL_ECUDA;                                                                      \
+      goto label;                                                                            \
+    }                                                                                        \
+  } while (0)
+
+/* ncclInProgress is not an error: non-blocking communicators return it while work is being set
+ * up, and the caller polls ncclCommGetAsyncError. */
+#define NCCLCHECK(call)                                                                      \
+  do {                                                                                       \
+    ncclResult_t nccl_r_ = (call);                                                           \
+    if (nccl_r_ != ncclSuccess && nccl_r_ != ncclInProgress) {                               \
+      LOG_WARN("NCCL call %s failed: %s (%s)", #call, ncclGetErrorString(nccl_r_),           \
+               ncclGetLastError(NULL));                                                      \
+      return GPL_ENCCL;                                                                      \
+    }                                                                                        \
+  } while (0)
+
+#define NCCLCHECKGOTO(call, rc, label)                                                       \
+  do {                                                                                       \
+    ncclResult_t nccl_r_ = (call);                                                           \
+    if (nccl_r_ != ncclSuccess && nccl_r_ != ncclInProgress) {                               \
+      LOG_WARN("NCCL call %s failed: %s (%s)", #call, ncclGetErrorString(nccl_r_),           \
+               ncclGetLastError(NULL));                                                      \
+      (rc) = GPL_ENCCL;                                                                      \
+      goto label;                                                                            \
+    }                                                                                        \
+  } while (0)
+
+#endif
