@@ -39,7 +39,16 @@ size_t kern_total_count(const kern_tensor_t *t, int n);
 void kern_scaler_init(kern_scaler_t *s, float init_scale, float growth_factor, float backoff_factor,
                       int growth_interval);
 
-/* ---- C reference (host memory). Wire dtype: GPL_FLOAT, GPL_BFLOAT16 or GPL_HALF. ---- */
+/* ---- Contract shared by the C reference and the CUDA versions ----
+ * - The bucket holds kern_total_count() elements of the wire type, tensors back to back in list
+ *   order; it must be aligned to the wire element size (GPL_EINVAL otherwise) and must not overlap
+ *   any tensor. Empty tensors take no room; n == 0 (or only empty tensors) does nothing.
+ * - The math is kernels/mpmath.h on both sides, so both give the same bits: products are IEEE fp32
+ *   (round to nearest even, no flush to zero); a NaN x stays x quieted (sign, payload); inf*0
+ *   gives 0x7fc00000; fp32 -> bf16/fp16 rounds to nearest even, overflows to inf as IEEE does.
+ * - found_inf is sticky: unpack only ever sets it; kern_scaler_update_* clears it.
+ * - Returns 0, or GPL_EINVAL for a bad list, bucket or wire dtype (nothing written then).
+ * ---- C reference (host memory). Wire dtype: GPL_FLOAT, GPL_BFLOAT16 or GPL_HALF. ---- */
 
 /* bucket[k] = wire(t[i].data[j] * prescale) for all tensors back to back, in one pass.
  * Rounding fp32 -> bf16/fp16 is round-to-nearest-even; inf and NaN are preserved. */
@@ -56,7 +65,16 @@ void kern_scaler_update_ref(kern_scaler_t *sc);
 
 /* ---- CUDA (device memory). stream is a cudaStream_t passed as void*. Without CUDA these return
  * GPL_ENOCUDA. One launch per call over all tensors (a tensor table), 16-byte vector loads where
- * aligned, a scalar path where not. sc points to device memory. ---- */
+ * aligned, a scalar path where not. sc points to device memory. ----
+ * Asynchronous on the stream: they return once the work is queued. The tensor list itself is copied
+ * into the launch (the kern_tensor_t array may be reused at once); the device memory it points to
+ * must stay valid until the stream has run the work. Up to 1024 non-empty tensors go in one launch;
+ * more take one launch per 1024. Vector loads/stores need the tensor's data and its place in the
+ * bucket at the same 16-byte phase (best: cudaMalloc'd bucket, tensors at 16-byte multiples);
+ * otherwise that tensor takes the scalar path (correct, slower). unpack reads sc_dev->inv_scale on
+ * the device, so a scale changed by kern_scaler_update_cuda on the same stream is used without any
+ * host sync. Errors: GPL_EINVAL (arguments), GPL_ENOGPU (no device / driver too old), GPL_ECUDA;
+ * a fault inside a kernel shows at the next synchronisation, as with any CUDA launch. */
 int kern_pack_cuda(const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire, float prescale,
                    void *stream);
 int kern_unpack_cuda(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t, int n,
