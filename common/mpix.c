@@ -104,11 +104,13 @@ int mpix_allgather(const void *send, int bytes, void *recv, MPI_Comm comm, doubl
     }
     CHECKGOTO(mpix_wait(reqs, n, peers, comm, timeout_s, what), rc, done);
   } else {
+    /* Rank 0 knows who is missing and says so; the others wait a little longer so that its
+     * message (and its MPI_Abort) comes first, and speak only if rank 0 itself is missing. */
     peers[0] = 0;
     peers[1] = 0;
     MPI_Isend(send, bytes, MPI_BYTE, 0, TAG_GATHER, comm, &reqs[0]);
     MPI_Irecv(out, bytes * size, MPI_BYTE, 0, TAG_SCATTER, comm, &reqs[1]);
-    CHECKGOTO(mpix_wait(reqs, 2, peers, comm, timeout_s, what), rc, done);
+    CHECKGOTO(mpix_wait(reqs, 2, peers, comm, timeout_s + 2.0, what), rc, done);
   }
 done:
   free(reqs);
@@ -125,7 +127,7 @@ int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, 
     MPI_Request req;
     int peer = root;
     MPI_Irecv(buf, bytes, MPI_BYTE, root, TAG_BCAST, comm, &req);
-    return mpix_wait(&req, 1, &peer, comm, timeout_s, what);
+    return mpix_wait(&req, 1, &peer, comm, timeout_s + 2.0, what);
   }
   MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
   int *peers = calloc((size_t)size, sizeof *peers);

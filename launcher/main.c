@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
@@ -184,7 +185,10 @@ int main(int argc, char **argv) {
   job_t job;
   int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && job_env_rank() >= 0);
   if (use_mpi) {
-    int rc = job_init(&job, &argc, &argv, conf_duration(L.conf, "job", "timeout"));
+    /* The start-up deadline: the config file's, else GPULAUNCH_TIMEOUT, else the default. */
+    double timeout = conf_is_set(L.conf, "job", "timeout") ? conf_duration(L.conf, "job", "timeout")
+                                                           : mpix_default_timeout();
+    int rc = job_init(&job, &argc, &argv, timeout);
     if (rc < 0) {
       fprintf(stderr, "gpulaunch: %s:%d: start-up failed: %s\n", util_hostname(), job.rank, gpl_strerror(rc));
       job_abort(&job, rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL);

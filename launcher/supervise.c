@@ -304,6 +304,12 @@ static void on_signal(uv_signal_t *h, int signum) {
   }
   s->sig_received = signum;
   int fwd = signum == SIGTERM ? s->o->preempt_signal : signum;
+  /* Said at once: under mpirun the launcher's own SIGKILL may follow within a second. */
+  if (s->job->rank == 0 && signum == SIGTERM)
+    fprintf(stderr, "gpulaunch: SIGTERM received: job preempted; every program gets %s now, "
+            "SIGKILL after %.0f s\n", util_signal_name(fwd), s->o->grace);
+  else if (s->job->rank == 0)
+    fprintf(stderr, "gpulaunch: %s received: stopping the job\n", util_signal_name(signum));
   if (s->running) {
     LOG_INFO(SUP, "%s received: sending %s to the program, SIGKILL in %.1f s", util_signal_name(signum),
              util_signal_name(fwd), s->o->grace);

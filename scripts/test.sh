@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build with warnings as errors (with CUDA when the
+# toolkit is at /usr/local/cuda, and once without CUDA), and run every test with CTest.
+# Usage: scripts/test.sh [--sanitize] [ctest args...]
+#   --sanitize   build with AddressSanitizer + UndefinedBehaviorSanitizer instead
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+"$here/install-deps.sh"
+# shellcheck source=scripts/env.sh
+source "$here/env.sh"
+
+san=()
+dir="$GPL_ROOT/build-test"
+if [[ "${1:-}" == "--sanitize" ]]; then
+  shift
+  san=(-DGPULAUNCH_ASAN=ON -DGPULAUNCH_UBSAN=ON)
+  dir="$GPL_ROOT/build-sanitize"
+  # Open MPI's own allocations are not ours to fix.
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
+
+echo "== build (CUDA if available, -Werror) in $dir"
+"$here/build.sh" "$dir" -DGPULAUNCH_WERROR=ON "${san[@]}"
+if [[ ${#san[@]} -eq 0 ]]; then
+  echo "== build without CUDA (must succeed on a machine with no CUDA at all)"
+  "$here/build.sh" "$GPL_ROOT/build-nocuda" -DGPULAUNCH_WERROR=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_TESTS=OFF
+fi
+echo "== tests"
+cd "$dir"
+ctest --output-on-failure --timeout 600 "$@"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A failing rank ends the whole job within 3 s with one root-cause line; signals, a missing
+# program and left-behind children are handled.
+source "$(dirname "$0")/../lib.sh"
+PROG="$1"
+export GPL_TEST_DIR="$T"
+host=$(hostname -s)
+
+run_mpi 4 "$GPULAUNCH" -- "$PROG" fail 2 7 1.0
+end=$(now)
+assert_eq "$RC" 7 "mpirun exit status"
+assert_grep "$T/err" "^gpulaunch: rank 2 \(host $host\) exited with status 7\$" "root-cause line"
+assert_grep "$T/err" "^    fatal: giving up with 7\$" "last stderr lines quoted"
+assert_grep "$T/err" "^    first complaint of rank 2\$" "earlier stderr lines quoted"
+[[ $(grep -c "^gpulaunch: rank .* exited with status" "$T/err") == 1 ]] || fail "exactly one root cause"
+elapsed=$(awk -v a="$end" -v b="$(cat "$T/failtime.2")" 'BEGIN { printf "%.3f", a - b }')
+assert_le "$elapsed" 3.0 "time from the failure to the end of mpirun"
+pass "rank 2 exits 7: job ended ${elapsed}s after the failure with the root cause"
+
+run_mpi 4 "$GPULAUNCH" -- "$PROG" killself 1 9
+assert_eq "$RC" 137 "exit status after SIGKILL"
+assert_grep "$T/err" "^gpulaunch: rank 1 \(host $host\) killed by signal SIGKILL\$" "killed-by-signal root cause"
+assert_grep "$T/err" "about to die by signal 9" "last line before the signal"
+pass "rank 1 killed by SIGKILL: status 137 and the signal named"
+
+run_mpi 4 "$GPULAUNCH" -- /nonexistent/trainer --lr 3
+assert_eq "$RC" 71 "exit status for a program that cannot run"
+assert_grep "$T/err" "rank 0 \(host $host\): cannot run '/nonexistent/trainer': no such file" "missing program named"
+run_mpi 2 "$GPULAUNCH" -- no-such-program-gpl
+assert_eq "$RC" 71 "exit status for a program not in PATH"
+assert_grep "$T/err" "cannot run 'no-such-program-gpl': not found in PATH" "not in PATH"
+pass "a missing program stops the job before anything starts (status 71)"
+
+run_mpi 4 "$GPULAUNCH" -- "$PROG" orphan 1
+assert_eq "$RC" 1 "exit status of the orphan test"
+sleep 0.3
+for r in 0 1 2 3; do
+  pid=$(cat "$T/orphan.$r")
+  if kill -0 "$pid" 2>/dev/null; then
+    fail "rank $r left its child $pid running"
+  fi
+done
+pass "no process of the program outlives the job"
+
+# Restarts exhausted: the status of the last failure.
+cat >"$T/r.conf" <<CONF
+[job]
+command = $PROG fail 0 5 0.2
+restarts = 1
+CONF
+run_mpi 2 "$GPULAUNCH" "$T/r.conf"
+assert_eq "$RC" 5 "exit status after restarts are used up"
+assert_grep "$T/err" "restarting all 2 ranks \(restart 1 of 1\)" "restart announced"
+assert_grep "$T/err" "job failed after 2 attempts \(exit status 5\)" "failure after 2 attempts"
+pass "restarts used up: the job fails with the program's status"

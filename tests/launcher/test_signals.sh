@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Signals to the job reach every program: SIGUSR1/SIGUSR2 forwarded, SIGTERM (preemption) turned
+# into the preempt signal, then SIGKILL after the grace; the job says "preempted".
+source "$(dirname "$0")/../lib.sh"
+PROG="$1"
+export GPL_TEST_DIR="$T"
+
+wait_files() { # wait_files PATTERN COUNT SECONDS
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    # shellcheck disable=SC2086
+    [[ $(ls $1 2>/dev/null | wc -l) -ge $2 ]] && return 0
+    sleep 0.1
+  done
+  fail "expected $2 files $1"
+}
+
+start_job() { # start_job NP ARGS...: mpirun in the background
+  local np=$1
+  shift
+  rm -f "$T"/ready.* "$T"/SIG*
+  "$MPIEXEC" -np "$np" --oversubscribe --bind-to none "$@" >"$T/out" 2>"$T/err" &
+  JOB=$!
+  wait_files "$T/ready.*" "$np" 20
+}
+
+start_job 4 "$GPULAUNCH" -- "$PROG" signals 30
+kill -USR1 "$JOB"
+wait_files "$T/SIGUSR1.*" 4 10
+kill -USR2 "$JOB"
+wait_files "$T/SIGUSR2.*" 4 10
+kill -0 "$JOB" || fail "the job must go on after SIGUSR1/SIGUSR2"
+t0=$(now)
+kill -TERM "$JOB"
+set +e
+wait "$JOB"
+RC=$?
+set -e
+wait_files "$T/SIGTERM.*" 4 1
+took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+[[ $RC != 0 ]] || fail "mpirun must not exit 0 after SIGTERM"
+assert_grep "$T/err" "gpulaunch: SIGTERM received: job preempted; every program gets SIGTERM now" "preempted said"
+assert_le "$took" 5 "time to end after SIGTERM"
+pass "SIGUSR1, SIGUSR2 and SIGTERM to mpirun reach all 4 programs (ended in ${took}s)"
+
+# preempt_signal = SIGUSR1: programs get SIGUSR1 (to checkpoint), then SIGKILL after the grace.
+# mpirun's own SIGKILL delay must exceed the grace (documented in the README).
+cat >"$T/p.conf" <<CONF
+[job]
+command = $PROG signals 30
+preempt_signal = SIGUSR1
+grace = 2s
+checkpoint_dir = $T/ckpt
+CONF
+start_job 4 --mca odls_base_sigkill_timeout 20 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
+t0=$(now)
+kill -TERM "$JOB"
+set +e
+wait "$JOB"
+RC=$?
+set -e
+took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+wait_files "$T/SIGUSR1.*" 4 1
+[[ -z $(ls "$T"/SIGTERM.* 2>/dev/null) ]] || fail "programs must get SIGUSR1, not SIGTERM"
+assert_grep "$T/err" "every program gets SIGUSR1 now, SIGKILL after 2 s" "preemption announced"
+assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program got SIGUSR1" "preempted reported"
+assert_le 1.9 "$took" "SIGKILL only after the grace"
+assert_le "$took" 8 "ended soon after the grace"
+grep -q '"preempted":[[:space:]]*true' "$T/s.json" || fail "summary says preempted"
+pass "preempt_signal = SIGUSR1: every program got SIGUSR1, SIGKILL after the 2 s grace, 'preempted'"
+
+# Alone, the exit status itself says preempted (75).
+"$GPULAUNCH" "$T/p.conf" >"$T/out" 2>"$T/err" &
+JOB=$!
+wait_files "$T/ready.*" 1 20
+kill -TERM "$JOB"
+set +e
+wait "$JOB"
+RC=$?
+set -e
+assert_eq "$RC" 75 "exit status of a preempted job"
+pass "alone: SIGTERM gives exit status 75 (preempted)"

@@ -1,0 +1,132 @@
+/* A program for the launcher's tests to wrap: reports its environment, floods its output, fails on
+ * one rank, records the signals it receives, leaves children behind. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+static const char *g_dir = "/tmp";
+static int g_rank;
+
+static void stamp(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%d", g_dir, name, g_rank);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  fprintf(f, "%ld.%09ld\n", (long)ts.tv_sec, ts.tv_nsec);
+  fclose(f);
+}
+
+static volatile sig_atomic_t g_got;
+static void on_sig(int s) {
+  g_got = s;
+  const char *n = s == SIGTERM ? "SIGTERM" : s == SIGINT ? "SIGINT" : s == SIGUSR1 ? "SIGUSR1" : "SIGUSR2";
+  stamp(n);
+  if (s == SIGTERM || s == SIGINT) _exit(128 + s);
+}
+
+static int usage(void) {
+  fprintf(stderr,
+          "testprog env | burst N | fail RANK CODE DELAY | signals [SECONDS] | restart RANK |\n"
+          "         orphan RANK | killself RANK SIGNO | sleep SECONDS   (files go to $GPL_TEST_DIR)\n");
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage();
+  const char *r = getenv("RANK");
+  g_rank = r ? atoi(r) : -1;
+  if (getenv("GPL_TEST_DIR")) g_dir = getenv("GPL_TEST_DIR");
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "env") == 0) {
+    for (char **e = environ; *e; e++) printf("ENV %s\n", *e);
+    return 0;
+  }
+  if (strcmp(cmd, "burst") == 0 && argc > 2) {
+    long n = atol(argv[2]);
+    /* Large, unbuffered writes from both streams at once: lines must arrive whole. */
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    setvbuf(stderr, NULL, _IOFBF, 1 << 16);
+    for (long i = 0; i < n; i++) {
+      printf("out rank=%d line=%ld %s end\n", g_rank, i, "abcdefghijklmnopqrstuvwxyz0123456789");
+      fprintf(stderr, "err rank=%d line=%ld %s end\n", g_rank, i, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+    }
+    printf("last line without newline rank=%d", g_rank);
+    return 0;
+  }
+  if (strcmp(cmd, "fail") == 0 && argc > 4) {
+    if (g_rank == atoi(argv[2])) {
+      usleep((useconds_t)(atof(argv[4]) * 1e6));
+      fprintf(stderr, "first complaint of rank %d\n", g_rank);
+      fprintf(stderr, "second complaint of rank %d\n", g_rank);
+      fprintf(stderr, "fatal: giving up with %s\n", argv[3]);
+      fflush(stderr);
+      stamp("failtime");
+      return atoi(argv[3]);
+    }
+    sleep(60);
+    return 0;
+  }
+  if (strcmp(cmd, "signals") == 0) {
+    signal(SIGTERM, on_sig);
+    signal(SIGINT, on_sig);
+    signal(SIGUSR1, on_sig);
+    signal(SIGUSR2, on_sig);
+    stamp("ready");
+    int secs = argc > 2 ? atoi(argv[2]) : 60;
+    for (int i = 0; i < secs * 10; i++) usleep(100000);
+    return 0;
+  }
+  if (strcmp(cmd, "restart") == 0 && argc > 2) {
+    const char *c = getenv("GPULAUNCH_RESTART_COUNT");
+    char name[64];
+    snprintf(name, sizeof name, "attempt%s", c ? c : "x");
+    stamp(name);
+    printf("rank %d attempt %s port %s\n", g_rank, c ? c : "?", getenv("MASTER_PORT"));
+    if (g_rank == atoi(argv[2]) && c && atoi(c) == 0) {
+      fprintf(stderr, "rank %d fails on its first attempt\n", g_rank);
+      return 3;
+    }
+    return 0;
+  }
+  if (strcmp(cmd, "orphan") == 0 && argc > 2) {
+    pid_t p = fork();
+    if (p == 0) {
+      /* A grandchild that closes nothing and would sleep long. */
+      execlp("sleep", "sleep", "77.5", (char *)NULL);
+      _exit(1);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/orphan.%d", g_dir, g_rank);
+    FILE *f = fopen(path, "w");
+    if (f) fprintf(f, "%d\n", (int)p), fclose(f);
+    if (g_rank == atoi(argv[2])) {
+      usleep(300000);
+      return 1;
+    }
+    sleep(60);
+    return 0;
+  }
+  if (strcmp(cmd, "killself") == 0 && argc > 3) {
+    if (g_rank == atoi(argv[2])) {
+      usleep(200000);
+      fprintf(stderr, "about to die by signal %s\n", argv[3]);
+      fflush(stderr);
+      raise(atoi(argv[3]));
+    }
+    sleep(60);
+    return 0;
+  }
+  if (strcmp(cmd, "sleep") == 0 && argc > 2) {
+    usleep((useconds_t)(atof(argv[2]) * 1e6));
+    return 0;
+  }
+  return usage();
+}

@@ -1,0 +1,42 @@
+# shellcheck shell=bash
+# Helpers for the script tests: assertions that print both sides, mpirun with the test settings,
+# a scratch folder removed at exit.
+set -euo pipefail
+
+: "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
+MPIEXEC="${MPIEXEC:-mpirun}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+T="$(mktemp -d /tmp/gpltest.XXXXXX)"
+trap 'rm -rf "$T"' EXIT
+TESTS_RUN=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$T"/out "$T"/err; do
+    [[ -f "$f" ]] && { echo "---- ${f##*/}:" >&2; tail -n 40 "$f" >&2; }
+  done
+  exit 1
+}
+pass() { echo "ok - $*"; TESTS_RUN=$((TESTS_RUN + 1)); }
+assert_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }
+assert_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || fail "$3: expected $1 <= $2"; }
+assert_grep() { grep -qE -- "$2" "$1" || fail "$3: no line matching '$2' in ${1##*/}"; }
+assert_nogrep() { ! grep -qE -- "$2" "$1" || fail "$3: unexpected line matching '$2' in ${1##*/}"; }
+now() { date +%s.%N; }
+
+# run_mpi NP ARGS...: mpirun -np NP ARGS; stdout in $T/out, stderr in $T/err, status in $RC.
+run_mpi() {
+  local np="$1"
+  shift
+  set +e
+  "$MPIEXEC" -np "$np" --oversubscribe --bind-to none "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+  set -e
+}
+# run_one ARGS...: a command without mpirun, same capture.
+run_one() {
+  set +e
+  "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+  set -e
+}
