@@ -189,8 +189,7 @@ static void sys_facts(iface_t *i, int fd) {
   else if (tunnel) i->kind = IFACE_TUNNEL;
   else if (i->is_virtual) i->kind = IFACE_VIRTUAL;
   else i->kind = IFACE_PHYSICAL;
-  i->container = i->kind == IFACE_BRIDGE || i->kind == IFACE_VETH || i->kind == IFACE_TUNNEL ||
-                 iface_name_is_container(i->name);
+  i->container = i->kind == IFACE_BRIDGE || i->kind == IFACE_TUNNEL || iface_name_is_container(i->name);
 }
 
 /* ---- the list ------------------------------------------------------------------------------ */
@@ -286,18 +285,21 @@ const iface_addr_t *iface_usable_addr(const iface_t *i, int family) {
   return NULL;
 }
 
-int iface_usable(const iface_t *i, char *why, size_t len) {
+iface_tier_t iface_tier(const iface_t *i, char *why, size_t len) {
   const char *r = NULL;
+  iface_tier_t tier = IFACE_TIER_NEVER;
   if (i->loopback || i->kind == IFACE_LOOPBACK) r = "loopback";
+  else if (i->kind == IFACE_BRIDGE) r = "bridge (container/VM plumbing)";
+  else if (i->kind == IFACE_TUNNEL) r = "tunnel";
+  else if (i->master[0]) r = "port of a bridge or bond";
+  else if (iface_name_is_container(i->name)) r = "container/virtual interface name";
   else if (!i->up) r = "down";
   else if (!i->running) r = "no carrier (up but not running)";
-  else if (i->kind == IFACE_BRIDGE) r = "bridge (container/VM plumbing)";
-  else if (i->kind == IFACE_VETH) r = "veth (container plumbing)";
-  else if (i->kind == IFACE_TUNNEL) r = "tunnel";
-  else if (i->container) r = "container/virtual interface name";
-  else if (i->is_virtual) r = "virtual interface (no device)";
-  else if (i->naddrs == 0) r = "no IP address";
-  else if (!iface_usable_addr(i, 0)) r = "only link-local addresses";
-  if (why && len) util_strlcpy(why, r ? r : "usable", len);
-  return r == NULL;
+  else if (!iface_usable_addr(i, 0)) r = i->naddrs ? "only link-local addresses" : "no IP address";
+  else if (i->kind == IFACE_PHYSICAL) tier = IFACE_TIER_PHYSICAL, r = "physical";
+  else tier = IFACE_TIER_VIRTUAL, r = i->kind == IFACE_VETH ? "veth (a container's or namespace's link)" : "virtual (bond, vlan, macvlan, ...)";
+  if (why && len) util_strlcpy(why, r, len);
+  return tier;
 }
+
+int iface_usable(const iface_t *i, char *why, size_t len) { return iface_tier(i, why, len) != IFACE_TIER_NEVER; }

@@ -39,7 +39,7 @@ typedef struct iface_s {
   int running;             /* IFF_RUNNING (carrier) */
   int loopback;            /* IFF_LOOPBACK */
   int is_virtual;          /* /sys/devices/virtual/net/<name> exists */
-  int container;           /* bridge/veth/tunnel or a container-ish name (docker*, br-*, cni*, ...) */
+  int container;           /* bridge, tunnel or a container-ish name (docker*, br-*, veth*, cni*, ...) */
   iface_kind_t kind;
   int speed_mbps;          /* /sys/class/net/X/speed, -1 unknown */
   int mtu;                 /* -1 unknown */
@@ -66,10 +66,23 @@ const iface_t *iface_find(const iface_list_t *l, const char *name);
 /** "physical", "loopback", "bridge", "veth", "tunnel", "virtual". */
 const char *iface_kind_name(iface_kind_t k);
 
-/** Is the interface a candidate for NCCL_SOCKET_IFNAME / the bootstrap: up, not loopback, not a
- * bridge/veth/tunnel/docker-ish one, and with at least one address that is not link-local or
- * loopback? When not, why says why ("down", "loopback", "container bridge", "only link-local
- * addresses", ...). \return 1 usable, 0 not. */
+/* How acceptable an interface is for NCCL_SOCKET_IFNAME and the bootstrap, best first. A job
+ * should use the best tier that connects all its nodes: PHYSICAL on real clusters; VIRTUAL
+ * only where nothing physical exists (a container whose eth0 is a veth, test namespaces);
+ * never NEVER (docker0 has the same address on every host and reaches none of them). */
+typedef enum iface_tier_e {
+  IFACE_TIER_PHYSICAL = 0, /* a device of its own (PCI, virtio, ...) with a routable address */
+  IFACE_TIER_VIRTUAL = 1,  /* software, yet possibly the way out: bond, vlan, macvlan, a veth
+                            * that is not a bridge port */
+  IFACE_TIER_NEVER = 2     /* down, no carrier, loopback, bridge or bridge port, tunnel,
+                            * container name (docker0, veth*, cni0, ...), no routable address */
+} iface_tier_t;
+
+/** The interface's tier; why (optional) says why in a few words ("physical", "down", "bridge
+ * (container/VM plumbing)", "only link-local addresses", ...). */
+iface_tier_t iface_tier(const iface_t *i, char *why, size_t len);
+
+/** 1 when the tier is not IFACE_TIER_NEVER (why as for iface_tier). */
 int iface_usable(const iface_t *i, char *why, size_t len);
 
 /** The interface's first usable (not link-local, not loopback) address of \p family (AF_INET,

@@ -1,0 +1,120 @@
+/* Shared checks of the topology tests: plan sanity rules and the JSON round trip. */
+#include "checks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cjson/cJSON.h>
+
+#include "topology/report.h"
+
+int g_fail;
+
+/* The sanity rules every plan must obey, whatever the machine. Returns the number of failures. */
+int check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p) {
+  int fails = g_fail;
+  for (int g = 0; g < t->ngpus; g++) {
+    char c[300];
+    snprintf(c, sizeof c, "%s GPU%d", ctx, g);
+    if (t->gpus[g].nnuma < 1) print_error("%s: no NUMA node\n", c), g_fail++;
+    if (!t->gpus[g].cpus || !t->gpus[g].cpus[0]) print_error("%s: no local CPUs\n", c), g_fail++;
+    if (g > 0 && strcmp(t->gpus[g - 1].pci, t->gpus[g].pci) >= 0) print_error("%s: not in bus order\n", c), g_fail++;
+  }
+  for (int i = 0; i < p->nranks; i++) {
+    const plan_rank_t *r = &p->ranks[i];
+    char c[300];
+    snprintf(c, sizeof c, "%s rank %d", ctx, i);
+    if (!r->cpus || !r->cpus[0] || hwloc_bitmap_iszero(r->cpuset)) print_error("%s: no CPUs\n", c), g_fail++;
+    const char *hca = plan_env_get(r, "NCCL_IB_HCA");
+    if (hca && hca[0] != '=') print_error("%s: NCCL_IB_HCA '%s' without '='\n", c, hca), g_fail++;
+    if (hca && !strstr(hca, ":")) print_error("%s: NCCL_IB_HCA '%s' without port\n", c, hca), g_fail++;
+    if (r->gpu >= 0) {
+      const topo_gpu_t *g = &t->gpus[r->gpu];
+      /* Cores local to the rank's GPU. */
+      if (r->bind != PLAN_BIND_NONE && !hwloc_bitmap_isincluded(r->cpuset, g->cpuset))
+        print_error("%s: CPUs %s not local to GPU%d (%s)\n", c, r->cpus, r->gpu, g->cpus), g_fail++;
+      char want[16];
+      snprintf(want, sizeof want, "%d", r->gpu);
+      const char *cvd = plan_env_get(r, "CUDA_VISIBLE_DEVICES");
+      if (!cvd || strcmp(cvd, want) != 0) print_error("%s: CUDA_VISIBLE_DEVICES %s\n", c, cvd ? cvd : "unset"), g_fail++;
+    } else if (plan_env_get(r, "CUDA_VISIBLE_DEVICES")) {
+      print_error("%s: CUDA_VISIBLE_DEVICES without GPU\n", c), g_fail++;
+    }
+    for (int j = 0; j < i; j++) {
+      const plan_rank_t *q = &p->ranks[j];
+      if (r->gpu >= 0 && r->gpu == q->gpu) print_error("%s: same GPU as rank %d\n", c, j), g_fail++;
+      /* Disjoint CPUs with bind cores, unless the domain has fewer CPUs than ranks (then they
+       * share it whole, as the DGX-2H file with 2 CPUs per 8 GPUs). */
+      if (r->bind == PLAN_BIND_CORES && hwloc_bitmap_intersects(r->cpuset, q->cpuset)) {
+        int shared = hwloc_bitmap_isequal(r->cpuset, q->cpuset) &&
+                     hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_PU) < p->nranks;
+        if (!shared) print_error("%s: CPUs %s overlap rank %d's %s\n", c, r->cpus, j, q->cpus), g_fail++;
+      }
+    }
+  }
+  return g_fail - fails;
+}
+
+/* report_json printed, parsed back with cJSON, compared with the structs it came from. */
+int check_json_roundtrip(const char *ctx, const topo_t *t, const plan_t *p) {
+  int fails = g_fail;
+  cJSON *doc = report_json(t, p);
+  char *text = doc ? cJSON_Print(doc) : NULL;
+  cJSON_Delete(doc);
+  cJSON *j = text ? cJSON_Parse(text) : NULL;
+  free(text);
+  if (!j) {
+    print_error("%s: JSON does not parse back\n", ctx);
+    return ++g_fail - fails;
+  }
+  cJSON *gpus = cJSON_GetObjectItem(j, "gpus"), *nics = cJSON_GetObjectItem(j, "nics"), *ranks = cJSON_GetObjectItem(j, "ranks");
+  EXPECT_INT(ctx, "gpus[] length", t->ngpus, cJSON_GetArraySize(gpus));
+  EXPECT_INT(ctx, "nics[] length", t->nnics, cJSON_GetArraySize(nics));
+  EXPECT_INT(ctx, "ranks[] length", p->nranks, cJSON_GetArraySize(ranks));
+  for (int g = 0; g < t->ngpus && g < cJSON_GetArraySize(gpus); g++) {
+    cJSON *o = cJSON_GetArrayItem(gpus, g);
+    char c[300], numa[64], jn[64] = "";
+    snprintf(c, sizeof c, "%s gpus[%d]", ctx, g);
+    EXPECT_INT(c, "index", g, cJSON_GetObjectItem(o, "index")->valueint);
+    EXPECT_STR(c, "pci", t->gpus[g].pci, cJSON_GetStringValue(cJSON_GetObjectItem(o, "pci")));
+    EXPECT_STR(c, "cpus", t->gpus[g].cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
+    cJSON *a = cJSON_GetObjectItem(o, "numa"), *x;
+    cJSON_ArrayForEach(x, a) snprintf(jn + strlen(jn), sizeof jn - strlen(jn), "%s%d", jn[0] ? "," : "", x->valueint);
+    EXPECT_STR(c, "numa", topo_numa_str(t->gpus[g].numa, t->gpus[g].nnuma, numa, sizeof numa), jn);
+    cJSON *gn = cJSON_GetObjectItem(o, "nics");
+    EXPECT_INT(c, "nics[] length", t->nnics, cJSON_GetArraySize(gn));
+    const path_entry_t *L = plan_gpu_nics(p, g);
+    for (int k = 0; L && k < t->nnics && k < cJSON_GetArraySize(gn); k++) {
+      cJSON *e = cJSON_GetArrayItem(gn, k);
+      const topo_nic_t *n = &t->nics[L[k].nic];
+      EXPECT_STR(c, "nics[].name", n->name, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
+      EXPECT_STR(c, "nics[].pci", n->pci, cJSON_GetStringValue(cJSON_GetObjectItem(e, "pci")));
+      EXPECT_STR(c, "nics[].path", path_class_name(L[k].path.cls), cJSON_GetStringValue(cJSON_GetObjectItem(e, "path")));
+      cJSON *nd = cJSON_GetObjectItem(e, "netdev");
+      EXPECT_STR(c, "nics[].netdev", topo_nic_netdev(n), cJSON_IsNull(nd) ? NULL : cJSON_GetStringValue(nd));
+      /* RDMA devices ahead of plain netdevs of the same class. */
+      if (k > 0 && L[k].path.cls == L[k - 1].path.cls && L[k].rdma && !L[k - 1].rdma)
+        print_error("%s: netdev-only NIC ahead of an RDMA NIC of the same class\n", c), g_fail++;
+      if (k > 0 && L[k].path.cls < L[k - 1].path.cls) print_error("%s: nics[] not best first\n", c), g_fail++;
+    }
+  }
+  for (int i = 0; i < p->nranks && i < cJSON_GetArraySize(ranks); i++) {
+    const plan_rank_t *r = &p->ranks[i];
+    cJSON *o = cJSON_GetArrayItem(ranks, i);
+    char c[300];
+    snprintf(c, sizeof c, "%s ranks[%d]", ctx, i);
+    EXPECT_INT(c, "local_rank", i, cJSON_GetObjectItem(o, "local_rank")->valueint);
+    cJSON *gpu = cJSON_GetObjectItem(o, "gpu");
+    EXPECT_INT(c, "gpu", r->gpu, cJSON_IsNull(gpu) ? -1 : gpu->valueint);
+    EXPECT_STR(c, "cpus", r->cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
+    cJSON *nic = cJSON_GetObjectItem(o, "nic");
+    EXPECT_STR(c, "nic", r->nic >= 0 ? t->nics[r->nic].name : NULL, cJSON_IsNull(nic) ? NULL : cJSON_GetStringValue(nic));
+    cJSON *env = cJSON_GetObjectItem(o, "env");
+    EXPECT_INT(c, "env entries", r->nenv, cJSON_GetArraySize(env));
+    for (int k = 0; k < r->nenv; k++)
+      EXPECT_STR(c, r->env[k].name, r->env[k].value, cJSON_GetStringValue(cJSON_GetObjectItem(env, r->env[k].name)));
+  }
+  cJSON_Delete(j);
+  return g_fail - fails;
+}
+

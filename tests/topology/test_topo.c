@@ -1,0 +1,320 @@
+/* Topology discovery and path classes against EXPECTED-MAPPINGS.md, every shared XML file, bad files, the live machine. */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "common/log.h"
+#include "checks.h"
+#include "expected.h"
+#include "gpulaunch/error.h"
+#include "topology/path.h"
+#include "topology/plan.h"
+#include "topology/report.h"
+#include "topology/topo.h"
+
+/* "busid name;busid name" -> sorted "busid name;..." (for set comparison). */
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static void canon_list(const char *in, char *out, size_t len) {
+  char buf[1024], *items[32];
+  int n = 0;
+  snprintf(buf, sizeof buf, "%s", in ? in : "");
+  char *save = NULL;
+  for (char *w = strtok_r(buf, ";", &save); w && n < 32; w = strtok_r(NULL, ";", &save)) items[n++] = w;
+  qsort(items, (size_t)n, sizeof *items, cmp_str);
+  out[0] = 0;
+  for (int i = 0; i < n; i++) {
+    strncat(out, i ? ";" : "", len - strlen(out) - 1);
+    strncat(out, items[i], len - strlen(out) - 1);
+  }
+}
+
+/* The nearest NICs of a kind by the table's rule: best class, then fewest bridges ("hops").
+ * rdma = 1: NICs with an OpenFabrics device, named by it; 0: NICs with a netdev, named by the
+ * netdev the table names (the one among the NIC's netdevs that is in want, else the first). */
+static const char *nearest(const topo_t *t, const topo_gpu_t *g, int rdma, const char *want, char *cls, char *out,
+                           size_t len) {
+  path_class_t best = PATH_SYS;
+  int besthops = 1 << 20, any = 0;
+  for (int i = 0; i < t->nnics; i++) {
+    const topo_nic_t *n = &t->nics[i];
+    if (rdma ? !n->rdma[0] : n->nnetdev == 0) continue;
+    path_t p;
+    path_gpu_nic(t, g, n, &p);
+    if (!any || p.cls < best || (p.cls == best && p.hops < besthops)) best = p.cls, besthops = p.hops;
+    any = 1;
+  }
+  char raw[1024] = "";
+  for (int i = 0; any && i < t->nnics; i++) {
+    const topo_nic_t *n = &t->nics[i];
+    if (rdma ? !n->rdma[0] : n->nnetdev == 0) continue;
+    path_t p;
+    path_gpu_nic(t, g, n, &p);
+    if (p.cls != best || p.hops != besthops) continue;
+    const char *name = rdma ? n->rdma : n->netdevs[0];
+    for (int k = 0; !rdma && want && k < n->nnetdev; k++)
+      if (strstr(want, n->netdevs[k])) name = n->netdevs[k];
+    size_t l = strlen(raw);
+    snprintf(raw + l, sizeof raw - l, "%s%s %s", l ? ";" : "", n->pci, name);
+  }
+  strcpy(cls, any ? path_class_name(best) : "(none)");
+  canon_list(any ? raw : NULL, out, len);
+  return any ? out : NULL;
+}
+
+static void test_expected_machines(void **state) {
+  (void)state;
+  g_fail = 0;
+  for (int m = 0; m < exp_nmachines; m++) {
+    const exp_machine_t *em = &exp_machines[m];
+    char path[1024];
+    topo_t *t = NULL;
+    int rc = topo_load(&t, exp_path(em->file, path, sizeof path));
+    if (rc < 0) {
+      print_error("%s: does not load: %d\n", em->file, rc);
+      g_fail++;
+      continue;
+    }
+    EXPECT_INT(em->file, "number of GPUs", em->ngpus, t->ngpus);
+    plan_t *p = NULL;
+    plan_opts_t o;
+    plan_opts_default(&o);
+    rc = plan_make(t, &o, &p);
+    EXPECT_INT(em->file, "plan_make", 0, rc);
+    for (int i = 0; i < em->ngpus && i < t->ngpus; i++) {
+      const exp_gpu_t *e = &em->gpus[i];
+      const topo_gpu_t *g = &t->gpus[i];
+      char ctx[256], numa[64], cls[16], got[1024], want[1024];
+      snprintf(ctx, sizeof ctx, "%s GPU%d", em->file, i);
+      EXPECT_INT(ctx, "index", i, g->index);
+      EXPECT_STR(ctx, "pci", e->pci, g->pci);
+      EXPECT_STR(ctx, "numa", e->numa, topo_numa_str(g->numa, g->nnuma, numa, sizeof numa));
+      EXPECT_STR(ctx, "cpus", e->cpus, g->cpus);
+      /* Nearest RDMA NICs and netdevs by the table's own rule. */
+      canon_list(e->rdma, want, sizeof want);
+      const char *n = nearest(t, g, 1, e->rdma, cls, got, sizeof got);
+      EXPECT_STR(ctx, "nearest RDMA class", e->rdma_class ? e->rdma_class : "(none)", cls);
+      EXPECT_STR(ctx, "nearest RDMA NICs", e->rdma ? want : NULL, n);
+      canon_list(e->net, want, sizeof want);
+      n = nearest(t, g, 0, e->net, cls, got, sizeof got);
+      EXPECT_STR(ctx, "nearest netdev class", e->net_class ? e->net_class : "(none)", cls);
+      EXPECT_STR(ctx, "nearest netdevs", e->net ? want : NULL, n);
+      if (!p || i >= p->nranks) continue;
+      /* The plan: local rank i -> GPU i, its NIC among the nearest RDMA NICs (the preferred one
+       * when the notes name it), NCCL_IB_HCA exact-match with port. */
+      const plan_rank_t *r = &p->ranks[i];
+      EXPECT_INT(ctx, "rank's GPU", i, r->gpu);
+      char idx[16];
+      snprintf(idx, sizeof idx, "%d", i);
+      EXPECT_STR(ctx, "CUDA_VISIBLE_DEVICES", idx, plan_env_get(r, "CUDA_VISIBLE_DEVICES"));
+      if (!e->rdma) {
+        EXPECT_INT(ctx, "rank's NIC (none in the file)", -1, r->nic);
+        EXPECT_STR(ctx, "NCCL_IB_HCA", NULL, plan_env_get(r, "NCCL_IB_HCA"));
+        continue;
+      }
+      const topo_nic_t *nic = r->nic >= 0 ? &t->nics[r->nic] : NULL;
+      char item[128];
+      snprintf(item, sizeof item, "%s %s", nic ? nic->pci : "-", nic ? nic->rdma : "-");
+      if (!strstr(e->rdma, item)) {
+        print_error("%s: rank's NIC '%s' is not among the nearest '%s'\n", ctx, item, e->rdma);
+        g_fail++;
+      }
+      EXPECT_STR(ctx, "rank's NIC class", e->rdma_class, path_class_name(r->nic_path.cls));
+      if (e->prefer) EXPECT_STR(ctx, "preferred NIC (NUMA distance)", e->prefer, nic ? nic->rdma : NULL);
+      char hca[128];
+      snprintf(hca, sizeof hca, "=%s:1", nic ? nic->rdma : "?");
+      EXPECT_STR(ctx, "NCCL_IB_HCA", hca, plan_env_get(r, "NCCL_IB_HCA"));
+      /* gpus[].nics best first: the first is one of the nearest RDMA NICs. */
+      const path_entry_t *L = plan_gpu_nics(p, i);
+      snprintf(item, sizeof item, "%s %s", t->nics[L[0].nic].pci, t->nics[L[0].nic].rdma);
+      if (!strstr(e->rdma, item)) {
+        print_error("%s: best-ranked NIC '%s' is not among the nearest '%s'\n", ctx, item, e->rdma);
+        g_fail++;
+      }
+    }
+    plan_free(p);
+    topo_free(t);
+  }
+  assert_int_equal(g_fail, 0);
+}
+
+/* ---- every shared hwloc file: loads, sane plan, JSON round trip ----------------------------- */
+
+static int list_files(const char *prefix, char names[][256], int max) {
+  DIR *d = opendir(exp_dir());
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < max) {
+    size_t l = strlen(de->d_name);
+    if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && l > 4 && strcmp(de->d_name + l - 4, ".xml") == 0)
+      snprintf(names[n++], 256, "%s", de->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+static void test_every_file_loads_and_plans(void **state) {
+  (void)state;
+  g_fail = 0;
+  static char names[64][256];
+  int n = list_files("hwloc-", names, 64);
+  assert_true(n >= 20); /* the shared folder has 21; a missing folder must not pass quietly */
+  int hwloc1 = 0;
+  for (int i = 0; i < n; i++) {
+    char path[1024];
+    topo_t *t = NULL;
+    int rc = topo_load(&t, exp_path(names[i], path, sizeof path));
+    if (rc < 0) {
+      print_error("%s: does not load (%d)\n", names[i], rc);
+      g_fail++;
+      continue;
+    }
+    hwloc1 += strstr(names[i], "hwloc1") || strstr(names[i], "jrc0386") ? 1 : 0;
+    if (t->ngpus < 1) print_error("%s: no GPU found\n", names[i]), g_fail++;
+    plan_t *p = NULL;
+    plan_opts_t o;
+    plan_opts_default(&o);
+    if ((rc = plan_make(t, &o, &p)) < 0) {
+      print_error("%s: no plan (%d)\n", names[i], rc);
+      g_fail++;
+    } else {
+      EXPECT_INT(names[i], "ranks per node = GPUs", t->ngpus, p->nranks);
+      check_plan_sane(names[i], t, p);
+      check_json_roundtrip(names[i], t, p);
+      plan_free(p);
+    }
+    topo_free(t);
+  }
+  assert_int_equal(hwloc1, 2); /* property 8: hwloc 1.x files went through the same code */
+  assert_int_equal(g_fail, 0);
+}
+
+/* ---- files that are not hwloc XML ---------------------------------------------------------- */
+
+static void test_nccl_topo_files_rejected(void **state) {
+  (void)state;
+  static char names[64][256];
+  int n = list_files("nccl-topo-", names, 64);
+  assert_true(n >= 10);
+  for (int i = 0; i < n; i++) {
+    char path[1024];
+    topo_t *t = (topo_t *)(uintptr_t)1;
+    print_message("%s\n", names[i]);
+    assert_int_equal(topo_load(&t, exp_path(names[i], path, sizeof path)), GPL_ETOPO);
+    assert_null(t);
+  }
+}
+
+static char *write_temp(const char *content, size_t len) {
+  char *path = strdup("/tmp/gpl-topo-test-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, content, len), (ssize_t)len);
+  close(fd);
+  return path;
+}
+
+static void test_bad_files(void **state) {
+  (void)state;
+  topo_t *t = NULL;
+  assert_int_equal(topo_load(&t, "/nonexistent/topology.xml"), GPL_ENOENT);
+  assert_null(t);
+  /* Truncated hwloc XML: the first 4000 bytes of a real export. */
+  char path[1024], *text = NULL;
+  FILE *f = fopen(exp_path("hwloc-jureca-dc-gpu-jrc0323.xml", path, sizeof path), "r");
+  assert_non_null(f);
+  text = calloc(1, 4001);
+  assert_int_equal(fread(text, 1, 4000, f), 4000);
+  fclose(f);
+  const struct {
+    const char *what;
+    const char *text;
+    size_t len;
+  } cases[] = {
+      {"empty file", "", 0},
+      {"binary", "\x7f" "ELF\0\0\0\x01", 8},
+      {"not XML", "hello, world\n", 13},
+      {"hwloc 3.x", "<?xml version=\"1.0\"?>\n<topology version=\"3.0\">\n</topology>\n", 58},
+      {"other XML", "<?xml version=\"1.0\"?>\n<!-- x -->\n<graph/>\n", 41},
+      {"truncated hwloc XML", text, 4000},
+      {"unterminated comment", "<!-- <topology>", 15},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    print_message("%s\n", cases[i].what);
+    char *tmp = write_temp(cases[i].text, cases[i].len);
+    t = (topo_t *)(uintptr_t)1;
+    assert_int_equal(topo_load(&t, tmp), GPL_ETOPO);
+    assert_null(t);
+    unlink(tmp);
+    free(tmp);
+  }
+  free(text);
+}
+
+/* ---- the live machine ---------------------------------------------------------------------- */
+
+static void test_live_machine(void **state) {
+  (void)state;
+  g_fail = 0;
+  topo_t *t = NULL;
+  assert_int_equal(topo_load(&t, NULL), 0);
+  assert_true(t->live);
+  assert_true(t->nnuma >= 1);
+  assert_string_equal(t->source, "live");
+  plan_t *p = NULL;
+  plan_opts_t o;
+  plan_opts_default(&o);
+  assert_int_equal(plan_make(t, &o, &p), 0);
+  assert_int_equal(p->nranks, t->ngpus > 0 ? t->ngpus : 1);
+  check_plan_sane("live", t, p);
+  check_json_roundtrip("live", t, p);
+  if (t->ngpus == 0) assert_null(plan_env_get(&p->ranks[0], "CUDA_VISIBLE_DEVICES"));
+  /* Every NIC hwloc shows here has a netdev or RDMA name and a bus id that parses back. */
+  for (int i = 0; i < t->nnics; i++) {
+    unsigned d, b, v, fn;
+    assert_true(t->nics[i].name[0]);
+    assert_int_equal(topo_parse_busid(t->nics[i].pci, &d, &b, &v, &fn), 0);
+    assert_ptr_equal(topo_nic_by_pci(t, t->nics[i].pci), &t->nics[i]);
+    assert_ptr_equal(topo_nic_by_name(t, t->nics[i].name), &t->nics[i]);
+  }
+  plan_free(p);
+  topo_free(t);
+  assert_int_equal(g_fail, 0);
+}
+
+static void test_busid(void **state) {
+  (void)state;
+  unsigned d, b, v, f;
+  assert_int_equal(topo_parse_busid("0000:03:00.0", &d, &b, &v, &f), 0);
+  assert_true(d == 0 && b == 3 && v == 0 && f == 0);
+  assert_int_equal(topo_parse_busid("00000035:04:00.1", &d, &b, &v, &f), 0); /* NVML's 8-digit domain */
+  assert_true(d == 0x35 && b == 4 && v == 0 && f == 1);
+  assert_int_equal(topo_parse_busid("c4:1f.7", &d, &b, &v, &f), 0);
+  assert_true(d == 0 && b == 0xc4 && v == 0x1f && f == 7);
+  assert_int_equal(topo_parse_busid("c4:20.0", &d, &b, &v, &f), GPL_EINVAL);
+  assert_int_equal(topo_parse_busid("0000:03:00.0x", &d, &b, &v, &f), GPL_EINVAL);
+  assert_int_equal(topo_parse_busid("mlx5_0", &d, &b, &v, &f), GPL_EINVAL);
+  assert_int_equal(topo_parse_busid(NULL, &d, &b, &v, &f), GPL_EINVAL);
+}
+
+int main(void) {
+  log_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_busid),
+      cmocka_unit_test(test_expected_machines),
+      cmocka_unit_test(test_every_file_loads_and_plans),
+      cmocka_unit_test(test_nccl_topo_files_rejected),
+      cmocka_unit_test(test_bad_files),
+      cmocka_unit_test(test_live_machine),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
