@@ -8,6 +8,10 @@
 #include "gpulaunch/error.h"
 #include "common/log.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Log one step of an error's way up, at info level: "file:line -> -7 (ETIMEDOUT)". */
 #define GPL_TRACE_(rc)                                                                      \
   LOG_INFO(JOB, "%s:%d -> %d (%s)", __FILE__, __LINE__, (rc), gpl_err_name(rc))
@@ -77,5 +81,9 @@
       abort();                                                                               \
     }                                                                                        \
   } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

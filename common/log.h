@@ -4,6 +4,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum log_level_e { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG } log_level_t;
 
 /* Subsystems, selectable with GPULAUNCH_LOG_SUBSYS=topo,comm (or ^topo to exclude). XX(ENUM, name) */
@@ -48,5 +52,9 @@ const char *log_identity(void);
   do {                                                                                           \
     if (log_enabled(LOG_LVL_DEBUG, LOG_##SUB)) log_write(LOG_LVL_DEBUG, LOG_##SUB, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

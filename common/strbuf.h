@@ -5,6 +5,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct strbuf_s {
   char *s;    /* always NUL-terminated once anything was appended ("" when empty) */
   size_t len; /* bytes used, without the NUL */
@@ -24,5 +28,9 @@ const char *strbuf_str(const strbuf_t *b);
 char *strbuf_take(strbuf_t *b);
 void strbuf_reset(strbuf_t *b);
 void strbuf_free(strbuf_t *b);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define GPL_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define GPL_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define GPL_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -56,5 +60,9 @@ int util_is_secret_name(const char *name);
 
 /* Read a whole file into a malloc'd NUL-terminated buffer. 0, GPL_ENOENT or GPL_ESYS. */
 int util_read_file(const char *path, char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,7 +15,7 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   int local = L->job ? L->job->local_size : 1;
   out->cores = ncpu / (local > 0 ? local : 1);
   if (out->cores < 1) out->cores = 1;
-  (void)ce;
+  (void)ce; /* NULL for modes that only need the binding (bench, accept) */
   return GPL_OK;
 }
 

@@ -14,7 +14,9 @@ typedef struct place_s {
   char nic[64];         /* nearest NIC ("" if none) */
 } place_t;
 
-/* Plan and bind this rank; adds CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME to ce.
+/* Plan and bind this rank; adds CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME to ce
+ * (ce may be NULL: modes that run in gpulaunch itself, such as bench, only need the binding and
+ * the plan's variables set in their own environment).
  * Returns 0 or a negative code after printing what is wrong (exit with place_exit_code). */
 int place_rank(launch_t *L, childenv_t *ce, place_t *out);
 /* The exit code for a place_rank error. */
