@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
   libhwloc-dev hwloc
-  libuv1-dev libinih-dev libcjson-dev libcmocka-dev
+  libuv1-dev libinih-dev libcjson-dev libcmocka-dev libssl-dev
   iproute2 procps util-linux
   gnuplot-nox libxml2-utils shellcheck
 )
