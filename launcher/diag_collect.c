@@ -27,6 +27,7 @@
 #include "launcher/monitor.h"
 #ifdef GPL_OPS_HAVE_TOPOLOGY
 #include "topology/plan.h"
+#include "topology/report.h"
 #include "topology/topo.h"
 #endif
 
@@ -124,7 +125,7 @@ void diag_collect_versions(diag_facts_t *f, strbuf_t *b) {
     int dv = 0;
     char w2[64];
     dl_version(libcudart, "cudaDriverGetVersion", &dv, w2, sizeof w2);
-    strbuf_printf(b, "CUDA runtime     %s (%s; the runtime sees a driver for CUDA %s)\n",
+    strbuf_printf(b, "CUDA runtime     %s (%s; CUDA driver seen by the runtime: %s)\n",
                   diag_cuda_version_str(v, why, sizeof why), which,
                   dv > 0 ? diag_cuda_version_str(dv, w2, sizeof w2) : "none");
     if (!f->driver_cuda && dv > 0) f->driver_cuda = dv;
@@ -434,14 +435,16 @@ void diag_collect_plan(const char *xml, int local_size, strbuf_t *b) {
     topo_free(t);
     return;
   }
-  strbuf_printf(b, "plan for %d local rank(s) on %s (%d GPUs, %d NICs, bind %s)\n", p->nranks,
-                t->source, t->ngpus, t->nnics, plan_bind_name(p->bind));
-  for (int i = 0; i < p->nranks; i++) {
-    const plan_rank_t *r = &p->ranks[i];
-    strbuf_printf(b, "local rank %d\n  gpu:  %s\n  cpus: %s\n  nic:  %s\n", r->local_rank,
-                  r->why_gpu, r->why_cpus, r->why_nic);
-    for (int k = 0; k < r->nenv; k++)
-      strbuf_printf(b, "  env:  %s=%s  (%s)\n", r->env[k].name, r->env[k].value, r->env[k].reason);
+  /* the topology module's own report: the GPU x NIC matrix and the plan with its reasons */
+  char *txt = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&txt, &n);
+  if (m) {
+    report_text(m, t, p);
+    fclose(m);
+    strbuf_printf(b, "plan for %d local rank(s) of %s\n\n", p->nranks, t->source);
+    strbuf_append(b, txt ? txt : "");
+    free(txt);
   }
   plan_free(p);
   topo_free(t);

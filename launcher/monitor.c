@@ -128,6 +128,7 @@ int mon_create_with_source(monitor_t **out, const mon_opts_t *opts, int rank, co
 int mon_create(monitor_t **out, const mon_opts_t *opts, int rank, const char *host, int gpu,
                const char *pci_bus_id) {
   const char *h = host ? host : util_hostname();
+  CHECK(check_opts(opts)); /* before NVML: a bad setting is said first, and alone */
   if (!opts->enabled) {
     LOG_INFO(MON, "GPU monitor disabled ([monitor] enabled = false)");
     return mon_create_with_source(out, opts, rank, h, gpu, NULL);

@@ -97,7 +97,12 @@ static int nvml_acquire(char *why, size_t whylen) {
   void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char *e = dlerror();
-    snprintf(why, whylen, "no NVIDIA driver (%s not found: %s)", name, e ? e : "dlopen failed");
+    /* "not found" is the usual case (no driver); anything else (wrong ELF class, a missing
+     * dependency) is worth its loader message */
+    if (!e || strstr(e, "No such file"))
+      snprintf(why, whylen, "no NVIDIA driver (%s not found)", name);
+    else
+      snprintf(why, whylen, "no NVIDIA driver (%s: %s)", name, e);
     return GPL_ENOTSUP;
   }
   memset(&g_nvml, 0, sizeof g_nvml);

@@ -165,7 +165,7 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
       strbuf_printf(&b, "%5d  %-16.16s %4d %8s   monitor off\n", s->rank, s->host, s->gpu, "-");
       continue;
     }
-    char peak[24], total[24], mem[48], thr[64], names[48], ecc[24], xid[16];
+    char peak[24], total[24], mem[56], thr[80], names[48], ecc[48], xid[40];
     mon_fmt_bytes(s->peak_mem_used, peak, sizeof peak);
     if (s->mem_total) snprintf(mem, sizeof mem, "%s / %s", peak,
                                mon_fmt_bytes(s->mem_total, total, sizeof total));

@@ -1,0 +1,65 @@
+/* MPI test: each rank replays its own samples from one shared recording, the stats are gathered
+ * with the bounded allgather, and rank 0's summary must name rank 2 (held under 80%). */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mpix.h"
+#include "common/util.h"
+#include "launcher/monitor.h"
+
+#define EXPECT(c)                                                                                \
+  do {                                                                                           \
+    if (!(c)) {                                                                                  \
+      fprintf(stderr, "rank %d: FAILED %s (%s:%d)\n", rank, #c, __FILE__, __LINE__);            \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
+    }                                                                                            \
+  } while (0)
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  log_init();
+  log_set_identity(util_hostname(), rank);
+  if (argc < 2 || size != 4) {
+    if (rank == 0) fprintf(stderr, "usage: mpirun -np 4 %s four_ranks_one_low.jsonl\n", argv[0]);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.replay = argv[1];
+  monitor_t *m = NULL;
+  EXPECT(mon_create(&m, &o, rank, util_hostname(), rank, NULL) == 0);
+  /* as the supervisor's timer would: one tick per interval, here without waiting */
+  int ticks = 0;
+  while (mon_tick(m) == 0) ticks++;
+  EXPECT(ticks == 31);
+  mon_stats_t mine, all[4];
+  mon_stats(m, &mine);
+  EXPECT(mine.warned == (rank == 2));
+  EXPECT(mon_gather(&mine, MPI_COMM_WORLD, 30.0, all) == 0);
+  for (int r = 0; r < 4; r++) EXPECT(all[r].rank == r && all[r].samples == 31);
+  if (rank == 0) {
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    cJSON *sum = cJSON_CreateObject();
+    mon_summary(all, size, o.sm_threshold, f, sum);
+    fclose(f);
+    fputs(txt, stdout);
+    char want[128];
+    snprintf(want, sizeof want, "slowest rank: 2 (host %s, GPU 2)", util_hostname());
+    EXPECT(strstr(txt, want) != NULL);
+    cJSON *sg = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "straggler");
+    EXPECT(cJSON_GetObjectItem(sg, "rank")->valueint == 2);
+    cJSON_Delete(sum);
+    free(txt);
+  }
+  mon_destroy(m);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,150 @@
+/* NVML source tests against a stand-in libnvidia-ml (fake_nvml.c): loading by name, device lookup,
+ * field mapping, NOT_SUPPORTED fields, XID events, init failure, reference-counted shutdown. */
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "gpulaunch/error.h"
+#include "launcher/monitor.h"
+
+static const char *g_lib;
+static int (*fake_count)(const char *);
+
+static void test_sample_fields(void **state) {
+  (void)state;
+  mon_source_t *src = NULL;
+  char why[256];
+  assert_int_equal(mon_nvml_open("0000:3b:00.0", -1, &src, why, sizeof why), 0);
+  mon_sample_t s[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&s[i], 0, sizeof s[i]);
+    assert_int_equal(src->ops->read(src, &s[i]), 0);
+  }
+  assert_true(s[0].sm_pct == 91 && s[1].sm_pct == 12 && s[2].sm_pct == 77);
+  assert_true(s[0].mem_util_pct == 33);
+  assert_true(s[0].have & MON_HAVE_SM && s[0].have & MON_HAVE_MEM && s[0].have & MON_HAVE_POWER);
+  assert_true(s[0].have & MON_HAVE_TEMP && s[0].have & MON_HAVE_CLOCKS);
+  assert_true(s[0].have & MON_HAVE_THROTTLE && s[0].have & MON_HAVE_ECC);
+  assert_false(s[0].have & MON_HAVE_PCIE); /* NOT_SUPPORTED: left out */
+  assert_int_equal(s[0].mem_total, 80ull << 30);
+  assert_int_equal(s[0].mem_used, 12ull << 30);
+  assert_true(s[0].power_w > 345.67 && s[0].power_w < 345.68); /* milliwatts -> watts */
+  assert_true(s[0].temp_c == 61);
+  assert_int_equal(s[0].sm_clock_mhz, 1755);
+  assert_int_equal(s[0].mem_clock_mhz, 2619);
+  assert_int_equal(s[0].throttle, 0x5);
+  assert_int_equal(s[0].ecc_corrected, 3);
+  /* the unsupported PCIe counter was asked once, not on every tick */
+  assert_int_equal(fake_count("pcie"), 1);
+  /* the XID arrived on the second read's poll, and only there; polls never wait */
+  assert_int_equal(s[0].nxid, 0);
+  assert_int_equal(s[1].nxid, 1);
+  assert_int_equal(s[1].xid, 79);
+  assert_int_equal(s[2].nxid, 0);
+  assert_int_equal(fake_count("wait_nonzero"), 0);
+  assert_true(s[1].t >= s[0].t && s[2].t >= s[1].t);
+  src->ops->close(src);
+}
+
+static void test_unknown_device_and_refcount(void **state) {
+  (void)state;
+  int inits = fake_count("init"), downs = fake_count("shutdown");
+  mon_source_t *a = NULL, *b = NULL;
+  char why[256];
+  assert_int_equal(mon_nvml_open("0000:99:00.0", -1, &a, why, sizeof why), GPL_ENOGPU);
+  assert_null(a);
+  assert_non_null(strstr(why, "no GPU at PCI bus id 0000:99:00.0: Not Found"));
+  assert_int_equal(fake_count("shutdown"), downs + 1); /* released again */
+  assert_int_equal(mon_nvml_open(NULL, 0, &a, why, sizeof why), 0);
+  assert_int_equal(mon_nvml_open("0000:3b:00.0", 7, &b, why, sizeof why), 0);
+  assert_int_equal(fake_count("init"), inits + 2); /* one for the failed open, one shared */
+  a->ops->close(a);
+  assert_int_equal(fake_count("shutdown"), downs + 1);
+  b->ops->close(b);
+  assert_int_equal(fake_count("shutdown"), downs + 2);
+}
+
+static void test_init_failure_means_off(void **state) {
+  (void)state;
+  setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+  mon_source_t *src = NULL;
+  char why[256];
+  assert_int_equal(mon_nvml_open(NULL, 0, &src, why, sizeof why), GPL_ENOTSUP);
+  assert_string_equal(why, "nvmlInit failed: Driver Not Loaded");
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.off_level = LOG_LVL_INFO; /* quiet on the other ranks of a node */
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 0, "h", 0, NULL), 0);
+  assert_false(mon_active(m));
+  mon_destroy(m);
+  unsetenv("FAKE_NVML_INIT_FAIL");
+}
+
+static void test_monitor_over_nvml_and_versions(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.sm_threshold = 95;
+  o.window = 0; /* the first low sample is already a whole window */
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 4, "gpu-node", 0, "0000:3b:00.0"), 0);
+  assert_true(mon_active(m));
+  for (int i = 0; i < 4; i++) assert_int_equal(mon_tick(m), 0);
+  mon_stats_t st;
+  mon_stats(m, &st);
+  assert_int_equal(st.samples, 4);
+  assert_true(st.warned);
+  assert_int_equal(st.peak_mem_used, 12ull << 30);
+  assert_int_equal(st.throttle_samples, 4); /* 0x4 = software power cap */
+  mon_destroy(m);
+  char nvml[64], drv[64];
+  int cuda = 0;
+  assert_int_equal(mon_nvml_versions(nvml, sizeof nvml, drv, sizeof drv, &cuda), 0);
+  assert_string_equal(nvml, "12.550.54.15");
+  assert_string_equal(drv, "550.54.15");
+  assert_int_equal(cuda, 12040);
+}
+
+static void test_gpu_lost(void **state) {
+  (void)state;
+  setenv("FAKE_NVML_LOST", "1", 1);
+  mon_source_t *src = NULL;
+  char why[256];
+  assert_int_equal(mon_nvml_open(NULL, 0, &src, why, sizeof why), 0);
+  mon_sample_t s;
+  memset(&s, 0, sizeof s);
+  assert_int_equal(src->ops->read(src, &s), GPL_ENOGPU);
+  src->ops->close(src);
+  unsetenv("FAKE_NVML_LOST");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  g_lib = argv[1];
+  setenv("GPULAUNCH_NVML_LIB", g_lib, 1);
+  /* the same path gives the same handle the monitor gets: read the fake's counters through it */
+  void *h = dlopen(g_lib, RTLD_NOW);
+  if (!h) {
+    fprintf(stderr, "%s\n", dlerror());
+    return 1;
+  }
+  void *p = dlsym(h, "fake_nvml_count");
+  memcpy(&fake_count, &p, sizeof p);
+  log_init();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_sample_fields),
+      cmocka_unit_test(test_unknown_device_and_refcount),
+      cmocka_unit_test(test_init_failure_means_off),
+      cmocka_unit_test(test_monitor_over_nvml_and_versions),
+      cmocka_unit_test(test_gpu_lost),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,101 @@
+#!/bin/bash
+# The sbatch templates without Slurm: their #SBATCH lines (read as sbatch reads them: up to the
+# first command), scripts/slurm/render for other node shapes, and their bodies run against
+# stand-in srun / mpirun / scontrol that record what they were asked.
+#   test_sbatch.sh SOURCE_DIR
+set -euo pipefail
+src=${1:?source dir}
+slurm=$src/scripts/slurm
+dir=$(mktemp -d /tmp/gpl-ops-sbatch-XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The options sbatch would see: #SBATCH lines before the first line that is not a comment.
+sbatch_opts() {
+  awk 'NR == 1 && /^#!/ { next }
+       /^#SBATCH/ { sub(/^#SBATCH[ \t]+/, ""); print; next }
+       /^[ \t]*#/ || /^[ \t]*$/ { next }
+       { exit }' "$1"
+}
+opt() { sbatch_opts "$1" | sed -n "s/^--$2=//p"; }
+
+for t in srun mpirun; do
+  f=$slurm/gpulaunch-$t.sbatch
+  bash -n "$f" || fail "$t template does not parse"
+  for o in nodes ntasks-per-node gpus-per-node cpus-per-task time; do
+    [[ -n $(opt "$f" "$o") ]] || fail "$t template has no #SBATCH --$o before its first command"
+  done
+  [[ $(opt "$f" ntasks-per-node) == "$(opt "$f" gpus-per-node)" ]] ||
+    fail "$t template: --ntasks-per-node must equal --gpus-per-node (one rank per GPU)"
+  head -3 "$f" | grep -q "gpulaunch" || fail "$t template is not documented at the top"
+
+  r=$dir/$t.sbatch
+  "$slurm/render" --nodes 4 --gpus-per-node 4 --cores-per-node 64 --partition gpu \
+    --account proj --gpu-type h100 --time 02:30:00 "$t" >"$r"
+  bash -n "$r" || fail "rendered $t does not parse"
+  [[ $(opt "$r" nodes) == 4 && $(opt "$r" ntasks-per-node) == 4 ]] || fail "rendered $t: nodes/tasks"
+  [[ $(opt "$r" gpus-per-node) == h100:4 ]] || fail "rendered $t: gpus-per-node"
+  [[ $(opt "$r" cpus-per-task) == 16 ]] || fail "rendered $t: 64 cores / 4 GPUs must give 16"
+  [[ $(opt "$r" partition) == gpu && $(opt "$r" account) == proj ]] || fail "rendered $t: partition/account"
+  [[ $(opt "$r" time) == 02:30:00 ]] || fail "rendered $t: time"
+  [[ $(sbatch_opts "$r" | wc -l) -eq $(($(sbatch_opts "$f" | wc -l) + 2)) ]] || fail "rendered $t: lines lost"
+  [[ $("$slurm/render" --gpus-per-node 8 --cores-per-node 4 "$t" | sed -n 's/^#SBATCH --cpus-per-task=//p') == 1 ]] ||
+    fail "render: fewer cores than GPUs must still give 1 core per task"
+done
+
+# Stand-ins that record their arguments.
+mkdir "$dir/bin"
+for tool in srun mpirun scontrol; do
+  cat >"$dir/bin/$tool" <<X
+#!/bin/bash
+printf '%s\n' "\$@" >"$dir/$tool.args"
+if [ "$tool" = mpirun ]; then
+  # the hostfile must exist while mpirun runs
+  while [ \$# -gt 0 ]; do [ "\$1" = --hostfile ] && cp "\$2" "$dir/hostfile.seen"; shift; done
+fi
+exit \${FAKE_STATUS:-0}
+X
+  chmod +x "$dir/bin/$tool"
+done
+export PATH=$dir/bin:/usr/bin:/bin
+unset GPULAUNCH GPULAUNCH_SCRIPTS GPULAUNCH_EXCLUDE GPULAUNCH_REQUEUE MPIRUN_ARGS SRUN_MPI GPULAUNCH_GRACE
+export SLURM_JOB_ID=4242 SLURM_JOB_NUM_NODES=3 SLURM_NTASKS_PER_NODE=8 SLURM_GPUS_PER_NODE=gpu:8
+export SLURM_CPUS_PER_TASK=12 SLURM_JOB_NODELIST='node[01-03]' SLURM_SUBMIT_DIR=$src
+
+bash "$slurm/gpulaunch-srun.sbatch" train.conf --summary s.json >"$dir/out" 2>&1 || fail "srun body: $(cat "$dir/out")"
+want="--mpi=pmix
+--kill-on-bad-exit=1
+--cpu-bind=none
+--nodes=3
+--ntasks-per-node=8
+--cpus-per-task=12
+gpulaunch
+train.conf
+--summary
+s.json"
+[[ $(cat "$dir/srun.args") == "$want" ]] || { diff <(echo "$want") "$dir/srun.args"; fail "srun arguments"; }
+
+# preemption: exit 75 passes through, and requeues when asked
+rm -f "$dir/scontrol.args"
+st=0
+FAKE_STATUS=75 GPULAUNCH_REQUEUE=1 bash "$slurm/gpulaunch-srun.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
+[[ $st == 75 ]] || fail "srun body exit $st, want 75"
+grep -q 'preempted' "$dir/out" || fail "preemption not said"
+[[ $(tr '\n' ' ' <"$dir/scontrol.args") == "requeue 4242 " ]] || fail "no requeue"
+st=0
+bash "$slurm/gpulaunch-srun.sbatch" >"$dir/out" 2>&1 || st=$?
+[[ $st == 64 ]] || fail "no config must be a usage error"
+
+# mpirun inside the allocation: hostfile from the node list (scontrol stand-in moved away, so
+# the expander is used), one excluded host, np from the slots.
+rm "$dir/bin/scontrol"
+printf '# from gpulaunch accept\nnode02\n' >"$dir/bad"
+GPULAUNCH_EXCLUDE=$dir/bad MPIRUN_ARGS="--mca btl_tcp_if_include eth0" \
+  bash "$slurm/gpulaunch-mpirun.sbatch" train.conf >"$dir/out" 2>&1 || fail "mpirun body: $(cat "$dir/out")"
+[[ $(cat "$dir/hostfile.seen") == "node01 slots=8
+node03 slots=8" ]] || fail "hostfile: $(cat "$dir/hostfile.seen")"
+args=$(tr '\n' ' ' <"$dir/mpirun.args")
+[[ $args == "-np 16 --hostfile "*" --map-by ppr:8:node --bind-to none --mca odls_base_sigkill_timeout 60 --mca btl_tcp_if_include eth0 gpulaunch train.conf " ]] ||
+  fail "mpirun arguments: $args"
+[[ ! -e $(sed -n 3p "$dir/mpirun.args") ]] || fail "the temporary hostfile was left behind"
+echo "ok: sbatch templates"
