@@ -95,6 +95,8 @@ static int init_world(gpl_comm_t **out, const gpl_init_opts_t *o, int owns_mpi) 
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   log_set_identity(util_hostname(), rank);
+  /* Everyone checks in first, so a rank that never comes is named by every rank that did. */
+  CHECK(comm_mpi_arrival(MPI_COMM_WORLD, o->timeout, "gpl_init (start-up)"));
   char mine[HOSTLEN] = {0};
   util_strlcpy(mine, util_hostname(), sizeof mine);
   char *all = calloc((size_t)size, HOSTLEN);

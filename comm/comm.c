@@ -34,6 +34,23 @@ char *comm_rank_list(const gpl_comm_t *c, const int *bad) {
   return strbuf_take(&b);
 }
 
+char *comm_missing_list(const gpl_comm_t *c, const int *answered) {
+  int *miss = calloc((size_t)c->size, sizeof *miss), unknown = 0;
+  if (!miss) return NULL;
+  for (int r = 0; r < c->size; r++) {
+    miss[r] = answered[r] == 0;
+    unknown += answered[r] < 0;
+  }
+  char *l = comm_rank_list(c, miss);
+  free(miss);
+  if (!unknown || !l) return l;
+  strbuf_t b = STRBUF_INIT;
+  strbuf_printf(&b, "%s, which gathers the answers (%d other rank%s could not be asked)", l,
+                unknown, unknown > 1 ? "s" : "");
+  free(l);
+  return strbuf_take(&b);
+}
+
 double comm_grace(double timeout) {
   double g = 0.5 * timeout;
   return g < 1.0 ? 1.0 : g > 30.0 ? 30.0 : g;
@@ -72,8 +89,7 @@ static int choose_backend(gpl_comm_t *c, const gpl_init_opts_t *o, const comm_ba
   }
   rc = comm_exchange_flags(c, mine, all, ans, c->timeout);
   if (rc == GPL_ETIMEDOUT) {
-    for (int r = 0; r < n; r++) bad[r] = !ans[r];
-    char *l = comm_rank_list(c, bad);
+    char *l = comm_missing_list(c, ans);
     LOG_ERROR("timed out after %.1f s agreeing on the communication backend: no answer from %s",
               c->timeout, l ? l : "?");
     free(l);
@@ -99,7 +115,7 @@ static int choose_backend(gpl_comm_t *c, const gpl_init_opts_t *o, const comm_ba
     *out = &comm_backend_cpu;
   } else {
     if (mine)
-      LOG_ERROR("backend nccl was asked for, but %s: %s", gpl_strerror(mine), why);
+      LOG_ERROR("backend nccl was asked for, but this rank cannot use it: %s", why);
     else
       LOG_ERROR("backend nccl was asked for, but it is unusable on %s (see their messages)",
                 l ? l : "?");

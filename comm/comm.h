@@ -76,6 +76,9 @@ extern const comm_xport_t comm_xport_proxy; /* through the parent gpulaunch (wra
 
 /* Set up the in-process MPI transport on job->comm (duplicated, with a deadline). */
 int comm_xport_mpi_init(gpl_comm_t *c, MPI_Comm comm);
+/* Every rank of comm checks in (a bounded flags exchange on a tag of its own); on a timeout the
+ * ranks that did not are named on every rank that did. */
+int comm_mpi_arrival(MPI_Comm comm, double timeout, const char *what);
 
 /* Backend: collectives on comm memory, and the elementwise steps of the fused allreduce. */
 struct comm_backend_s {
@@ -119,8 +122,12 @@ const char *comm_rank_name(const gpl_comm_t *c, int rank, char *buf, size_t len)
  * "and N more"), malloc'd. */
 char *comm_rank_list(const gpl_comm_t *c, const int *bad);
 
+/* The ranks with answered[r] == 0 (HOP_FLAGS), noting when the others could not be asked because
+ * the missing one is the rank that gathers; malloc'd. */
+char *comm_missing_list(const gpl_comm_t *c, const int *answered);
+
 /* Exchange one int per rank (HOP_FLAGS on the transport): all[r] = rank r's value, answered[r]
- * whether it was heard from within timeout. GPL_ETIMEDOUT when some rank is missing. */
+ * whether it was heard from within timeout (1, 0, or -1 unknown: see HOP_FLAGS). GPL_ETIMEDOUT when some rank is missing. */
 int comm_exchange_flags(gpl_comm_t *c, int mine, int *all, int *answered, double timeout);
 
 /* Grace for the diagnosis after a deadline: how long the ranks that did arrive wait for each

@@ -356,10 +356,11 @@ static int flags_test(hostop_run_t *r) {
   }
   int *vals = r->op.recv, all = 1;
   for (int p = 0; p < n; p++) {
-    int ans = got_table ? r->table[n + p] : p == r->rank;
+    /* without the root's table only two things are known: we answered, the root did not */
+    int ans = got_table ? r->table[n + p] : p == r->rank ? 1 : p == 0 ? 0 : -1;
     r->op.answered[p] = ans;
-    vals[p] = ans ? r->table[p] : 0;
-    if (!ans) all = 0;
+    vals[p] = ans > 0 ? r->table[p] : 0;
+    if (ans <= 0) all = 0;
   }
   if (!leak) free(r->table);
   r->table = NULL;

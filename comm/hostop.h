@@ -18,9 +18,10 @@ typedef enum hostop_kind_e {
   HOP_ALLTOALL,
   HOP_BARRIER,
   /* Every rank contributes one int (send); recv[r] gets rank r's value and answered[r] = 1 for
-   * every rank heard from before the deadline. Gathered at rank 0, which sends the table (with
-   * who answered) back, so every rank can name the missing ones. Ends by itself at the deadline
-   * (status GPL_ETIMEDOUT when some rank is missing), never hangs. */
+   * every rank heard from before the deadline, 0 for the missing. Gathered at rank 0, which sends
+   * the table (with who answered) back, so every rank can name the missing ones; when rank 0 is
+   * the missing one, the others cannot know about each other: answered[] = -1 (unknown) for them.
+   * Ends by itself at the deadline (status GPL_ETIMEDOUT when some rank is missing). */
   HOP_FLAGS,
   HOP_KIND_COUNT
 } hostop_kind_t;
@@ -35,7 +36,7 @@ typedef struct hostop_s {
   gpl_dtype_t dtype;
   gpl_redop_t op;
   int root;
-  int *answered; /* HOP_FLAGS only: size entries, out */
+  int *answered; /* HOP_FLAGS only: size entries, out: 1 answered, 0 missing, -1 unknown */
 } hostop_t;
 
 /* An operation in flight. */

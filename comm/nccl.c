@@ -126,8 +126,8 @@ static int agree(gpl_comm_t *c, const char *what, int mine, double deadline, dou
   }
   int nlate = 0, nfailed = 0;
   for (int r = 0; r < n; r++) {
-    late[r] = !ans[r] || all[r] == PART_TIMEDOUT;
-    failed[r] = ans[r] && all[r] == PART_FAILED;
+    late[r] = ans[r] == 0 || (ans[r] > 0 && all[r] == PART_TIMEDOUT);
+    failed[r] = ans[r] > 0 && all[r] == PART_FAILED;
     nlate += late[r];
     nfailed += failed[r];
   }
@@ -355,12 +355,12 @@ static int nccl_synchronize(gpl_comm_t *c, void *stream) {
     (void)comm_exchange_flags(c, mine, all, ans, comm_grace(c->timeout));
     int nm = 0, nb = 0;
     for (int r = 0; r < n; r++) {
-      missing[r] = !ans[r];
-      behind[r] = ans[r] && all[r] < mine;
+      missing[r] = ans[r] == 0;
+      behind[r] = ans[r] > 0 && all[r] < mine;
       nm += missing[r];
       nb += behind[r];
     }
-    char *lm = nm ? comm_rank_list(c, missing) : NULL, *lb = nb ? comm_rank_list(c, behind) : NULL;
+    char *lm = nm ? comm_missing_list(c, ans) : NULL, *lb = nb ? comm_rank_list(c, behind) : NULL;
     LOG_ERROR("NCCL operations did not complete within %.1f s (NCCL operation #%d)%s%s%s%s; "
               "communicator aborted", c->timeout, mine, nm ? ": no answer from " : "",
               nm && lm ? lm : "", nb ? "; behind (fewer operations enqueued): " : "",

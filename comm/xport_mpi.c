@@ -11,7 +11,8 @@
 enum {
   TAG_FLAGS = 0x1000, /* + 2*(seq % 4096): bootstrap flag exchanges on x->comm */
   TAG_DIAG = 0x7700,  /* the one diagnosis after a timeout, on x->diag */
-  TAG_SETUP = 0x7702  /* diagnosis of a set-up that timed out, on the job's communicator */
+  TAG_SETUP = 0x7702, /* diagnosis of a set-up that timed out, on the job's communicator */
+  TAG_ARRIVAL = 0x7704 /* comm_mpi_arrival, on the program's communicator */
 };
 
 typedef struct xport_mpi_s {
@@ -37,8 +38,8 @@ static void diagnose(gpl_comm_t *c, MPI_Comm comm, int tag, uint64_t seq, double
   if (hostop_start(&r, &op, comm, tag, util_now() + comm_grace(waited)) == GPL_OK)
     (void)hostop_wait(&r);
   for (int p = 0; p < n; p++) {
-    missing[p] = !ans[p];
-    astray[p] = ans[p] && vals[p] != mine;
+    missing[p] = ans[p] == 0;
+    astray[p] = ans[p] > 0 && vals[p] != mine;
     nmiss += missing[p];
     nastray += astray[p];
   }
@@ -46,7 +47,7 @@ static void diagnose(gpl_comm_t *c, MPI_Comm comm, int tag, uint64_t seq, double
   strbuf_printf(&msg, "timed out after %.1f s in %s (host op #%llu)", waited, what,
                 (unsigned long long)seq);
   if (nmiss) {
-    char *l = comm_rank_list(c, missing);
+    char *l = comm_missing_list(c, ans);
     strbuf_printf(&msg, ": no answer from %s", l ? l : "?");
     free(l);
   }
@@ -100,10 +101,11 @@ static void mpi_destroy(gpl_comm_t *c) {
   if (!x) return;
   int fin = 0;
   MPI_Finalized(&fin);
-  /* MPI_Comm_free is local in effect (the communicator goes when its pending operations do), so
-   * it is safe even on a communicator broken by a timeout. */
-  if (!fin && x->comm != MPI_COMM_NULL) MPI_Comm_free(&x->comm);
-  if (!fin && x->diag != MPI_COMM_NULL) MPI_Comm_free(&x->diag);
+  /* A communicator broken by a timeout still has a collective in flight that MPI cannot cancel;
+   * freeing it under that operation crashes Open MPI's libnbc later (in MPI_Finalize's progress),
+   * so a broken one is left to MPI. */
+  if (!fin && !c->broken && x->comm != MPI_COMM_NULL) MPI_Comm_free(&x->comm);
+  if (!fin && !c->broken && x->diag != MPI_COMM_NULL) MPI_Comm_free(&x->diag);
   hostop_types_release();
   free(x);
   c->xp_state = NULL;
@@ -146,4 +148,37 @@ int comm_xport_mpi_init(gpl_comm_t *c, MPI_Comm parent) {
   MPICHECK(MPI_Comm_set_errhandler(x->comm, MPI_ERRORS_RETURN));
   MPICHECK(MPI_Comm_set_errhandler(x->diag, MPI_ERRORS_RETURN));
   return GPL_OK;
+}
+
+int comm_mpi_arrival(MPI_Comm comm, double timeout, const char *what) {
+  int rank = 0, size = 0, mine = 1;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  if (size == 1) return GPL_OK;
+  int *vals = calloc((size_t)size, sizeof *vals), *ans = calloc((size_t)size, sizeof *ans);
+  if (!vals || !ans) {
+    free(vals);
+    free(ans);
+    return GPL_ENOMEM;
+  }
+  hostop_t op = {.kind = HOP_FLAGS, .send = &mine, .recv = vals, .answered = ans};
+  hostop_run_t r;
+  int rc = hostop_start(&r, &op, comm, TAG_ARRIVAL, util_now() + timeout);
+  if (rc == GPL_OK) rc = hostop_wait(&r);
+  if (rc == GPL_ETIMEDOUT) {
+    strbuf_t msg = STRBUF_INIT;
+    int n = 0;
+    int unknown = 0;
+    for (int p = 0; p < size; p++) {
+      if (ans[p] == 0) strbuf_printf(&msg, "%srank %d", n++ ? ", " : "", p);
+      unknown += ans[p] < 0;
+    }
+    if (unknown) strbuf_printf(&msg, ", which gathers the answers (%d other rank%s could not be "
+                                     "asked)", unknown, unknown > 1 ? "s" : "");
+    LOG_ERROR("timed out after %.1f s in %s: no answer from %s", timeout, what, strbuf_str(&msg));
+    strbuf_free(&msg);
+  }
+  free(vals);
+  free(ans);
+  return rc;
 }
