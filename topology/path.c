@@ -97,15 +97,15 @@ void path_nodeset_nic(const topo_t *t, hwloc_const_bitmap_t nodeset, const topo_
 
 int path_entry_tie(const path_entry_t *a, const path_entry_t *b) {
   return a->path.cls == b->path.cls && a->rdma == b->rdma && a->path.numa_dist == b->path.numa_dist &&
-         a->path.hops == b->path.hops && a->link == b->link;
+         a->link == b->link;
 }
 
 int path_entry_cmp(const path_entry_t *a, const path_entry_t *b) {
   if (a->path.cls != b->path.cls) return a->path.cls < b->path.cls ? -1 : 1;
   if (a->rdma != b->rdma) return a->rdma ? -1 : 1;
   if (a->path.numa_dist != b->path.numa_dist) return a->path.numa_dist < b->path.numa_dist ? -1 : 1;
-  if (a->path.hops != b->path.hops) return a->path.hops < b->path.hops ? -1 : 1;
   if (a->link != b->link) return a->link < b->link ? -1 : 1;
+  if (a->path.hops != b->path.hops) return a->path.hops < b->path.hops ? -1 : 1;
   return a->nic < b->nic ? -1 : a->nic > b->nic;
 }
 

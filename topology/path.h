@@ -41,10 +41,12 @@ void path_gpu_nic(const topo_t *t, const topo_gpu_t *g, const topo_nic_t *n, pat
 void path_nodeset_nic(const topo_t *t, hwloc_const_bitmap_t nodeset, const topo_nic_t *n, path_t *out);
 
 /** Order of two entries: class, then RDMA devices ahead of plain netdevs, then NUMA distance
- * (only differs for NODE/SYS), then hops, then link state (up first), then PCI bus order.
- * \return <0, 0 (same NIC), >0. */
+ * (only differs for NODE/SYS), then link state (up first), then hops (fewer bridges first),
+ * then PCI bus order. \return <0, 0 (same NIC), >0. */
 int path_entry_cmp(const path_entry_t *a, const path_entry_t *b);
-/** 1 when two entries are equally good (same class, RDMA-ness, NUMA distance, hops, link state). */
+/** 1 when two entries are equally good for spreading ranks over them: same class, RDMA-ness,
+ * NUMA distance and link state. Hops only order them (NCCL treats all PXB paths alike, and two
+ * ranks on one NIC while an equal one idles halves their bandwidth). */
 int path_entry_tie(const path_entry_t *a, const path_entry_t *b);
 
 /** All NICs of \p t ranked nearest first from GPU \p g (or from \p nodeset when g is NULL), into

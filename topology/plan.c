@@ -78,6 +78,12 @@ const path_entry_t *plan_gpu_nics(const plan_t *p, int g) {
   return &p->gpu_nics[(size_t)g * (size_t)p->nnics];
 }
 
+int plan_rank_ncores(const topo_t *t, const plan_rank_t *r) {
+  int n = hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE);
+  if (n <= 0) n = hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_PU);
+  return n > 0 ? n : 1;
+}
+
 void plan_free(plan_t *p) {
   if (!p) return;
   for (int i = 0; i < p->nranks; i++) {
@@ -266,7 +272,8 @@ out:
 
 /* ---- NICs ---------------------------------------------------------------------------------- */
 
-/* From the run of entries tied with L[first], the least used NIC not already in have[]. */
+/* From the run of entries tied with L[first] (equally good; nearest first), the least used NIC
+ * not already in have[]; on equal use the nearer one. */
 static int least_used(const path_entry_t *L, int n, int first, const int *usage, const int *have, int nhave) {
   int best = -1;
   for (int i = first; i < n && path_entry_tie(&L[i], &L[first]); i++) {
@@ -328,7 +335,7 @@ static int assign_nics(const topo_t *t, plan_t *p, const plan_opts_t *o) {
     describe_path(t, r, &L[b], desc, sizeof desc);
     int ties = count_ties(L, t->nnics, 0);
     if (ties > 1)
-      say(r->why_nic, sizeof r->why_nic, "%s; one of %d equally near NICs, least used first", desc, ties);
+      say(r->why_nic, sizeof r->why_nic, "%s; one of %d equally good NICs (same class), least used first", desc, ties);
     else
       say(r->why_nic, sizeof r->why_nic, "%s; the nearest", desc);
 

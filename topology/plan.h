@@ -63,7 +63,7 @@ typedef struct plan_s {
 
 /** Defaults: local_size 0 (one per GPU), bind cores, GPUs on, one NIC per rank. */
 void plan_opts_default(plan_opts_t *o);
-/** "none" | "numa" | "cores" (also "core", "socket"->numa is NOT accepted). \return 0 / GPL_EINVAL. */
+/** "none" (or "off") | "numa" | "cores" (or "core"), any case. \return 0 or GPL_EINVAL. */
 int plan_bind_parse(const char *s, plan_bind_t *out);
 const char *plan_bind_name(plan_bind_t b);
 
@@ -81,6 +81,10 @@ void plan_free(plan_t *p);
 
 /** GPU g's NICs ranked nearest first (p->nnics entries). */
 const path_entry_t *plan_gpu_nics(const plan_t *p, int g);
+
+/** Whole cores in the rank's CPU set (its PUs when the topology has no cores), at least 1: the
+ * natural OMP_NUM_THREADS. */
+int plan_rank_ncores(const topo_t *t, const plan_rank_t *r);
 
 /** Set (or replace) an environment entry of a rank. \return 0, GPL_ERANGE when full, GPL_EINVAL. */
 int plan_env_set(plan_rank_t *r, const char *name, const char *value, const char *reason);

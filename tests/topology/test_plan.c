@@ -87,6 +87,7 @@ static void test_cores_split(void **state) {
   for (int i = 0; i < 8; i++) {
     assert_string_equal(p->ranks[i].cpus, want[i]);
     assert_int_equal(hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, p->ranks[i].cpuset, HWLOC_OBJ_CORE), 12);
+    assert_int_equal(plan_rank_ncores(t, &p->ranks[i]), 12);
   }
   plan_free(p);
   /* Two ranks: GPU0 and GPU1, both NUMA 0: 24 cores each. */
