@@ -8,6 +8,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 0
 fi
 NS=gpltopo$$
+# shellcheck disable=SC2317 # called by the trap
 cleanup() { ip netns del "$NS" 2>/dev/null || true; }
 trap cleanup EXIT
 ip netns add "$NS"

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# "A && ok || bad" below: ok always succeeds, so it is if-then-else here.
+# shellcheck disable=SC2015
 # `gpulaunch topo` through its test driver: JSON contract on every shared file and on variants
 # (renamed NICs, GPU OS devices removed), --json FILE, exit codes for bad files and bad arguments.
 set -uo pipefail
