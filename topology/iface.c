@@ -2,7 +2,6 @@
 #include "topology/iface.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <limits.h>

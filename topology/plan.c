@@ -1,7 +1,6 @@
 /* Placement plan: GPU per local rank, CPU cores split among ranks sharing a domain, nearest NIC, env and binding. */
 #include "topology/plan.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

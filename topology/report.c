@@ -37,7 +37,7 @@ static cJSON *nic_ref(const topo_t *t, const path_entry_t *e) {
   return o;
 }
 
-static cJSON *gpu_json(const topo_t *t, const plan_t *p, const topo_gpu_t *g, const path_entry_t *ranked) {
+static cJSON *gpu_json(const topo_t *t, const topo_gpu_t *g, const path_entry_t *ranked) {
   cJSON *o = cJSON_CreateObject();
   if (!o) return NULL;
   cJSON_AddNumberToObject(o, "index", g->index);
@@ -63,7 +63,6 @@ static cJSON *gpu_json(const topo_t *t, const plan_t *p, const topo_gpu_t *g, co
   }
   for (int k = 0; nics && ranked && k < t->nnics; k++) cJSON_AddItemToArray(nics, nic_ref(t, &ranked[k]));
   free(own);
-  (void)p;
   return o;
 }
 
@@ -152,7 +151,7 @@ cJSON *report_json(const topo_t *t, const plan_t *p) {
   }
   cJSON *gpus = cJSON_AddArrayToObject(root, "gpus");
   for (int g = 0; gpus && g < t->ngpus; g++)
-    cJSON_AddItemToArray(gpus, gpu_json(t, p, &t->gpus[g], p ? plan_gpu_nics(p, g) : NULL));
+    cJSON_AddItemToArray(gpus, gpu_json(t, &t->gpus[g], p ? plan_gpu_nics(p, g) : NULL));
   cJSON *nics = cJSON_AddArrayToObject(root, "nics");
   for (int i = 0; nics && i < t->nnics; i++) cJSON_AddItemToArray(nics, nic_json(&t->nics[i]));
   if (p) {
