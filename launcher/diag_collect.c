@@ -37,12 +37,13 @@
 
 extern char **environ;
 
-/* Call `int fn(int *)` from the first library of libs that loads; the library is closed again.
- * 0 and *out, or -1 with why. */
+/* Call `int fn(int *)` from the first library of libs that loads. RTLD_NODELETE: the CUDA
+ * runtime and NCCL allocate at load time and never free; unloading them would turn that into
+ * leaks (and unmapped code that destructors may still call). 0 and *out, or -1 with why. */
 static int dl_version(const char *const *libs, const char *fn, int *out, char *which, size_t wlen) {
   *out = 0;
   for (const char *const *l = libs; *l; l++) {
-    void *h = dlopen(*l, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(*l, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!h) continue;
     int (*f)(int *);
     void *p = dlsym(h, fn);

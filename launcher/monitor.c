@@ -48,6 +48,7 @@ struct monitor_s {
   uint64_t ecc0_c, ecc0_u, ecc_c, ecc_u;
   uint64_t xid_count;
   int last_xid;
+  int oom_seen;
 };
 
 void mon_opts_default(mon_opts_t *o) {
@@ -153,6 +154,8 @@ int mon_create(monitor_t **out, const mon_opts_t *opts, int rank, const char *ho
 }
 
 int mon_active(const monitor_t *m) { return m != NULL && m->active; }
+
+double mon_interval(const monitor_t *m) { return m ? m->opts.interval : 0; }
 
 static void warn_low(monitor_t *m, double t) {
   double mean = m->low_n ? m->low_sum / m->low_n : 0;
@@ -386,3 +389,18 @@ const char *mon_oom_cause(const monitor_t *m, char *buf, size_t len) {
              "the monitor %s", m->rank, m->host, m->gpu, peak);
   return buf;
 }
+
+int mon_note_line(monitor_t *m, const char *line, size_t len) {
+  if (!mon_is_cuda_oom(line, len)) return 0;
+  if (m) m->oom_seen = 1;
+  return 1;
+}
+
+int mon_oom_seen(const monitor_t *m) { return m != NULL && m->oom_seen; }
+
+double mon_peak_mem_mib(const monitor_t *m) {
+  if (!m || m->peak_mem == 0) return -1;
+  return (double)m->peak_mem / (1024.0 * 1024.0);
+}
+
+double mon__threshold(const monitor_t *m) { return m ? m->opts.sm_threshold : 80.0; }

@@ -121,6 +121,13 @@ void mon_opts_default(mon_opts_t *o);
  * into gpulaunch only (the gpl_ops library does not need conf.c). Returns 0. */
 struct conf_s;
 int mon_opts_from_conf(mon_opts_t *o, const struct conf_s *c);
+/* Point the supervisor's hooks (launcher/supervise.h) at a monitor: tick -> mon_tick, each
+ * output line -> mon_note_line, oom_seen -> mon_oom_seen, peak_mem_mib -> mon_peak_mem_mib,
+ * interval from the monitor's options (0 when it is off: no timer). attach/detach are left as
+ * they were. In monitor_hooks.c, built into gpulaunch only. */
+struct sup_hooks_s;
+struct monitor_s;
+void mon_hooks_fill(struct sup_hooks_s *h, struct monitor_s *m);
 
 typedef struct monitor_s monitor_t;
 
@@ -137,6 +144,8 @@ int mon_create_with_source(monitor_t **out, const mon_opts_t *opts, int rank, co
                            int gpu, mon_source_t *src);
 /* 1 when the monitor samples; 0 when it is off (disabled, no NVML, no such GPU, replay ended). */
 int mon_active(const monitor_t *m);
+/* Seconds between ticks ([monitor] interval). */
+double mon_interval(const monitor_t *m);
 /* Take one sample: update the stats, the threshold window (one warning per monitor), the
  * metrics line and the Prometheus file. Call from a timer every opts->interval seconds; it never
  * waits on other ranks. Returns 0, 1 when the source has no more samples (replay ended; the
@@ -200,6 +209,13 @@ void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_
  * not NULL). Ranks without samples are listed as "off". Rank 0 calls it after mon_gather. */
 void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJSON *summary);
 
+/* Everything rank 0 prints at the end, in one call on every rank of comm: each rank's stats
+ * gathered with a deadline (m may be NULL or off: the rank then sends an empty record), then on
+ * rank 0 the table and straggler line to f and the "monitor" object in summary. When no rank
+ * sampled at all (no GPU anywhere) nothing is printed and summary gets {"active": false}.
+ * Returns 0 or the gather's error (GPL_ETIMEDOUT names the missing ranks). */
+int mon_job_summary(const monitor_t *m, MPI_Comm comm, double timeout_s, FILE *f, cJSON *summary);
+
 /* ---- Out-of-memory --------------------------------------------------------------------------- */
 
 /* Does this line of the program's output report a GPU out-of-memory error? ("CUDA out of
@@ -207,6 +223,14 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
  * "out of memory" next to CUDA/GPU/NCCL words...). A host OOM ("Cannot allocate memory", the
  * kernel's OOM killer) is not one. 1 or 0. */
 int mon_is_cuda_oom(const char *line, size_t len);
+/* Feed one line of the program's output (stdout or stderr) to the monitor: 1 when it reports a
+ * CUDA OOM (remembered for mon_oom_seen), else 0. Works on a monitor that is off, and m may be
+ * NULL (then only the line is checked). */
+int mon_note_line(monitor_t *m, const char *line, size_t len);
+/* 1 when mon_note_line saw a CUDA OOM. */
+int mon_oom_seen(const monitor_t *m);
+/* Peak device memory used that the monitor saw, in MiB; -1 when it saw none. */
+double mon_peak_mem_mib(const monitor_t *m);
 /* The root-cause text for a CUDA OOM: "CUDA out of memory on rank 3 (host h1) GPU 3: peak
  * device memory seen by the monitor 79.2 GiB of 80.0 GiB" (or "... the monitor saw no memory
  * samples" when it was off). m may be NULL. Returns buf. */

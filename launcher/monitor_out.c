@@ -70,9 +70,9 @@ void mon__prom_escape(const char *in, char *out, size_t len) {
 
 /* One metric family: HELP and TYPE once, then the sample with the rank's labels. */
 static void family(strbuf_t *b, const char *name, const char *type, const char *help,
-                   const char *labels, const char *extra_label, double v) {
+                   const char *labels, double v) {
   strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-  strbuf_printf(b, "%s{%s%s} %.10g\n", name, labels, extra_label ? extra_label : "", v);
+  strbuf_printf(b, "%s{%s} %.10g\n", name, labels, v);
 }
 
 int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *st,
@@ -84,40 +84,40 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
   if (s->have & MON_HAVE_SM)
     family(&b, "gpulaunch_gpu_sm_utilization_percent", "gauge",
            "Percent of the last sample period during which a kernel ran (NVML gpu utilization).",
-           labels, NULL, s->sm_pct);
+           labels, s->sm_pct);
   if (s->have & MON_HAVE_MEMUTIL)
     family(&b, "gpulaunch_gpu_memory_utilization_percent", "gauge",
            "Percent of the last sample period during which device memory was read or written.",
-           labels, NULL, s->mem_util_pct);
+           labels, s->mem_util_pct);
   if (s->have & MON_HAVE_MEM) {
-    family(&b, "gpulaunch_gpu_memory_used_bytes", "gauge", "Device memory in use.", labels, NULL,
+    family(&b, "gpulaunch_gpu_memory_used_bytes", "gauge", "Device memory in use.", labels,
            (double)s->mem_used);
     family(&b, "gpulaunch_gpu_memory_total_bytes", "gauge", "Device memory in total.", labels,
-           NULL, (double)s->mem_total);
+           (double)s->mem_total);
   }
   if (s->have & MON_HAVE_POWER)
-    family(&b, "gpulaunch_gpu_power_watts", "gauge", "Board power draw.", labels, NULL, s->power_w);
+    family(&b, "gpulaunch_gpu_power_watts", "gauge", "Board power draw.", labels, s->power_w);
   if (s->have & MON_HAVE_TEMP)
-    family(&b, "gpulaunch_gpu_temperature_celsius", "gauge", "GPU temperature.", labels, NULL,
+    family(&b, "gpulaunch_gpu_temperature_celsius", "gauge", "GPU temperature.", labels,
            s->temp_c);
   if (s->have & MON_HAVE_CLOCKS) {
-    family(&b, "gpulaunch_gpu_sm_clock_hertz", "gauge", "SM clock.", labels, NULL,
+    family(&b, "gpulaunch_gpu_sm_clock_hertz", "gauge", "SM clock.", labels,
            s->sm_clock_mhz * 1e6);
-    family(&b, "gpulaunch_gpu_memory_clock_hertz", "gauge", "Memory clock.", labels, NULL,
+    family(&b, "gpulaunch_gpu_memory_clock_hertz", "gauge", "Memory clock.", labels,
            s->mem_clock_mhz * 1e6);
   }
   if (s->have & MON_HAVE_PCIE) {
     family(&b, "gpulaunch_gpu_pcie_rx_bytes_per_second", "gauge", "PCIe receive throughput.",
-           labels, NULL, s->pcie_rx_kbs * 1024.0);
+           labels, s->pcie_rx_kbs * 1024.0);
     family(&b, "gpulaunch_gpu_pcie_tx_bytes_per_second", "gauge", "PCIe transmit throughput.",
-           labels, NULL, s->pcie_tx_kbs * 1024.0);
+           labels, s->pcie_tx_kbs * 1024.0);
   }
   if (s->have & MON_HAVE_THROTTLE) {
     family(&b, "gpulaunch_gpu_clock_event_reasons", "gauge",
-           "NVML clock event (throttle) reason bits active at the last sample.", labels, NULL,
+           "NVML clock event (throttle) reason bits active at the last sample.", labels,
            (double)s->throttle);
     family(&b, "gpulaunch_gpu_clock_slowdown", "gauge",
-           "1 when clocks are lowered by a power cap, thermal or hardware slowdown.", labels, NULL,
+           "1 when clocks are lowered by a power cap, thermal or hardware slowdown.", labels,
            (s->throttle & MON_THROTTLE_SLOWDOWN) ? 1 : 0);
   }
   if (s->have & MON_HAVE_ECC) {
@@ -129,16 +129,16 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
                   (unsigned long long)s->ecc_uncorrected);
   }
   family(&b, "gpulaunch_gpu_xid_events_total", "counter", "XID events seen by the monitor.",
-         labels, NULL, (double)st->xid_count);
+         labels, (double)st->xid_count);
   family(&b, "gpulaunch_gpu_sm_utilization_mean_percent", "gauge",
-         "Mean SM utilisation since the job started.", labels, NULL, st->mean_sm);
+         "Mean SM utilisation since the job started.", labels, st->mean_sm);
   family(&b, "gpulaunch_gpu_sm_under_threshold_seconds_total", "counter",
-         "Seconds the SM utilisation spent under the monitor's threshold.", labels, NULL,
+         "Seconds the SM utilisation spent under the monitor's threshold.", labels,
          st->low_seconds);
   family(&b, "gpulaunch_gpu_sm_threshold_percent", "gauge", "The monitor's SM threshold.",
-         labels, NULL, sm_threshold);
+         labels, sm_threshold);
   family(&b, "gpulaunch_gpu_last_sample_timestamp_seconds", "gauge",
-         "Wall clock of the last sample (Unix time).", labels, NULL, (double)time(NULL));
+         "Wall clock of the last sample (Unix time).", labels, (double)time(NULL));
   if (b.oom) {
     strbuf_free(&b);
     errno = ENOMEM;

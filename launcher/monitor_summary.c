@@ -7,6 +7,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/monitor.h"
+#include "launcher/monitor_int.h"
 
 /* A rank is a clear straggler by utilisation when its mean SM% is this many points below the
  * median of the ranks; by clocks when it was slowed down in this share of its samples and its
@@ -199,6 +200,7 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
   if (!summary) return;
   cJSON *mon = cJSON_CreateObject();
   if (!mon) return;
+  cJSON_AddBoolToObject(mon, "active", 1);
   cJSON_AddNumberToObject(mon, "sm_threshold", sm_threshold);
   cJSON *ranks = cJSON_AddArrayToObject(mon, "ranks");
   for (int i = 0; ranks && i < n; i++) {
@@ -217,4 +219,32 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
   if (sg) cJSON_AddStringToObject(sg, "reason", st.reason);
   cJSON_DeleteItemFromObjectCaseSensitive(summary, "monitor");
   cJSON_AddItemToObject(summary, "monitor", mon);
+}
+
+int mon_job_summary(const monitor_t *m, MPI_Comm comm, double timeout_s, FILE *f, cJSON *summary) {
+  int rank, size;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  mon_stats_t mine;
+  if (m) mon_stats(m, &mine);
+  else mon_stats_empty(&mine, rank, util_hostname(), -1);
+  mon_stats_t *all = calloc((size_t)size, sizeof *all);
+  ALLOCCHECK(all);
+  int rc = mon_gather(&mine, comm, timeout_s, all);
+  if (rc == 0 && rank == 0) {
+    int sampled = 0;
+    for (int i = 0; i < size; i++) sampled += all[i].samples > 0;
+    if (sampled) {
+      mon_summary(all, size, mon__threshold(m), f, summary);
+    } else if (summary) {
+      cJSON *mon = cJSON_CreateObject();
+      if (mon) {
+        cJSON_AddBoolToObject(mon, "active", 0);
+        cJSON_DeleteItemFromObjectCaseSensitive(summary, "monitor");
+        cJSON_AddItemToObject(summary, "monitor", mon);
+      }
+    }
+  }
+  free(all);
+  return rc;
 }

@@ -32,7 +32,8 @@ if(NOT GPL_OPS_LIBRARY_ONLY AND NOT GPL_OPS_GLUE_ADDED)
     message(FATAL_ERROR "launcher/ops.cmake: include it after add_executable(gpulaunch ...)")
   endif()
   set(GPL_OPS_GLUE_ADDED ON)
-  target_sources(gpulaunch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/monitor_conf.c)
+  target_sources(gpulaunch PRIVATE ${CMAKE_CURRENT_LIST_DIR}/monitor_conf.c
+                                   ${CMAKE_CURRENT_LIST_DIR}/monitor_hooks.c)
   # launcher/CMakeLists.txt may already list mode_diag.c among the modes it finds.
   get_target_property(_gpl_srcs gpulaunch SOURCES)
   if(NOT "mode_diag.c" IN_LIST _gpl_srcs AND

@@ -59,6 +59,34 @@ int main(int argc, char **argv) {
     cJSON_Delete(sum);
     free(txt);
   }
+  /* the one-call form the launcher uses prints the same on rank 0 only */
+  char *txt = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&txt, &len);
+  cJSON *sum = cJSON_CreateObject();
+  EXPECT(mon_job_summary(m, MPI_COMM_WORLD, 30.0, f, sum) == 0);
+  fclose(f);
+  EXPECT((rank == 0) == (strstr(txt, "slowest rank: 2 (host ") != NULL));
+  EXPECT((rank == 0) == (cJSON_GetObjectItem(sum, "monitor") != NULL));
+  free(txt);
+  cJSON_Delete(sum);
+  mon_destroy(m);
+
+  /* no GPU anywhere (monitors off, or none): no table, and the summary says inactive */
+  setenv("GPULAUNCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  mon_opts_default(&o);
+  o.off_level = LOG_LVL_INFO;
+  EXPECT(mon_create(&m, &o, rank, util_hostname(), rank, NULL) == 0);
+  txt = NULL;
+  f = open_memstream(&txt, &len);
+  sum = cJSON_CreateObject();
+  EXPECT(mon_job_summary(rank == 3 ? NULL : m, MPI_COMM_WORLD, 30.0, f, sum) == 0);
+  fclose(f);
+  EXPECT(len == 0);
+  if (rank == 0)
+    EXPECT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "active")));
+  free(txt);
+  cJSON_Delete(sum);
   mon_destroy(m);
   MPI_Finalize();
   return 0;

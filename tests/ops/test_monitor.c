@@ -18,6 +18,7 @@
 #include "gpulaunch/error.h"
 #include "launcher/monitor.h"
 #include "launcher/monitor_int.h"
+#include "launcher/supervise.h"
 
 static const char *g_data; /* tests/ops/data */
 static char g_tmp[256];    /* a fresh folder per run */
@@ -419,6 +420,47 @@ static void test_oom_cause_has_peak_memory(void **state) {
                            "seen by the monitor 63.0 GiB of 80.0 GiB");
 }
 
+static void test_supervisor_hooks(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.interval = 2.5;
+  o.replay = data("four_ranks_one_low.jsonl");
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 0, "h1", 0, NULL), 0);
+  sup_hooks_t h;
+  memset(&h, 0, sizeof h);
+  mon_hooks_fill(&h, m);
+  assert_true(h.arg == m && h.interval == 2.5);
+  assert_true(h.peak_mem_mib(h.arg) < 0); /* nothing sampled yet */
+  for (int i = 0; i < 5; i++) h.tick(h.arg);
+  mon_stats_t st;
+  mon_stats(m, &st);
+  assert_int_equal(st.samples, 5);
+  assert_true(h.peak_mem_mib(h.arg) == 62.0 * 1024); /* 60 + 0 + 4 * 0.5 GiB at the 5th sample */
+  assert_false(h.oom_seen(h.arg));
+  static const char ok[] = "step 10 loss 2.31";
+  h.line(h.arg, 0, ok, sizeof ok - 1);
+  assert_false(h.oom_seen(h.arg));
+  static const char oom[] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB";
+  h.line(h.arg, 1, oom, sizeof oom - 1);
+  assert_true(h.oom_seen(h.arg));
+  mon_destroy(m);
+  /* a monitor that is off: no timer, but OOM lines are still seen */
+  setenv("GPULAUNCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
+  mon_opts_default(&o);
+  o.off_level = LOG_LVL_INFO;
+  assert_int_equal(mon_create(&m, &o, 0, "h1", 0, NULL), 0);
+  unsetenv("GPULAUNCH_NVML_LIB");
+  mon_hooks_fill(&h, m);
+  assert_true(h.interval == 0);
+  h.line(h.arg, 1, oom, sizeof oom - 1);
+  assert_true(mon_oom_seen(m));
+  assert_true(mon_peak_mem_mib(m) < 0);
+  assert_int_equal(mon_note_line(NULL, oom, sizeof oom - 1), 1);
+  mon_destroy(m);
+}
+
 static void test_bad_options_and_missing_replay(void **state) {
   (void)state;
   mon_opts_t o;
@@ -456,6 +498,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_expand_path),
       cmocka_unit_test(test_oom_lines),
       cmocka_unit_test(test_oom_cause_has_peak_memory),
+      cmocka_unit_test(test_supervisor_hooks),
       cmocka_unit_test(test_bad_options_and_missing_replay),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
