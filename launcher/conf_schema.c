@@ -20,6 +20,9 @@ static const conf_key_t g_schema[] = {
      "signal every program gets when the job receives SIGTERM (to write a checkpoint)"},
     {"job", "prefix", CONF_ENUM, "host:rank", "host:rank|rank|none", 0, 0,
      "prefix of each output line of the program"},
+    {"job", "output", CONF_ENUM, "rank0", "rank0|local", 0, 0,
+     "rank0: rank 0 writes every rank's program output (whole lines even through mpirun); "
+     "local: each rank writes its own"},
     {"job", "log_dir", CONF_STR, "", NULL, 0, 0, "folder for one log file per rank (rank-N.log)"},
     {"job", "tail_lines", CONF_INT, "10", NULL, 0, 1000,
      "last stderr lines of a failed rank quoted in the root-cause report"},

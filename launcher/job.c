@@ -145,6 +145,20 @@ void job_finalize(job_t *job) {
   job->node_of = job->local_rank_of = job->leader_of_node = job->local_size_of_node = NULL;
 }
 
+int job_agree(job_t *job, int rc, const char *what) {
+  if (!job || job->size == 1) return rc;
+  int *all = calloc((size_t)job->size, sizeof *all);
+  if (!all) return GPL_ENOMEM;
+  int ret = mpix_allgather(&rc, (int)sizeof rc, all, job->world, job->timeout, what);
+  for (int r = 0; ret == GPL_OK && r < job->size; r++)
+    if (all[r] < 0) {
+      ret = all[r];
+      if (r != job->rank) LOG_INFO(JOB, "%s: rank %d failed (%s)", what, r, gpl_err_name(all[r]));
+    }
+  free(all);
+  return ret;
+}
+
 void job_exit(job_t *job, int code) {
   fflush(stdout);
   fflush(stderr);

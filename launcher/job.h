@@ -28,6 +28,11 @@ int job_env_rank(void);
 
 /* MPI_Init and the exchanges above (each bounded by timeout). */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
+/* A collective check after work each rank did on its own: every rank learns whether any rank
+ * failed. Returns the first negative rc in rank order (each failing rank has already said why),
+ * 0 when all succeeded, or GPL_ETIMEDOUT. Keeps all ranks on the same path, so that a rank that
+ * failed never leaves the others waiting in the next exchange. */
+int job_agree(job_t *job, int rc, const char *what);
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] delays that rank at that stage. */
 void job_test_stall(const job_t *job, const char *stage);
 /* MPI_Finalize and free. */

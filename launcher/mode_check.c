@@ -43,6 +43,7 @@ int mode_env(launch_t *L) {
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
     childenv_free(&ce);
+    place_free(&pl);
     return place_exit_code(rc);
   }
   ce.omp_threads = pl.cores;
@@ -50,6 +51,7 @@ int mode_env(launch_t *L) {
   rc = rdv_agree(job, pl.master_addr, (int)conf_int(L->conf, "job", "master_port"), &rdv);
   if (rc < 0) {
     childenv_free(&ce);
+    place_free(&pl);
     return place_exit_code(rc);
   }
   util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);
@@ -75,6 +77,7 @@ int mode_env(launch_t *L) {
   rc = mpix_allgather_str(strbuf_str(&mine), &all, job->world, job->timeout, "env (gather)");
   strbuf_free(&mine);
   childenv_free(&ce);
+  place_free(&pl);
   if (rc < 0) return GPL_EXIT_TIMEOUT;
   if (job->rank == 0) {
     for (int r = 0; r < job->size; r++) printf("%s%s", r ? "\n" : "", all[r]);

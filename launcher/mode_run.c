@@ -94,17 +94,20 @@ int mode_run(launch_t *L) {
   ce.conf = c;
   ce.max_restarts = (int)conf_int(c, "job", "restarts");
   place_t pl;
+  rdv_t rdv;
+  sup_opts_t o;
+  sup_result_t res;
+  int code;
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
-    childenv_free(&ce);
-    return place_exit_code(rc);
+    code = place_exit_code(rc);
+    goto out;
   }
   ce.omp_threads = pl.cores;
-  rdv_t rdv;
   rc = rdv_agree(job, pl.master_addr, (int)conf_int(c, "job", "master_port"), &rdv);
   if (rc < 0) {
-    childenv_free(&ce);
-    return place_exit_code(rc);
+    code = place_exit_code(rc);
+    goto out;
   }
   util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);
   ce.master_port = rdv.master_port;
@@ -112,11 +115,10 @@ int mode_run(launch_t *L) {
 
   rc = check_program(L, &ce, argv);
   if (rc < 0) {
-    childenv_free(&ce);
-    return rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_SPAWN;
+    code = rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_SPAWN;
+    goto out;
   }
 
-  sup_opts_t o;
   memset(&o, 0, sizeof o);
   o.job = job;
   o.argv = argv;
@@ -130,13 +132,16 @@ int mode_run(launch_t *L) {
   o.stop_timeout = conf_duration(c, "job", "stop_timeout");
   o.preempt_signal = conf_signal(c, "job", "preempt_signal");
   o.restarts = (int)conf_int(c, "job", "restarts");
-  sup_result_t res;
+  o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
   rc = sup_run(&o, &res);
   if (rc < 0) {
-    childenv_free(&ce);
-    return GPL_EXIT_INTERNAL;
+    code = GPL_EXIT_INTERNAL;
+    goto out;
   }
   add_summary(L, &o, &res);
+  code = res.exit_code;
+out:
   childenv_free(&ce);
-  return res.exit_code;
+  place_free(&pl);
+  return code;
 }

@@ -2,6 +2,7 @@
 #include "launcher/output.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,11 +35,18 @@ int output_init(output_t *o, const char *prefix_mode, const char *host, int rank
   return GPL_OK;
 }
 
-static void write_all(int fd, const char *p, size_t n) {
+/* Write everything, waiting when the reader (mpirun's output forwarding) is slow: our stdout may
+ * be a non-blocking pipe, and a line dropped on EAGAIN is a line lost. */
+void output_write_all(int fd, const char *p, size_t n) {
   while (n) {
     ssize_t w = write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        struct pollfd pfd = {fd, POLLOUT, 0};
+        poll(&pfd, 1, 1000);
+        continue;
+      }
       return; /* our own stdout is gone: nothing better to do */
     }
     p += w;
@@ -76,7 +84,8 @@ static void emit(output_t *o, int is_err, const char *line, size_t len, int end)
   memcpy(buf, o->prefix, plen);
   memcpy(buf + plen, line, len);
   if (end) buf[plen + len] = '\n';
-  write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, buf, total);
+  if (o->sink) o->sink(o->sink_arg, is_err, buf, total);
+  else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, buf, total);
   if (o->log) fwrite(buf, 1, total, o->log);
   if (buf != stackbuf) free(buf);
   if (end) {

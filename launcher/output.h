@@ -7,6 +7,8 @@
 #include <stdio.h>
 
 typedef void (*output_line_fn)(void *arg, int is_err, const char *line, size_t len);
+/* Where prefixed lines go instead of our stdout/stderr (e.g. forwarded to rank 0). */
+typedef void (*output_sink_fn)(void *arg, int is_err, const char *data, size_t len);
 
 typedef struct output_s {
   char prefix[300];   /* "[host:rank] ", "[rank] " or "" */
@@ -20,6 +22,8 @@ typedef struct output_s {
   int tail_cap, tail_n, tail_head;
   output_line_fn on_line; /* optional hook for every complete line (OOM detection) */
   void *on_line_arg;
+  output_sink_fn sink;    /* optional: replaces writing to fd 1/2 */
+  void *sink_arg;
   unsigned long long lines[2];
 } output_t;
 
@@ -35,5 +39,7 @@ void output_clear_tail(output_t *o);
 /* The last stderr lines, oldest first, each ending in '\n', into buf. */
 size_t output_tail(const output_t *o, char *buf, size_t len);
 void output_free(output_t *o);
+/* Write all of buf to fd, waiting while a non-blocking reader is slow. */
+void output_write_all(int fd, const char *buf, size_t len);
 
 #endif

@@ -1,22 +1,116 @@
-/* Start-up placement of a rank (until the topology module is wired in: CPU count only). */
+/* Start-up placement of a rank: load the node's topology (live or XML), plan every local rank,
+ * bind this one, and hand the plan's variables to the program. */
 #include "launcher/place.h"
 
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
+#include "common/util.h"
+#include "topology/plan.h"
+#include "topology/topo.h"
+
+static const char *xml_path(const launch_t *L) {
+  if (L->topology_xml) return L->topology_xml;
+  const char *x = L->conf ? conf_str(L->conf, "topology", "xml") : "";
+  return x && *x ? x : NULL;
+}
+
+static int set_var(childenv_t *ce, const char *k, const char *v) {
+  if (ce) return childenv_add(ce, k, v);
+  return setenv(k, v, 1) == 0 ? GPL_OK : GPL_ESYS;
+}
+
+/* This rank's part, without talking to the others. */
+static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
+  job_t *job = L->job;
+  int rank = job ? job->rank : 0;
+  const char *host = job ? job->host : util_hostname();
+  const char *xml = xml_path(L);
+  int rc = topo_load(&out->topo, xml);
+  if (rc < 0) {
+    fprintf(stderr, "gpulaunch: rank %d (host %s): cannot load the topology %s: %s\n", rank, host,
+            xml ? xml : "of this machine", gpl_strerror(rc));
+    return GPL_ETOPO;
+  }
+  char err[512] = "";
+  plan_opts_t o;
+  plan_opts_default(&o);
+  o.local_size = job ? job->local_size : 1;
+  if (L->conf) {
+    CHECK(plan_bind_parse(conf_str(L->conf, "topology", "bind"), &o.bind));
+    o.no_gpus = strcmp(conf_str(L->conf, "topology", "gpus"), "none") == 0;
+  }
+  o.visible = out->topo->live ? getenv("CUDA_VISIBLE_DEVICES") : NULL;
+  o.err = err;
+  o.errlen = sizeof err;
+  rc = plan_make(out->topo, &o, &out->plan);
+  if (rc < 0) {
+    fprintf(stderr, "gpulaunch: rank %d (host %s): no placement: %s\n", rank, host,
+            err[0] ? err : gpl_strerror(rc));
+    return GPL_ETOPO;
+  }
+  int lr = job ? job->local_rank : 0;
+  const plan_rank_t *me = &out->plan->ranks[lr];
+  out->gpu = me->gpu >= 0 ? out->topo->gpus[me->gpu].index : -1;
+  if (me->nic >= 0) util_strlcpy(out->nic, out->topo->nics[me->nic].name, sizeof out->nic);
+  LOG_INFO(TOPO, "%s", me->why_gpu);
+  LOG_INFO(TOPO, "%s", me->why_cpus);
+  if (me->why_nic[0]) LOG_INFO(TOPO, "%s", me->why_nic);
+
+  /* Bind gpulaunch (and so the program it starts) to the rank's cores. */
+  if (out->plan->bind != PLAN_BIND_NONE) {
+    char msg[512] = "";
+    rc = plan_bind(out->topo, me, msg, sizeof msg);
+    if (rc == GPL_ENOTSUP) {
+      LOG_INFO(TOPO, "not binding: %s", msg[0] ? msg : "the topology comes from a file");
+    } else if (rc < 0) {
+      LOG_WARN("rank %d: binding failed: %s", rank, msg);
+    } else if (strstr(msg, "replac")) {
+      LOG_WARN("rank %d: %s", rank, msg);
+    } else {
+      LOG_INFO(TOPO, "%s", msg);
+    }
+  }
+  /* Cores available to the rank: its share, counted in whole cores. */
+  int cores = hwloc_get_nbobjs_inside_cpuset_by_type(out->topo->hw, me->cpuset, HWLOC_OBJ_CORE);
+  if (cores <= 0) cores = hwloc_bitmap_weight(me->cpuset);
+  if (out->plan->bind == PLAN_BIND_NONE || cores <= 0) {
+    cpu_set_t set;
+    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    cores = ncpu / (o.local_size > 0 ? o.local_size : 1);
+  }
+  out->cores = cores > 0 ? cores : 1;
+
+  for (int i = 0; i < me->nenv; i++) {
+    /* A variable the user exported wins (NCCL_IB_HCA, ...), except CUDA_VISIBLE_DEVICES: the
+     * plan already chose among the GPUs it allowed. */
+    if (getenv(me->env[i].name) && strcmp(me->env[i].name, "CUDA_VISIBLE_DEVICES") != 0) {
+      LOG_INFO(TOPO, "keeping %s=%s from the environment (the plan says %s)", me->env[i].name,
+               getenv(me->env[i].name), me->env[i].value);
+      continue;
+    }
+    LOG_INFO(TOPO, "%s=%s: %s", me->env[i].name, me->env[i].value, me->env[i].reason);
+    CHECK(set_var(ce, me->env[i].name, me->env[i].value));
+  }
+  return GPL_OK;
+}
 
 int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   memset(out, 0, sizeof *out);
   out->gpu = -1;
-  cpu_set_t set;
-  int ncpu = 1;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) ncpu = CPU_COUNT(&set);
-  int local = L->job ? L->job->local_size : 1;
-  out->cores = ncpu / (local > 0 ? local : 1);
-  if (out->cores < 1) out->cores = 1;
-  (void)ce; /* NULL for modes that only need the binding (bench, accept) */
-  return GPL_OK;
+  int rc = place_local(L, ce, out);
+  if (L->job) rc = job_agree(L->job, rc, "start-up (placement)");
+  return rc;
+}
+
+void place_free(place_t *p) {
+  if (p->plan) plan_free(p->plan);
+  if (p->topo) topo_free(p->topo);
+  p->plan = NULL;
+  p->topo = NULL;
 }
 
 int place_exit_code(int err) {

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "common/mpix.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/ctl.h"
 #include "launcher/exitcode.h"
@@ -21,6 +22,8 @@
 #define POLL_MS 10           /* control message polling */
 #define DRAIN_MS 500         /* after exit, wait this long for the pipes' EOF (grandchildren) */
 #define STOP_MARGIN_S 5.0    /* coordinator: extra time for ranks to report a stop */
+#define FWD_CHUNK (64 << 10) /* forwarded output is sent in messages of up to this size */
+#define FWD_MAX_INFLIGHT (8u << 20) /* stop reading the program's pipes above this */
 
 enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
 static const int g_signals[NSIGS] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
@@ -61,6 +64,8 @@ typedef struct sup_s {
   ctl_msg_t exit_msg;
   char exec_path[PATH_MAX];
   double t0;
+  strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
+  int paused;           /* reading the program's pipes is paused (forwarding backlog) */
 } sup_t;
 
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
@@ -125,6 +130,44 @@ static void close_if_open(sup_t *s, uv_handle_t *h) {
   (void)s;
 }
 
+/* ---- output forwarded to rank 0 ---- */
+
+static void fwd_flush(sup_t *s, int i) {
+  if (!s->fwd[i].len) return;
+  ctl_send_output(&s->ctl, i, s->fwd[i].s, s->fwd[i].len);
+  strbuf_reset(&s->fwd[i]);
+}
+
+static void fwd_sink(void *arg, int is_err, const char *data, size_t len) {
+  sup_t *s = arg;
+  strbuf_append_n(&s->fwd[is_err], data, len);
+  if (s->fwd[is_err].len >= FWD_CHUNK) fwd_flush(s, is_err);
+}
+
+static void on_forwarded(void *arg, int src, int is_err, const char *data, size_t len) {
+  (void)arg;
+  (void)src;
+  output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Backpressure: when rank 0 falls behind, stop reading the program's output (it then blocks in
+ * write) rather than buffering without bound. */
+static void fwd_throttle(sup_t *s) {
+  /* Once the program has exited, its pipes are drained whatever the backlog. */
+  int over = !s->exited && s->ctl.out_inflight > FWD_MAX_INFLIGHT;
+  if (over == s->paused) return;
+  s->paused = over;
+  for (int i = 0; i < 2; i++) {
+    uv_stream_t *st = (uv_stream_t *)&s->pipes[i];
+    if (uv_is_closing((uv_handle_t *)st)) continue;
+    if (over) uv_read_stop(st);
+    else uv_read_start(st, on_alloc, on_read);
+  }
+}
+
 /* The program of this attempt is gone and its output passed on: tell the coordinator. */
 static void report(sup_t *s) {
   if (s->reported) return;
@@ -138,6 +181,7 @@ static void report(sup_t *s) {
       uv_read_stop((uv_stream_t *)&s->pipes[i]);
       close_if_open(s, (uv_handle_t *)&s->pipes[i]);
     }
+    fwd_flush(s, i); /* the output goes before the event, and arrives before it */
   }
   /* Leave no orphans: whatever the program started in its group goes with it. */
   if (s->pid > 0) kill(-s->pid, SIGKILL);
@@ -156,6 +200,7 @@ static int pipes_closed(sup_t *s) {
 
 static void on_drain_timeout(uv_timer_t *t) {
   sup_t *s = t->loop->data;
+  uv_timer_stop(t);
   LOG_INFO(SUP, "output still open %d ms after the program ended (a child of it holds it)", DRAIN_MS);
   report(s);
 }
@@ -167,9 +212,10 @@ static void on_child_exit(uv_process_t *p, int64_t status, int term_signal) {
   s->status = status;
   s->term_signal = term_signal;
   uv_timer_stop(&s->kill_timer);
+  if (s->paused) fwd_throttle(s); /* resume reading to drain */
   close_if_open(s, (uv_handle_t *)p);
   if (pipes_closed(s)) report(s);
-  else uv_timer_start(&s->drain_timer, on_drain_timeout, DRAIN_MS, 0);
+  else uv_timer_start(&s->drain_timer, on_drain_timeout, DRAIN_MS, DRAIN_MS);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -186,6 +232,8 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   int i = st == (uv_stream_t *)&s->pipes[1];
   if (nread > 0) {
     output_feed(&s->out, i, buf->base, (size_t)nread);
+    /* After the exit, the drain deadline counts idle time, not reading time. */
+    if (s->exited) uv_timer_again(&s->drain_timer);
     return;
   }
   if (nread == 0) return;
@@ -219,6 +267,7 @@ static void spawn(sup_t *s) {
   s->exited = s->reported = s->running = s->spawn_failed = 0;
   s->stop_requested = 0;
   s->forwarded = 0;
+  s->paused = 0;
   s->status = 0;
   s->term_signal = 0;
   s->pid = 0;
@@ -522,7 +571,9 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
 static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
-  while (!s->done && ctl_poll(&s->ctl, &m)) {
+  fwd_flush(s, 0);
+  fwd_flush(s, 1);
+  while (!s->done && ctl_poll(&s->ctl, &m, on_forwarded, s)) {
     if (m.type >= CTL_STOP) on_command(s, &m);
     else if (s->job->rank == 0) co_event(s, &m);
   }
@@ -531,6 +582,7 @@ static void on_poll(uv_timer_t *t) {
     spawn(s);
   }
   if (s->job->rank == 0) co_check_deadline(s);
+  if (s->o->forward_output && s->spawned && !s->reported) fwd_throttle(s);
 }
 
 static void close_walk(uv_handle_t *h, void *arg) {
@@ -574,6 +626,10 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
                         logpath[0] ? logpath : NULL), rc, fail_out);
   s->out.on_line = on_line;
   s->out.on_line_arg = s;
+  if (o->forward_output && o->job->rank != 0) {
+    s->out.sink = fwd_sink;
+    s->out.sink_arg = s;
+  }
   CHECKGOTO(ctl_init(&s->ctl, o->job->ctl), rc, fail_ctl);
   if (o->job->rank == 0) {
     s->co.down = calloc((size_t)o->job->size, 1);
@@ -627,6 +683,8 @@ fail_loop:
   ctl_close(&s->ctl, 2.0);
 fail_ctl:
   output_free(&s->out);
+  strbuf_free(&s->fwd[0]);
+  strbuf_free(&s->fwd[1]);
 fail_out:
   free(s->co.down);
   free(s);

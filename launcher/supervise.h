@@ -40,6 +40,8 @@ typedef struct sup_opts_s {
   double stop_timeout;    /* another rank failed: SIGTERM -> SIGKILL */
   int preempt_signal;     /* sent to the program when the job gets SIGTERM */
   int restarts;           /* restarts allowed after a failure */
+  int forward_output;     /* 1: other ranks' program output is written by rank 0, so that
+                           * mpirun, which splits streams at arbitrary bytes, cannot mix lines */
   sup_hooks_t hooks;
 } sup_opts_t;
 

@@ -44,7 +44,8 @@ assert_le "$took" 5 "time to end after SIGTERM"
 pass "SIGUSR1, SIGUSR2 and SIGTERM to mpirun reach all 4 programs (ended in ${took}s)"
 
 # preempt_signal = SIGUSR1: programs get SIGUSR1 (to checkpoint), then SIGKILL after the grace.
-# mpirun's own SIGKILL delay must exceed the grace (documented in the README).
+# mpirun's own SIGKILL delay must exceed the grace (documented in the README); mpirun then waits
+# that long before it exits, whatever the ranks do.
 cat >"$T/p.conf" <<CONF
 [job]
 command = $PROG signals 30
@@ -52,7 +53,7 @@ preempt_signal = SIGUSR1
 grace = 2s
 checkpoint_dir = $T/ckpt
 CONF
-start_job 4 --mca odls_base_sigkill_timeout 20 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
+start_job 4 --mca odls_base_sigkill_timeout 4 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
 t0=$(now)
 kill -TERM "$JOB"
 set +e
@@ -65,11 +66,12 @@ wait_files "$T/SIGUSR1.*" 4 1
 assert_grep "$T/err" "every program gets SIGUSR1 now, SIGKILL after 2 s" "preemption announced"
 assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program got SIGUSR1" "preempted reported"
 assert_le 1.9 "$took" "SIGKILL only after the grace"
-assert_le "$took" 8 "ended soon after the grace"
+assert_le "$took" 10 "ended soon after the grace"
 grep -q '"preempted":[[:space:]]*true' "$T/s.json" || fail "summary says preempted"
 pass "preempt_signal = SIGUSR1: every program got SIGUSR1, SIGKILL after the 2 s grace, 'preempted'"
 
 # Alone, the exit status itself says preempted (75).
+rm -f "$T"/ready.* "$T"/SIG*
 "$GPULAUNCH" "$T/p.conf" >"$T/out" 2>"$T/err" &
 JOB=$!
 wait_files "$T/ready.*" 1 20
