@@ -7,11 +7,15 @@
 
 #include "common/mpix.h"
 #include "common/util.h"
+#include "launcher/audit.h"
 #include "launcher/childenv.h"
+#include "launcher/monitor.h"
 #include "launcher/launcher.h"
 #include "launcher/place.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervise.h"
+#include "topology/plan.h"
+#include "topology/topo.h"
 
 typedef struct resolve_s {
   int rc;
@@ -97,6 +101,9 @@ int mode_run(launch_t *L) {
   rdv_t rdv;
   sup_opts_t o;
   sup_result_t res;
+  monitor_t *mon = NULL;
+  audit_info_t audit;
+  const char *audit_log = conf_str(c, "audit", "log");
   int code;
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
@@ -133,6 +140,33 @@ int mode_run(launch_t *L) {
   o.preempt_signal = conf_signal(c, "job", "preempt_signal");
   o.restarts = (int)conf_int(c, "job", "restarts");
   o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
+  /* The GPU monitor, for ranks that have a GPU (or a recorded stream to replay). */
+  if (pl.gpu >= 0 || *conf_str(c, "monitor", "replay")) {
+    mon_opts_t mo;
+    mon_opts_default(&mo);
+    mon_opts_from_conf(&mo, c);
+    mo.off_level = job->local_rank == 0 ? LOG_LVL_WARN : LOG_LVL_INFO;
+    const char *pci = NULL;
+    if (pl.plan && pl.plan->ranks[job->local_rank].gpu >= 0)
+      pci = pl.topo->gpus[pl.plan->ranks[job->local_rank].gpu].pci;
+    if (mon_create(&mon, &mo, job->rank, job->host, pl.gpu >= 0 ? pl.gpu : job->local_rank, pci) < 0)
+      mon = NULL;
+    else
+      mon_hooks_fill(&o.hooks, mon);
+  }
+  if (job->rank == 0 && *audit_log) {
+    audit_info_init(&audit);
+    audit.ranks = job->size;
+    audit.nodes = job->nnodes;
+    audit.argv = argv;
+    audit.argc = argc;
+    audit.mode = "run";
+    audit.conf_path = L->conf_path;
+    const char **hosts = calloc((size_t)job->nnodes, sizeof *hosts);
+    for (int n = 0; hosts && n < job->nnodes; n++) hosts[n] = job->hosts[job->leader_of_node[n]];
+    audit.hosts = hosts;
+    audit_job_start(audit_log, &audit);
+  }
   rc = sup_run(&o, &res);
   if (rc < 0) {
     code = GPL_EXIT_INTERNAL;
@@ -140,7 +174,14 @@ int mode_run(launch_t *L) {
   }
   add_summary(L, &o, &res);
   code = res.exit_code;
+  if (job->rank == 0 && *audit_log) {
+    audit_job_end(audit_log, &audit, code, res.root_cause[0] ? res.root_cause : NULL);
+    free((void *)audit.hosts);
+  }
+  /* Every rank takes part (ranks without a monitor send empty stats). */
+  mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
 out:
+  mon_destroy(mon);
   childenv_free(&ce);
   place_free(&pl);
   return code;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The monitor, OOM root cause and audit log through gpulaunch itself: a replayed sample stream
+# with one rank under 80% warns once and names it; a CUDA OOM in the output is the root cause
+# with the peak memory seen; the audit log holds one line per start and end, mode 0600.
+source "$(dirname "$0")/../lib.sh"
+PROG="$1"
+DATA="$(cd "$(dirname "$0")/../ops/data" && pwd)"
+export GPL_TEST_DIR="$T"
+
+cat >"$T/mon.conf" <<CONF
+[job]
+command = $PROG sleep 2.5
+[monitor]
+replay = $DATA/four_ranks_one_low.jsonl
+interval = 50ms
+window = 60s
+metrics = $T/metrics.jsonl
+[audit]
+log = $T/audit.log
+CONF
+run_mpi 4 "$GPULAUNCH" "$T/mon.conf" --summary "$T/s.json"
+assert_eq "$RC" 0 "exit status"
+n=$(grep -c "SM utilisation stayed under 80%" "$T/err" || true)
+assert_eq "$n" 1 "one low-utilisation warning"
+assert_grep "$T/err" "under 80% for 60 s on rank 2 \(host [^)]*\) GPU 2" "the warning names rank 2"
+assert_grep "$T/out" "^slowest rank: 2 " "summary names the slowest rank"
+python3 - "$T/s.json" <<'PY' || fail "summary JSON: straggler"
+import json, sys
+m = json.load(open(sys.argv[1]))["monitor"]
+assert m["straggler"]["rank"] == 2 and m["straggler"]["clear"], m["straggler"]
+assert len(m["ranks"]) == 4
+PY
+[[ $(wc -l <"$T/metrics.jsonl") -gt 10 ]] || fail "metrics lines written"
+pass "replayed stream: one warning naming rank 2, rank 2 named slowest in table and JSON"
+
+mode=$(stat -c %a "$T/audit.log")
+assert_eq "$mode" 600 "audit log mode"
+assert_eq "$(wc -l <"$T/audit.log")" 2 "audit lines (start + end)"
+python3 - "$T/audit.log" <<'PY' || fail "audit lines parse"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[0].get("event") == "start" and lines[1].get("event") == "end", lines
+assert lines[1].get("exit_status") == 0
+PY
+pass "audit log: one start and one end line, 0600"
+
+# A CUDA out-of-memory error in the output: the root cause says so, with the peak memory.
+cat >"$T/oom.sh" <<'SH'
+#!/bin/sh
+if [ "$RANK" = 1 ]; then
+  sleep 0.6
+  echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 1; 79.15 GiB total capacity)" >&2
+  exit 1
+fi
+sleep 30
+SH
+chmod +x "$T/oom.sh"
+sed -e "s|^command = .*|command = $T/oom.sh|" "$T/mon.conf" >"$T/oom.conf"
+run_mpi 4 "$GPULAUNCH" "$T/oom.conf"
+assert_eq "$RC" 1 "exit status of the OOM job"
+assert_grep "$T/err" "^gpulaunch: rank 1 \(host [^)]*\) exited with status 1: CUDA out of memory \(peak GPU memory seen [0-9]+ MiB\)" "OOM root cause"
+[[ $(wc -l <"$T/audit.log") == 4 ]] || fail "audit: 2 more lines"
+assert_grep "$T/audit.log" "CUDA out of memory" "audit end line has the root cause"
+pass "CUDA OOM named in the root cause with the monitor's peak memory; audited"
