@@ -10,7 +10,7 @@
 
 #include "common/mpix.h"
 #include "common/util.h"
-#include "kernels/mpmath.h"
+#include "comm/reduce.h"
 
 /* ---- dtypes ---- */
 
@@ -18,7 +18,7 @@ size_t hostop_dtype_size(gpl_dtype_t dt) { return gpl_dtype_size(dt); }
 
 static int is_float16(gpl_dtype_t dt) { return dt == GPL_HALF || dt == GPL_BFLOAT16; }
 
-static MPI_Datatype mpi_type(gpl_dtype_t dt) {
+MPI_Datatype hostop_mpi_type(gpl_dtype_t dt) {
   switch (dt) {
     case GPL_INT8: return MPI_INT8_T;
     case GPL_UINT8: return MPI_UINT8_T;
@@ -34,27 +34,21 @@ static MPI_Datatype mpi_type(gpl_dtype_t dt) {
   }
 }
 
-/* User ops for 16-bit floats: each pairwise step converts to float, computes, and rounds back to
- * nearest even, as NCCL does for half. max/min follow Open MPI's builtin rule for float
- * ((a > b) ? a : b, which is also what a NaN comparison gives). */
-#define F16_OP(name, to_f, from_f, expr)                                               \
-  static void name(void *in, void *inout, int *len, MPI_Datatype *dt) {                \
-    (void)dt;                                                                          \
-    const uint16_t *a = in;                                                            \
-    uint16_t *b = inout;                                                               \
-    for (int i = 0; i < *len; i++) {                                                   \
-      float x = to_f(a[i]), y = to_f(b[i]);                                            \
-      b[i] = from_f(expr);                                                             \
-    }                                                                                  \
+/* User ops for 16-bit floats: reduce_into converts each pair to float, computes, and rounds back
+ * to nearest even, as NCCL does for half. */
+#define F16_OP(name, dt, op)                                                           \
+  static void name(void *in, void *inout, int *len, MPI_Datatype *type) {              \
+    (void)type;                                                                        \
+    reduce_into(inout, in, (size_t)*len, dt, op);                                      \
   }
-F16_OP(half_sum, mp_f16_to_f32, mp_f32_to_f16, x + y)
-F16_OP(half_prod, mp_f16_to_f32, mp_f32_to_f16, x * y)
-F16_OP(half_max, mp_f16_to_f32, mp_f32_to_f16, (y > x) ? y : x)
-F16_OP(half_min, mp_f16_to_f32, mp_f32_to_f16, (y < x) ? y : x)
-F16_OP(bf16_sum, mp_bf16_to_f32, mp_f32_to_bf16, x + y)
-F16_OP(bf16_prod, mp_bf16_to_f32, mp_f32_to_bf16, x * y)
-F16_OP(bf16_max, mp_bf16_to_f32, mp_f32_to_bf16, (y > x) ? y : x)
-F16_OP(bf16_min, mp_bf16_to_f32, mp_f32_to_bf16, (y < x) ? y : x)
+F16_OP(half_sum, GPL_HALF, GPL_OP_SUM)
+F16_OP(half_prod, GPL_HALF, GPL_OP_PROD)
+F16_OP(half_max, GPL_HALF, GPL_OP_MAX)
+F16_OP(half_min, GPL_HALF, GPL_OP_MIN)
+F16_OP(bf16_sum, GPL_BFLOAT16, GPL_OP_SUM)
+F16_OP(bf16_prod, GPL_BFLOAT16, GPL_OP_PROD)
+F16_OP(bf16_max, GPL_BFLOAT16, GPL_OP_MAX)
+F16_OP(bf16_min, GPL_BFLOAT16, GPL_OP_MIN)
 
 static MPI_User_function *const g_f16_fns[2][4] = {
     {half_sum, half_prod, half_max, half_min},
@@ -86,43 +80,11 @@ void hostop_types_release(void) {
     for (int o = 0; o < 4; o++) MPI_Op_free(&g_f16_ops[t][o]);
 }
 
-static MPI_Op mpi_op(gpl_dtype_t dt, gpl_redop_t op) {
+MPI_Op hostop_mpi_op(gpl_dtype_t dt, gpl_redop_t op) {
   int o = op == GPL_OP_PROD ? 1 : op == GPL_OP_MAX ? 2 : op == GPL_OP_MIN ? 3 : 0; /* avg: sum */
   if (is_float16(dt)) return g_f16_ops[dt == GPL_BFLOAT16][o];
   static const MPI_Op builtin[4] = {MPI_SUM, MPI_PROD, MPI_MAX, MPI_MIN};
   return builtin[o];
-}
-
-/* recv[i] /= n, in the element type (NCCL's avg: sum, then divide). */
-static void divide_by(void *buf, size_t count, gpl_dtype_t dt, int n) {
-  switch (dt) {
-#define DIV_CASE(DT, T)                                                                    \
-  case DT: {                                                                               \
-    T *p = buf;                                                                            \
-    for (size_t i = 0; i < count; i++) p[i] = (T)(p[i] / (T)n);                            \
-    break;                                                                                 \
-  }
-    DIV_CASE(GPL_INT8, int8_t)
-    DIV_CASE(GPL_UINT8, uint8_t)
-    DIV_CASE(GPL_INT32, int32_t)
-    DIV_CASE(GPL_UINT32, uint32_t)
-    DIV_CASE(GPL_INT64, int64_t)
-    DIV_CASE(GPL_UINT64, uint64_t)
-    DIV_CASE(GPL_FLOAT, float)
-    DIV_CASE(GPL_DOUBLE, double)
-#undef DIV_CASE
-    case GPL_HALF: {
-      uint16_t *p = buf;
-      for (size_t i = 0; i < count; i++) p[i] = mp_f32_to_f16(mp_f16_to_f32(p[i]) / (float)n);
-      break;
-    }
-    case GPL_BFLOAT16: {
-      uint16_t *p = buf;
-      for (size_t i = 0; i < count; i++) p[i] = mp_f32_to_bf16(mp_bf16_to_f32(p[i]) / (float)n);
-      break;
-    }
-    default: break;
-  }
 }
 
 /* ---- sizes and validation ---- */
@@ -261,13 +223,13 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
 
   size_t e = hostop_dtype_size(op->dtype);
   int n = (int)op->count;
-  MPI_Datatype t = mpi_type(op->dtype);
+  MPI_Datatype t = hostop_mpi_type(op->dtype);
   const void *send = op->send;
   size_t sb = hostop_send_bytes(op, r->size), rb = hostop_recv_bytes(op, r->size);
   switch (op->kind) {
     case HOP_ALLREDUCE:
       MPI_RUNCHECK(MPI_Iallreduce(send == op->recv ? MPI_IN_PLACE : send, op->recv, n, t,
-                                  mpi_op(op->dtype, op->op), comm, &r->req));
+                                  hostop_mpi_op(op->dtype, op->op), comm, &r->req));
       break;
     case HOP_ALLGATHER:
       if (send == (const char *)op->recv + (size_t)r->rank * op->count * e) {
@@ -287,7 +249,7 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
         memcpy(r->tmp, send, sb);
         send = r->tmp;
       }
-      MPI_RUNCHECK(MPI_Ireduce_scatter_block(send, op->recv, n, t, mpi_op(op->dtype, op->op), comm,
+      MPI_RUNCHECK(MPI_Ireduce_scatter_block(send, op->recv, n, t, hostop_mpi_op(op->dtype, op->op), comm,
                                              &r->req));
       break;
     case HOP_BCAST:
@@ -378,7 +340,7 @@ int hostop_test(hostop_run_t *r) {
   if (flag) {
     if ((r->op.kind == HOP_ALLREDUCE || r->op.kind == HOP_REDUCE_SCATTER) &&
         r->op.op == GPL_OP_AVG)
-      divide_by(r->op.recv, r->op.count, r->op.dtype, r->size);
+      reduce_divide(r->op.recv, r->op.count, r->op.dtype, r->size);
     free(r->tmp);
     r->tmp = NULL;
     finish(r, GPL_OK);

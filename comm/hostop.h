@@ -69,6 +69,9 @@ int hostop_validate(const hostop_t *op, int size);
  * nearest even). Reference counted; the last release frees them (unless MPI is finalised). */
 int hostop_types_acquire(void);
 void hostop_types_release(void);
+/* The MPI datatype and op for a dtype (16-bit floats: MPI_UINT16_T with our user ops; avg: sum). */
+MPI_Datatype hostop_mpi_type(gpl_dtype_t dt);
+MPI_Op hostop_mpi_op(gpl_dtype_t dt, gpl_redop_t op);
 
 /* Start op on comm; it must be done by `deadline` (util_now() clock). tag: HOP_FLAGS only (uses
  * tag and tag+1; every rank must pass the same). */

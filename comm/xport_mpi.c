@@ -1,57 +1,65 @@
 /* Host transport on MPI in this process: comm's own duplicates of the job's communicator, every
- * collective non-blocking with a deadline, and a diagnosis that names the ranks that never came. */
+ * collective non-blocking with a deadline (large allreduces through node-local shared memory), and
+ * a diagnosis that names the ranks that never came. */
+#include "comm/xport_mpi.h"
+
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 
 enum {
-  TAG_FLAGS = 0x1000, /* + 2*(seq % 4096): bootstrap flag exchanges on x->comm */
-  TAG_DIAG = 0x7700,  /* the one diagnosis after a timeout, on x->diag */
-  TAG_SETUP = 0x7702, /* diagnosis of a set-up that timed out, on the job's communicator */
-  TAG_ARRIVAL = 0x7704 /* comm_mpi_arrival, on the program's communicator */
+  TAG_FLAGS = 0x1000,   /* + 2*(seq % 4096): bootstrap flag exchanges on x->comm */
+  TAG_DIAG = 0x7700,    /* the one diagnosis after a timeout, on x->diag */
+  TAG_SETUP = 0x7702,   /* diagnosis of a set-up that timed out, on the job's communicator */
+  TAG_ARRIVAL = 0x7704, /* comm_mpi_arrival, on the program's communicator */
+  TAG_SHM = 0x7706      /* shared-memory set-up (uses +2 too) */
 };
+enum { ENGINE_LOCAL = 0, ENGINE_MPI = 1, ENGINE_SHM = 2 };
 
 typedef struct xport_mpi_s {
-  MPI_Comm comm; /* collectives and bootstrap flags */
-  MPI_Comm diag; /* the diagnosis exchange, apart from whatever is stuck on comm */
+  MPI_Comm comm;   /* collectives and bootstrap flags */
+  MPI_Comm diag;   /* the diagnosis exchange, apart from whatever is stuck on comm */
+  shmcoll_t *shm;  /* large allreduces; NULL when not usable */
 } xport_mpi_t;
 
-/* After a deadline passed in op #seq: ask every rank, with a short deadline of its own, which op
- * it is in. Ranks that do not answer are missing; ranks in another op are out of step. */
-static void diagnose(gpl_comm_t *c, MPI_Comm comm, int tag, uint64_t seq, double waited,
-                     const char *what) {
-  int n = c->size, mine = (int)(seq & 0x7fffffff);
-  int *vals = calloc((size_t)n, sizeof *vals), *ans = calloc((size_t)n, sizeof *ans);
-  int *missing = calloc((size_t)n, sizeof *missing), *astray = calloc((size_t)n, sizeof *astray);
-  if (!vals || !ans || !missing || !astray) {
-    LOG_ERROR("timed out after %.1f s in %s (and out of memory to find out who is missing)",
-              waited, what);
-    goto out;
-  }
-  hostop_t op = {.kind = HOP_FLAGS, .send = &mine, .recv = vals, .answered = ans};
-  hostop_run_t r;
-  int nmiss = 0, nastray = 0;
-  if (hostop_start(&r, &op, comm, tag, util_now() + comm_grace(waited)) == GPL_OK)
-    (void)hostop_wait(&r);
-  for (int p = 0; p < n; p++) {
-    missing[p] = ans[p] == 0;
-    astray[p] = ans[p] > 0 && vals[p] != mine;
-    nmiss += missing[p];
-    nastray += astray[p];
-  }
+/* ---- diagnosis ---- */
+
+/* After a deadline passed in op #seq, every rank that got there says which op it is in (a bounded
+ * flags exchange). Ranks that do not answer are missing; ranks in another op are out of step. */
+static int diag_start(xport_op_t *x, MPI_Comm comm, int tag) {
+  int n = x->c->size;
+  x->dmine = (int)(x->seq & 0x7fffffff);
+  x->dvals = calloc((size_t)n, sizeof *x->dvals);
+  x->dans = calloc((size_t)n, sizeof *x->dans);
+  if (!x->dvals || !x->dans) return GPL_ENOMEM;
+  hostop_t op = {.kind = HOP_FLAGS, .send = &x->dmine, .recv = x->dvals, .answered = x->dans};
+  CHECK(hostop_start(&x->d, &op, comm, tag, util_now() + comm_grace(x->timeout)));
+  x->diagnosing = 1;
+  return GPL_OK;
+}
+
+static void diag_report(xport_op_t *x) {
+  gpl_comm_t *c = x->c;
+  int n = c->size, nmiss = 0, nastray = 0;
+  int *astray = calloc((size_t)n, sizeof *astray);
   strbuf_t msg = STRBUF_INIT;
-  strbuf_printf(&msg, "timed out after %.1f s in %s (host op #%llu)", waited, what,
-                (unsigned long long)seq);
+  strbuf_printf(&msg, "timed out after %.1f s in %s (host op #%llu)", x->timeout, x->what,
+                (unsigned long long)x->seq);
+  for (int p = 0; p < n; p++) {
+    nmiss += x->dans[p] == 0;
+    if (astray) astray[p] = x->dans[p] > 0 && x->dvals[p] != x->dmine;
+    nastray += x->dans[p] > 0 && x->dvals[p] != x->dmine;
+  }
   if (nmiss) {
-    char *l = comm_missing_list(c, ans);
+    char *l = comm_missing_list(c, x->dans);
     strbuf_printf(&msg, ": no answer from %s", l ? l : "?");
     free(l);
   }
-  if (nastray) {
+  if (nastray && astray) {
     char *l = comm_rank_list(c, astray);
     strbuf_printf(&msg, "%s %s %s in a different operation", nmiss ? ";" : ":", l ? l : "?",
                   nastray > 1 ? "are" : "is");
@@ -62,28 +70,98 @@ static void diagnose(gpl_comm_t *c, MPI_Comm comm, int tag, uint64_t seq, double
                         "problem, or a deadline too short for this size)");
   LOG_ERROR("%s", strbuf_str(&msg));
   strbuf_free(&msg);
-out:
-  free(vals);
-  free(ans);
-  free(missing);
   free(astray);
 }
 
-static int mpi_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char *what) {
-  xport_mpi_t *x = c->xp_state;
-  uint64_t seq = ++c->seq;
-  if (c->size == 1) {
-    CHECK(hostop_validate(op, 1));
-    return hostop_local(op);
-  }
-  hostop_run_t r;
-  int tag = TAG_FLAGS + 2 * (int)(seq % 4096);
-  CHECK(hostop_start(&r, op, x->comm, tag, util_now() + timeout));
-  int rc = hostop_wait(&r);
-  if (rc == GPL_ETIMEDOUT && op->kind != HOP_FLAGS)
-    diagnose(c, x->diag, TAG_DIAG, seq, timeout, what);
-  return rc;
+static void op_done(xport_op_t *x, int status) {
+  free(x->dvals);
+  free(x->dans);
+  x->dvals = x->dans = NULL;
+  x->done = 1;
+  x->status = status;
 }
+
+/* ---- operations ---- */
+
+int xport_mpi_start(gpl_comm_t *c, const hostop_t *op, double timeout, const char *what,
+                    xport_op_t *x) {
+  xport_mpi_t *t = c->xp_state;
+  memset(x, 0, sizeof *x);
+  x->c = c;
+  x->op = *op;
+  x->what = what;
+  x->timeout = timeout;
+  x->seq = ++c->seq;
+  double deadline = util_now() + timeout;
+  if (c->size == 1) {
+    x->engine = ENGINE_LOCAL;
+    CHECK(hostop_validate(op, 1));
+    op_done(x, hostop_local(op));
+    return GPL_OK;
+  }
+  if (t->shm && op->kind == HOP_ALLREDUCE &&
+      hostop_recv_bytes(op, c->size) >= SHMCOLL_MIN_BYTES) {
+    CHECK(hostop_validate(op, c->size));
+    x->engine = ENGINE_SHM;
+    return shmcoll_start(&x->s, t->shm, op, deadline);
+  }
+  x->engine = ENGINE_MPI;
+  return hostop_start(&x->h, op, t->comm, TAG_FLAGS + 2 * (int)(x->seq % 4096), deadline);
+}
+
+int xport_mpi_test(xport_op_t *x) {
+  xport_mpi_t *t = x->c->xp_state;
+  if (x->done) return GPL_OK;
+  if (x->diagnosing) {
+    CHECK(hostop_test(&x->d));
+    if (x->d.done) {
+      diag_report(x);
+      op_done(x, GPL_ETIMEDOUT);
+    }
+    return GPL_OK;
+  }
+  int done, status, explained = 0;
+  if (x->engine == ENGINE_SHM) {
+    CHECK(shmcoll_test(&x->s));
+    done = x->s.done;
+    status = x->s.status;
+    explained = x->s.diagnosed;
+  } else {
+    CHECK(hostop_test(&x->h));
+    done = x->h.done;
+    status = x->h.status;
+    explained = x->op.kind == HOP_FLAGS; /* the caller explains a flags exchange */
+  }
+  if (!done) return GPL_OK;
+  if (status == GPL_ETIMEDOUT && !explained) return diag_start(x, t->diag, TAG_DIAG);
+  op_done(x, status);
+  return GPL_OK;
+}
+
+static int mpi_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char *what) {
+  xport_op_t x;
+  CHECK(xport_mpi_start(c, op, timeout, what, &x));
+  double nap = 1e-5;
+  for (unsigned i = 0;; i++) {
+    int rc = xport_mpi_test(&x);
+    if (rc < 0) {
+      op_done(&x, rc);
+      return rc;
+    }
+    if (x.done) return x.status;
+    /* Spin briefly (a small collective finishes in microseconds), then yield the core (ranks
+     * are often oversubscribed), then sleep in growing naps up to 1 ms for long waits. */
+    if (i < 64) continue;
+    if (i < 20000) {
+      sched_yield();
+      continue;
+    }
+    util_sleep(nap);
+    if (nap < 1e-3) nap *= 2;
+  }
+}
+
+/* ---- set-up and tear-down ---- */
 
 static int mpi_alloc(gpl_comm_t *c, void **p, size_t bytes) {
   (void)c;
@@ -97,56 +175,78 @@ static void mpi_free(gpl_comm_t *c, void *p) {
 }
 
 static void mpi_destroy(gpl_comm_t *c) {
-  xport_mpi_t *x = c->xp_state;
-  if (!x) return;
+  xport_mpi_t *t = c->xp_state;
+  if (!t) return;
   int fin = 0;
   MPI_Finalized(&fin);
+  shmcoll_destroy(t->shm, c->broken);
   /* A communicator broken by a timeout still has a collective in flight that MPI cannot cancel;
    * freeing it under that operation crashes Open MPI's libnbc later (in MPI_Finalize's progress),
    * so a broken one is left to MPI. */
-  if (!fin && !c->broken && x->comm != MPI_COMM_NULL) MPI_Comm_free(&x->comm);
-  if (!fin && !c->broken && x->diag != MPI_COMM_NULL) MPI_Comm_free(&x->diag);
+  if (!fin && !c->broken && t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
+  if (!fin && !c->broken && t->diag != MPI_COMM_NULL) MPI_Comm_free(&t->diag);
   hostop_types_release();
-  free(x);
+  free(t);
   c->xp_state = NULL;
 }
 
 const comm_xport_t comm_xport_mpi = {"mpi", mpi_run, mpi_alloc, mpi_free, mpi_destroy};
 
+/* A set-up step timed out: find out (bounded) who is missing, on the job's communicator. */
+static void setup_diagnose(gpl_comm_t *c, MPI_Comm parent, const char *what) {
+  xport_op_t x;
+  memset(&x, 0, sizeof x);
+  x.c = c;
+  x.what = what;
+  x.timeout = c->timeout;
+  if (diag_start(&x, parent, TAG_SETUP) == GPL_OK && hostop_wait(&x.d) != GPL_EMPI)
+    diag_report(&x);
+  else
+    LOG_ERROR("timed out after %.1f s in %s", c->timeout, what);
+  op_done(&x, GPL_ETIMEDOUT);
+}
+
 int comm_xport_mpi_init(gpl_comm_t *c, MPI_Comm parent) {
-  xport_mpi_t *x = calloc(1, sizeof *x);
-  ALLOCCHECK(x);
-  x->comm = x->diag = MPI_COMM_NULL;
-  c->xp = &comm_xport_mpi;
-  c->xp_state = x;
+  xport_mpi_t *t = calloc(1, sizeof *t);
+  ALLOCCHECK(t);
+  t->comm = t->diag = MPI_COMM_NULL;
   int rc = hostop_types_acquire();
   if (rc < 0) {
-    free(x);
-    c->xp_state = NULL;
+    free(t);
     return rc;
   }
+  c->xp = &comm_xport_mpi;
+  c->xp_state = t;
   /* Two private duplicates, made with MPI_Comm_idup so that a rank that never comes is a
    * deadline and a name, not a hang. */
   MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  MPICHECK(MPI_Comm_idup(parent, &x->comm, &reqs[0]));
-  MPICHECK(MPI_Comm_idup(parent, &x->diag, &reqs[1]));
+  MPICHECK(MPI_Comm_idup(parent, &t->comm, &reqs[0]));
+  MPICHECK(MPI_Comm_idup(parent, &t->diag, &reqs[1]));
   double deadline = util_now() + c->timeout, nap = 1e-5;
   for (unsigned i = 0;; i++) {
     int done = 0;
     MPICHECK(MPI_Testall(2, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) break;
     if (util_now() >= deadline) {
-      /* The requests stay with MPI (a collective cannot be cancelled); x->comm and x->diag are
+      /* The requests stay with MPI (a collective cannot be cancelled); t->comm and t->diag are
        * not ours to free until they complete, so forget them. */
-      x->comm = x->diag = MPI_COMM_NULL;
-      diagnose(c, parent, TAG_SETUP, 0, c->timeout, "communicator set-up (MPI_Comm_idup)");
+      t->comm = t->diag = MPI_COMM_NULL;
+      c->broken = 1;
+      setup_diagnose(c, parent, "communicator set-up (MPI_Comm_idup)");
       return GPL_ETIMEDOUT;
     }
     if (i > 64) util_sleep(nap);
     if (i > 64 && nap < 1e-3) nap *= 2;
   }
-  MPICHECK(MPI_Comm_set_errhandler(x->comm, MPI_ERRORS_RETURN));
-  MPICHECK(MPI_Comm_set_errhandler(x->diag, MPI_ERRORS_RETURN));
+  MPICHECK(MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN));
+  MPICHECK(MPI_Comm_set_errhandler(t->diag, MPI_ERRORS_RETURN));
+  if (c->size > 1) {
+    rc = shmcoll_create(&t->shm, c, t->comm, TAG_SHM);
+    if (rc < 0) {
+      c->broken = rc == GPL_ETIMEDOUT;
+      return rc;
+    }
+  }
   return GPL_OK;
 }
 
@@ -167,8 +267,7 @@ int comm_mpi_arrival(MPI_Comm comm, double timeout, const char *what) {
   if (rc == GPL_OK) rc = hostop_wait(&r);
   if (rc == GPL_ETIMEDOUT) {
     strbuf_t msg = STRBUF_INIT;
-    int n = 0;
-    int unknown = 0;
+    int n = 0, unknown = 0;
     for (int p = 0; p < size; p++) {
       if (ans[p] == 0) strbuf_printf(&msg, "%srank %d", n++ ? ", " : "", p);
       unknown += ans[p] < 0;

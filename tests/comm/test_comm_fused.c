@@ -59,15 +59,16 @@ static void drop(const tcase_t *tc, gpl_tensor_t *t, float **bases) {
   free(t);
 }
 
-/* Relative bound (to the sum of magnitudes) for wire w: each value is rounded once to w, and each
- * of the size-1 additions rounds once in w; then one fp32 multiply. */
+/* Relative bound (to the sum of magnitudes) for wire w, whose unit roundoff is u: each value is
+ * rounded once to w, and each of the size-1 additions rounds once in w, each error at most u of a
+ * magnitude no larger than the sum of magnitudes: (2 size - 1) u; then one fp32 multiply. */
 static double rel_bound(gpl_dtype_t w) {
   double u = w == GPL_FLOAT ? 0x1p-24 : w == GPL_BFLOAT16 ? 0x1p-8 : 0x1p-11;
-  return (g_size + 1) * u + 0x1p-23;
+  return (2 * g_size - 1) * u + 0x1p-23;
 }
 
 /* fp16 subnormals are spaced 2^-24: an absolute floor per rounding. */
-static double abs_floor(gpl_dtype_t w) { return w == GPL_HALF ? (g_size + 1) * 0x1p-24 : 0; }
+static double abs_floor(gpl_dtype_t w) { return w == GPL_HALF ? 2 * g_size * 0x1p-24 : 0; }
 
 /* Compare tensors after the call with the float64 reduction of everyone's inputs. */
 static void verify(const tcase_t *tc, const gpl_tensor_t *t, uint64_t seed, gpl_dtype_t w,

@@ -1,7 +1,8 @@
 /* A rank that never arrives is a deadline and a name, not a hang. GPL_TEST_SLEEP_RANK (read only
  * by this test) makes that rank sleep GPL_TEST_SLEEP_S seconds before the step named by argv[1]:
  *   init        before gpl_init (the start-up exchange),
- *   collective  before an allreduce (after a good start-up);
+ *   collective  before a small allreduce (MPI, after a good start-up),
+ *   large       before a large allreduce (the shared-memory path);
  * the other ranks must fail with GPL_ETIMEDOUT within the deadline plus its grace, and their log
  * must name the sleeping rank. */
 #include <mpi.h>
@@ -77,15 +78,16 @@ int main(int argc, char **argv) {
     }
   } else {
     T_OK(gpl_init(&c, &o));
-    float x[1001];
-    for (int i = 0; i < 1001; i++) x[i] = (float)i;
+    size_t n = strcmp(mode, "large") == 0 ? 300000 : 1001;
+    float *x = calloc(n, sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)i;
     if (rank == sleeper) {
       util_sleep(nap);
-      (void)gpl_allreduce(c, x, x, 1001, GPL_FLOAT, GPL_OP_SUM, NULL);
+      (void)gpl_allreduce(c, x, x, n, GPL_FLOAT, GPL_OP_SUM, NULL);
     } else {
       double t0 = util_now();
       capture_begin();
-      int rc = gpl_allreduce(c, x, x, 1001, GPL_FLOAT, GPL_OP_SUM, NULL);
+      int rc = gpl_allreduce(c, x, x, n, GPL_FLOAT, GPL_OP_SUM, NULL);
       capture_end(log, sizeof log);
       double dt = util_now() - t0;
       T_EQ_INT(rc, GPL_ETIMEDOUT);
@@ -93,9 +95,11 @@ int main(int argc, char **argv) {
       T_TRUE(dt < limit);
       /* the communicator is broken from here on */
       T_EQ_INT(gpl_barrier(c), GPL_ESTATE);
-      printf("rank %d: allreduce timed out after %.2f s naming %s\n", rank, dt, want);
+      printf("rank %d: allreduce of %zu floats timed out after %.2f s naming %s\n", rank, n, dt,
+             want);
     }
     T_OK(gpl_finalize(c));
+    free(x);
   }
   fflush(stdout);
   MPI_Finalize();

@@ -1,0 +1,19 @@
+/* Elementwise reductions on host memory for every gpulaunch dtype (half and bfloat16 computed in
+ * float, rounded to nearest even), vectorised; used by the MPI user ops and the shared-memory
+ * allreduce. */
+#ifndef GPL_COMM_REDUCE_H
+#define GPL_COMM_REDUCE_H
+
+#include <stddef.h>
+
+#include "gpulaunch/types.h"
+
+/* inout[i] = inout[i] op in[i] for i < n. GPL_OP_AVG reduces as a sum (divide afterwards). max/min
+ * follow Open MPI's builtin rule for floats ((a > b) ? a : b). in and inout must not overlap
+ * unless equal. */
+void reduce_into(void *inout, const void *in, size_t n, gpl_dtype_t dt, gpl_redop_t op);
+/* buf[i] /= k in the element type: integer division for integers, IEEE division in float for the
+ * 16-bit floats (then rounded to nearest even). The second step of NCCL's avg. */
+void reduce_divide(void *buf, size_t n, gpl_dtype_t dt, int k);
+
+#endif
