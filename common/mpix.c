@@ -2,6 +2,7 @@
  * so a rank that never arrives is named instead of hanging everyone. */
 #include "common/mpix.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,13 +49,21 @@ double mpix_default_timeout(void) {
 
 int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
               const char *what) {
-  double deadline = util_now() + timeout_s;
-  double nap = 2e-5;
+  double start = util_now(), deadline = start + timeout_s;
+  double nap = 5e-5;
   for (;;) {
     int done = 0;
     MPICHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
     if (done) return GPL_OK;
-    if (util_now() >= deadline) break;
+    double now = util_now();
+    if (now >= deadline) break;
+    /* The first few milliseconds: yield and poll again (start-up exchanges complete in
+     * microseconds once everyone is there, and oversubscribed ranks still get the CPU). After
+     * that, sleep, longer and longer, so a long wait does not burn a core. */
+    if (now - start < 5e-3) {
+      sched_yield();
+      continue;
+    }
     util_sleep(nap);
     if (nap < 2e-3) nap *= 2;
   }

@@ -105,11 +105,13 @@ int mode_run(launch_t *L) {
   audit_info_t audit;
   const char *audit_log = conf_str(c, "audit", "log");
   int code;
+  double t0 = util_now();
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
     code = place_exit_code(rc);
     goto out;
   }
+  double t1 = util_now();
   ce.omp_threads = pl.cores;
   rc = rdv_agree(job, pl.master_addr, (int)conf_int(c, "job", "master_port"), &rdv);
   if (rc < 0) {
@@ -120,11 +122,14 @@ int mode_run(launch_t *L) {
   ce.master_port = rdv.master_port;
   util_strlcpy(ce.run_id, rdv.run_id, sizeof ce.run_id);
 
+  double t2 = util_now();
   rc = check_program(L, &ce, argv);
   if (rc < 0) {
     code = rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_SPAWN;
     goto out;
   }
+  LOG_INFO(JOB, "start-up: placement %.1f ms, rendezvous %.1f ms, program check %.1f ms",
+           (t1 - t0) * 1e3, (t2 - t1) * 1e3, (util_now() - t2) * 1e3);
 
   memset(&o, 0, sizeof o);
   o.job = job;

@@ -403,7 +403,9 @@ static int discover(topo_t *t) {
   return 0;
 }
 
-int topo_load(topo_t **out, const char *xml_path) {
+/* Load from the live machine (xml_path and buf NULL), a file, or a buffer exported on this very
+ * machine (then it is treated as live: binding allowed, sysfs and NVML consulted). */
+static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t len) {
   *out = NULL;
   if (xml_path) CHECK(sniff_xml(xml_path));
   topo_t *t = calloc(1, sizeof *t);
@@ -422,6 +424,12 @@ int topo_load(topo_t **out, const char *xml_path) {
   }
   if (xml_path && hwloc_topology_set_xml(t->hw, xml_path) < 0) {
     LOG_ERROR("topology file %s: hwloc cannot use it as XML input: %s", xml_path, strerror(errno));
+    rc = GPL_ETOPO;
+    goto fail;
+  }
+  if (buf && (hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len) < 0 ||
+              hwloc_topology_set_flags(t->hw, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM) < 0)) {
+    LOG_ERROR("cannot use the topology shared by this node's first rank: %s", strerror(errno));
     rc = GPL_ETOPO;
     goto fail;
   }
@@ -450,13 +458,39 @@ int topo_load(topo_t **out, const char *xml_path) {
   }
   CHECKGOTO(load_numa(t), rc, fail);
   CHECKGOTO(discover(t), rc, fail);
-  LOG_INFO(TOPO, "%s: %d GPU(s), %d NIC(s), %d NUMA node(s)%s", t->source, t->ngpus, t->nnics, t->nnuma,
+  LOG_INFO(TOPO, "%s%s: %d GPU(s), %d NIC(s), %d NUMA node(s)%s", t->source,
+           buf ? " (shared by the node's first rank)" : "", t->ngpus, t->nnics, t->nnuma,
            t->dist ? ", NUMA distances" : "");
   *out = t;
   return 0;
 fail:
   topo_free(t);
   return rc;
+}
+
+int topo_load(topo_t **out, const char *xml_path) { return load_from(out, xml_path, NULL, 0); }
+
+int topo_load_shared(topo_t **out, const char *xml, size_t len) {
+  if (!xml || !len) return GPL_EINVAL;
+  return load_from(out, NULL, xml, len);
+}
+
+int topo_export(const topo_t *t, char **xml, size_t *len) {
+  char *buf = NULL;
+  int n = 0;
+  if (hwloc_topology_export_xmlbuffer(t->hw, &buf, &n, 0) < 0) {
+    LOG_WARN("hwloc_topology_export_xmlbuffer failed: %s", strerror(errno));
+    return GPL_EHWLOC;
+  }
+  *xml = malloc((size_t)n);
+  if (!*xml) {
+    hwloc_free_xmlbuffer(t->hw, buf);
+    return GPL_ENOMEM;
+  }
+  memcpy(*xml, buf, (size_t)n);
+  *len = (size_t)n;
+  hwloc_free_xmlbuffer(t->hw, buf);
+  return 0;
 }
 
 void topo_free(topo_t *t) {

@@ -88,6 +88,12 @@ typedef struct topo_s {
  * \return 0 and *out (free with topo_free), or a negative GPL_E* code. */
 int topo_load(topo_t **out, const char *xml_path);
 void topo_free(topo_t *t);
+/** This machine's topology from an XML buffer that topo_export made on this same machine (the
+ * node's first rank discovers, the others import: the same topology without paying for the
+ * discovery again). Treated as live: binding allowed, sysfs and NVML consulted. */
+int topo_load_shared(topo_t **out, const char *xml, size_t len);
+/** The topology as hwloc XML (malloc'd, not NUL-terminated; *len bytes). */
+int topo_export(const topo_t *t, char **xml, size_t *len);
 
 /** NUMA latency between two NUMA nodes (os_index), from the matrix in the topology; 0 when the
  * topology has none or a node is unknown. */
