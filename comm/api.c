@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "comm/comm.h"
+#include "comm/proxy.h"
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/util.h"
@@ -167,18 +168,14 @@ int gpl_init(gpl_comm_t **out, const gpl_init_opts_t *opts) {
 
   /* A program gpulaunch wraps is a child of the MPI rank, not an MPI process: it must never call
    * MPI_Init (it would inherit its parent's Open MPI variables). It talks through its parent. */
-  const char *proxy = getenv("GPULAUNCH_PROXY");
-  if (proxy && *proxy) {
-    LOG_ERROR("gpl_init: wrapped by gpulaunch (GPULAUNCH_PROXY=%s), but this build has no proxy "
-              "client yet", proxy);
-    return GPL_ENOTSUP;
-  }
+  const char *proxy = getenv(COMM_PROXY_ENV);
+  if (proxy && *proxy) return comm_proxy_connect(out, proxy, &o);
 
   const char *ws = getenv("WORLD_SIZE");
   if (ws && getenv("RANK") && atoi(ws) > 1 && !under_mpi_launcher()) {
     LOG_ERROR("gpl_init: RANK/WORLD_SIZE=%s are set but there is no MPI launcher and no "
               "gpulaunch proxy (%s): run the program under gpulaunch or mpirun",
-              ws, "GPULAUNCH_PROXY");
+              ws, COMM_PROXY_ENV);
     return GPL_ENOTSUP;
   }
   if (under_mpi_launcher()) {

@@ -1,7 +1,8 @@
 /* Backend choice and bootstrap: an explicit nccl fails with a clear message where there is no GPU
  * (GPL_ENOGPU, naming CUDA's own reason) or no CUDA in the build (GPL_ENOCUDA); auto falls back to
  * cpu; GPULAUNCH_COMM_BACKEND overrides auto. Runs under mpirun (MPI started by the test) or alone
- * (a job of one, no MPI); on a machine with a GPU, nccl must be chosen instead. */
+ * (a job of one, no MPI) or wrapped (through the proxy); on a machine with a GPU, nccl must be
+ * chosen instead. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,10 @@ static int init_with(gpl_backend_t b, gpl_comm_t **c) {
 }
 
 int main(int argc, char **argv) {
+  /* alone: a job of one; child: a program wrapped by gpulaunch (through the proxy, no MPI here) */
   int alone = argc > 1 && strcmp(argv[1], "alone") == 0;
-  if (!alone) MPI_Init(&argc, &argv);
+  int child = argc > 1 && strcmp(argv[1], "child") == 0;
+  if (!alone && !child) MPI_Init(&argc, &argv);
   int have_gpu = access("/dev/nvidiactl", F_OK) == 0;
   gpl_comm_t *c = NULL;
 
@@ -95,7 +98,12 @@ int main(int argc, char **argv) {
   T_EQ_INT(b, GPL_BACKEND_NCCL);
   T_EQ_INT(gpl_backend_parse("gloo", &b), GPL_EINVAL);
 
-  if (!alone) MPI_Finalize();
+  if (!alone && !child) MPI_Finalize();
+  if (child) {
+    int mpi_up = 0;
+    MPI_Initialized(&mpi_up);
+    T_EQ_INT(mpi_up, 0); /* a wrapped program never starts MPI */
+  }
   if (t_failures) fprintf(stderr, "test_comm_boot: %d failures\n", t_failures);
   return t_failures ? 1 : 0;
 }

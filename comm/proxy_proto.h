@@ -1,0 +1,55 @@
+/* The wire protocol between a wrapped program (the proxy client, in gpl_init) and its gpulaunch
+ * rank (the proxy server): fixed-size messages on a SOCK_SEQPACKET Unix socket, one request and
+ * one reply at a time; shared-memory regions (memfds passed with SCM_RIGHTS) hold the data. */
+#ifndef GPL_COMM_PROXY_PROTO_H
+#define GPL_COMM_PROXY_PROTO_H
+
+#include <stdint.h>
+
+#define PROXY_MAGIC 0x47504c50u /* "GPLP" */
+#define PROXY_VERSION 1
+#define PROXY_MAX_REGIONS 256
+
+typedef enum proxy_type_e {
+  PROXY_HELLO = 1, /* client: version, timeout -> server: the job (and a memfd of host names) */
+  PROXY_MAP,       /* client: region id, size, memfd -> server maps it */
+  PROXY_UNMAP,     /* client: region id */
+  PROXY_OP,        /* client: one host collective on regions -> server: its result */
+  PROXY_BYE        /* client: closing (no reply) */
+} proxy_type_t;
+
+/* A place in a region; region -1: no buffer. */
+typedef struct proxy_ref_s {
+  int32_t region;
+  uint32_t pad;
+  uint64_t off;
+} proxy_ref_t;
+
+typedef struct proxy_req_s {
+  uint32_t magic;
+  uint32_t type;
+  uint64_t seq;
+  int32_t version;  /* HELLO */
+  int32_t region;   /* MAP, UNMAP */
+  uint64_t size;    /* MAP */
+  int32_t kind;     /* OP: hostop_kind_t */
+  int32_t dtype;
+  int32_t op;
+  int32_t root;
+  uint64_t count;
+  double timeout;   /* HELLO, OP: seconds */
+  proxy_ref_t send, recv, answered;
+  char what[40];    /* OP: for messages */
+} proxy_req_t;
+
+typedef struct proxy_rep_s {
+  uint32_t magic;
+  uint32_t type;
+  uint64_t seq;
+  int32_t rc;       /* 0 or a negative GPL_E* code */
+  int32_t rank, size, local_rank, local_size, node, nnodes; /* HELLO */
+  int32_t hostlen;  /* HELLO: bytes per name in the memfd of host names (size names) */
+  double timeout;   /* HELLO: the job's deadline */
+} proxy_rep_t;
+
+#endif
