@@ -2,7 +2,8 @@
  * (default 1000 x 4 KiB), on the backend gpulaunch picks (cpu here). Prints a table and, with
  * --json FILE, the numbers for benchmarks/RESULTS.md.
  *   mpirun -np 4 build/benchmarks/bench_comm_fused [--tensors 1000] [--bytes 4096] [--reps 20]
- * Each timing is the slowest rank's, between two barriers; the median of --reps runs is reported. */
+ * Each timing is the slowest rank's, between two barriers; the methods take turns in each of
+ * --reps rounds; the median (and best) of each is reported, with its speed-up over the first. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,14 +81,16 @@ int main(int argc, char **argv) {
       {"fused fp16 (25 MiB buckets)", M_FUSED, GPL_HALF, 0, 0},
   };
   int nb = (int)(sizeof b / sizeof b[0]);
-  double *times = malloc((size_t)reps * sizeof *times);
-  for (int k = 0; k < nb; k++) {
-    if (b[k].m == M_UNFUSED_MPI && !on_host) continue;
-    gpl_fused_opts_t o;
-    gpl_fused_opts_default(&o);
-    o.wire = b[k].wire;
-    o.prescale = 1.0f / (float)size; /* an average: the values stay the same size run after run */
-    for (int r = -2; r < reps; r++) { /* two warm-up runs */
+  /* The methods take turns within each round, so a change in the machine's load (other jobs on
+   * shared cores) touches them all alike. */
+  double *times = malloc((size_t)nb * (size_t)reps * sizeof *times);
+  for (int r = -2; r < reps; r++) { /* two warm-up rounds */
+    for (int k = 0; k < nb; k++) {
+      if (b[k].m == M_UNFUSED_MPI && !on_host) continue;
+      gpl_fused_opts_t o;
+      gpl_fused_opts_default(&o);
+      o.wire = b[k].wire;
+      o.prescale = 1.0f / (float)size; /* an average: the values stay the same size run after run */
       OK(gpl_barrier(c));
       double t0 = now();
       if (b[k].m == M_FUSED) {
@@ -102,11 +105,15 @@ int main(int argc, char **argv) {
       double dt = now() - t0, slowest = dt;
       /* the slowest rank's time (host doubles: MPI directly, whatever the backend) */
       MPI_Allreduce(&dt, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      if (r >= 0) times[r] = slowest;
+      if (r >= 0) times[(size_t)k * (size_t)reps + (size_t)r] = slowest;
     }
-    qsort(times, (size_t)reps, sizeof *times, cmp_double);
-    b[k].median = times[reps / 2];
-    b[k].best = times[0];
+  }
+  for (int k = 0; k < nb; k++) {
+    if (b[k].m == M_UNFUSED_MPI && !on_host) continue;
+    double *tk = times + (size_t)k * (size_t)reps;
+    qsort(tk, (size_t)reps, sizeof *tk, cmp_double);
+    b[k].median = tk[reps / 2];
+    b[k].best = tk[0];
   }
   if (rank == 0) {
     double total = (double)ntensors * (double)count * sizeof(float);

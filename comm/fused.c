@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/xport_mpi.h"
 
 /* gpl_tensor_t is the public twin of kern_tensor_t: the same layout, so a list of one is a list of
  * the other. */
@@ -154,9 +155,79 @@ static int nothing_to_do(gpl_comm_t *c, const gpl_fused_opts_t *o, void *stream)
   return GPL_OK;
 }
 
+/* ---- the cpu backend on node-local shared memory: no bucket copies ---- */
+
+/* The shared-memory allreduce runs in chunks of one slot; each chunk of this rank's input is
+ * packed straight into its slot, and each chunk of the result unpacked straight from the shared
+ * result: one pass over the tensors before the sum and one after, nothing else. */
+typedef struct io_cursor_s {
+  int i;      /* slice */
+  size_t pos; /* elements of it already taken */
+} io_cursor_t;
+
+typedef struct io_ctx_s {
+  gpl_comm_t *c;
+  const kern_tensor_t *sl;
+  int ns;
+  kern_tensor_t *part; /* the sub-slices of one chunk */
+  const gpl_fused_opts_t *o;
+  kern_scaler_t *sc;
+  io_cursor_t in, out;
+} io_ctx_t;
+
+/* The sub-slices that make up the next len elements of the bucket; moves the cursor. */
+static int io_take(io_ctx_t *x, io_cursor_t *cur, size_t len) {
+  int m = 0;
+  while (len > 0 && cur->i < x->ns) {
+    size_t avail = x->sl[cur->i].count - cur->pos;
+    size_t t = avail < len ? avail : len;
+    if (t) {
+      x->part[m].data = x->sl[cur->i].data + cur->pos;
+      x->part[m].count = t;
+      m++;
+    }
+    cur->pos += t;
+    len -= t;
+    if (cur->pos == x->sl[cur->i].count) {
+      cur->i++;
+      cur->pos = 0;
+    }
+  }
+  return m;
+}
+
+static int io_fill(void *arg, size_t off, size_t len, void *dst) {
+  io_ctx_t *x = arg;
+  (void)off;
+  int m = io_take(x, &x->in, len);
+  return x->c->be->pack(x->c, x->part, m, dst, x->o->wire, x->o->prescale, NULL);
+}
+
+static int io_drain(void *arg, size_t off, size_t len, const void *src) {
+  io_ctx_t *x = arg;
+  (void)off;
+  int m = io_take(x, &x->out, len);
+  return x->c->be->unpack(x->c, src, x->o->wire, x->part, m, x->o->postscale, x->sc, NULL);
+}
+
+static int flush_shm(gpl_comm_t *c, const kern_tensor_t *sl, int ns, size_t fill,
+                     const gpl_fused_opts_t *o, kern_scaler_t *sc) {
+  io_ctx_t x = {c, sl, ns, malloc((size_t)ns * sizeof *x.part), o, sc, {0, 0}, {0, 0}};
+  ALLOCCHECK(x.part);
+  shmcoll_io_t io = {&x, io_fill, io_drain};
+  int rc = xport_mpi_allreduce_io(c, fill, o->wire, GPL_OP_SUM, &io, "fused allreduce");
+  free(x.part);
+  return rc;
+}
+
 /* pack -> sum in the wire dtype -> unpack, for one bucket of ns slices and `fill` elements. */
 static int flush(gpl_comm_t *c, const kern_tensor_t *sl, int ns, size_t fill,
                  const gpl_fused_opts_t *o, kern_scaler_t *sc, void *stream) {
+  size_t esz = gpl_dtype_size(o->wire);
+  if (c->be == &comm_backend_cpu && xport_mpi_shm_chunk(c, o->wire) &&
+      fill * esz >= SHMCOLL_MIN_BYTES)
+    return flush_shm(c, sl, ns, fill, o, sc);
+  CHECK(scratch(c, fill * esz));
   CHECK(c->be->pack(c, sl, ns, c->bucket, o->wire, o->prescale, stream));
   CHECK(c->be->allreduce(c, c->bucket, c->bucket, fill, o->wire, GPL_OP_SUM, stream));
   CHECK(c->be->unpack(c, c->bucket, o->wire, sl, ns, o->postscale, sc, stream));
@@ -172,7 +243,6 @@ static int fused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_fu
   size_t total = kern_total_count(t, n);
   if (total == 0) return nothing_to_do(c, o, stream);
   size_t nbuckets = (total + cap - 1) / cap;
-  CHECK(scratch(c, (total < cap ? total : cap) * esz));
   kern_scaler_t *sc;
   CHECK(pick_scaler(c, o, stream, &sc));
   /* A slice table for the whole call (every tensor once, plus one extra slice per bucket boundary

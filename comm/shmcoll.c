@@ -239,11 +239,15 @@ fail:
 
 /* ---- the allreduce ---- */
 
-int shmcoll_start(shmcoll_run_t *r, shmcoll_t *s, const hostop_t *op, double deadline) {
+size_t shmcoll_chunk(const shmcoll_t *s, gpl_dtype_t dt) { return s->slot / gpl_dtype_size(dt); }
+
+int shmcoll_start(shmcoll_run_t *r, shmcoll_t *s, const hostop_t *op, const shmcoll_io_t *io,
+                  double deadline) {
   memset(r, 0, sizeof *r);
   if (op->kind != HOP_ALLREDUCE) return GPL_EINVAL;
   r->s = s;
   r->op = *op;
+  r->io = io;
   r->size = s->c->size;
   r->esz = hostop_dtype_size(op->dtype);
   r->deadline = deadline;
@@ -295,8 +299,18 @@ int shmcoll_test(shmcoll_run_t *r) {
     switch (r->phase) {
       case 0: { /* our chunk into our slot */
         const char *src = r->op.send ? r->op.send : r->op.recv;
+        char *slot = s->slots + (size_t)s->lr * s->slot;
         r->len = GPL_MIN(cap, r->op.count - r->off);
-        memcpy(s->slots + (size_t)s->lr * s->slot, src + r->off * r->esz, r->len * r->esz);
+        if (r->io) {
+          int rc = r->io->fill(r->io->arg, r->off, r->len, slot);
+          if (rc < 0) {
+            /* the others wait at the barrier until their deadline; we cannot take part */
+            finish(r, rc);
+            return GPL_OK;
+          }
+        } else {
+          memcpy(slot, src + r->off * r->esz, r->len * r->esz);
+        }
         arrive(s);
         r->phase = 1;
         break;
@@ -349,8 +363,14 @@ int shmcoll_test(shmcoll_run_t *r) {
           if (util_now() >= r->deadline) barrier_timeout(r);
           return GPL_OK;
         }
-        memcpy((char *)r->op.recv + r->off * r->esz, r->res, r->len * r->esz);
+        int rc = GPL_OK;
+        if (r->io) rc = r->io->drain(r->io->arg, r->off, r->len, r->res);
+        else memcpy((char *)r->op.recv + r->off * r->esz, r->res, r->len * r->esz);
         s->chunks++;
+        if (rc < 0) {
+          finish(r, rc);
+          return GPL_OK;
+        }
         r->off += r->len;
         if (r->off == r->op.count) finish(r, GPL_OK);
         r->phase = 0;

@@ -28,9 +28,19 @@ typedef struct shmcoll_s shmcoll_t;
 int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag);
 void shmcoll_destroy(shmcoll_t *s, int broken);
 
+/* Instead of buffers, the caller may produce each chunk of the input and consume each chunk of the
+ * result itself (the fused allreduce packs straight into the shared slot and unpacks straight from
+ * the reduced result). Chunks come in order; off and len count elements of op.dtype. */
+typedef struct shmcoll_io_s {
+  void *arg;
+  int (*fill)(void *arg, size_t off, size_t len, void *dst);
+  int (*drain)(void *arg, size_t off, size_t len, const void *src);
+} shmcoll_io_t;
+
 typedef struct shmcoll_run_s {
   shmcoll_t *s;
   hostop_t op;
+  const shmcoll_io_t *io; /* NULL: op.send / op.recv */
   int size;         /* ranks in all (avg divides by it) */
   size_t esz, off, len;
   double deadline;
@@ -42,8 +52,12 @@ typedef struct shmcoll_run_s {
   size_t s0, s1;    /* this rank's slice of the chunk */
 } shmcoll_run_t;
 
-/* HOP_ALLREDUCE only. */
-int shmcoll_start(shmcoll_run_t *r, shmcoll_t *s, const hostop_t *op, double deadline);
+/* HOP_ALLREDUCE only. io may be NULL (then op.send and op.recv are the buffers); with io, the
+ * buffers are ignored and io must outlive the operation. */
+int shmcoll_start(shmcoll_run_t *r, shmcoll_t *s, const hostop_t *op, const shmcoll_io_t *io,
+                  double deadline);
+/* Elements of dt one slot holds (the chunk size). */
+size_t shmcoll_chunk(const shmcoll_t *s, gpl_dtype_t dt);
 /* Make progress without blocking; sets r->done and r->status. */
 int shmcoll_test(shmcoll_run_t *r);
 

@@ -103,7 +103,7 @@ int xport_mpi_start(gpl_comm_t *c, const hostop_t *op, double timeout, const cha
       hostop_recv_bytes(op, c->size) >= SHMCOLL_MIN_BYTES) {
     CHECK(hostop_validate(op, c->size));
     x->engine = ENGINE_SHM;
-    return shmcoll_start(&x->s, t->shm, op, deadline);
+    return shmcoll_start(&x->s, t->shm, op, NULL, deadline);
   }
   x->engine = ENGINE_MPI;
   return hostop_start(&x->h, op, t->comm, TAG_FLAGS + 2 * (int)(x->seq % 4096), deadline);
@@ -138,17 +138,23 @@ int xport_mpi_test(xport_op_t *x) {
   return GPL_OK;
 }
 
+static int wait_op(xport_op_t *x);
+
 static int mpi_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char *what) {
   xport_op_t x;
   CHECK(xport_mpi_start(c, op, timeout, what, &x));
+  return wait_op(&x);
+}
+
+static int wait_op(xport_op_t *x) {
   double nap = 1e-5;
   for (unsigned i = 0;; i++) {
-    int rc = xport_mpi_test(&x);
+    int rc = xport_mpi_test(x);
     if (rc < 0) {
-      op_done(&x, rc);
+      op_done(x, rc);
       return rc;
     }
-    if (x.done) return x.status;
+    if (x->done) return x->status;
     /* Spin briefly (a small collective finishes in microseconds), then yield the core (ranks
      * are often oversubscribed), then sleep in growing naps up to 1 ms for long waits. */
     if (i < 64) continue;
@@ -159,6 +165,29 @@ static int mpi_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char
     util_sleep(nap);
     if (nap < 1e-3) nap *= 2;
   }
+}
+
+size_t xport_mpi_shm_chunk(gpl_comm_t *c, gpl_dtype_t dt) {
+  xport_mpi_t *t = c->xp == &comm_xport_mpi ? c->xp_state : NULL;
+  return t && t->shm && c->size > 1 ? shmcoll_chunk(t->shm, dt) : 0;
+}
+
+int xport_mpi_allreduce_io(gpl_comm_t *c, size_t count, gpl_dtype_t dt, gpl_redop_t op,
+                           const shmcoll_io_t *io, const char *what) {
+  xport_mpi_t *t = c->xp_state;
+  if (c->broken) return GPL_ESTATE;
+  xport_op_t x;
+  memset(&x, 0, sizeof x);
+  x.c = c;
+  x.what = what;
+  x.timeout = c->timeout;
+  x.seq = ++c->seq;
+  x.engine = ENGINE_SHM;
+  x.op = (hostop_t){.kind = HOP_ALLREDUCE, .count = count, .dtype = dt, .op = op};
+  CHECK(shmcoll_start(&x.s, t->shm, &x.op, io, util_now() + c->timeout));
+  int rc = wait_op(&x);
+  if (rc == GPL_ETIMEDOUT || rc == GPL_EMPI) c->broken = 1;
+  return rc;
 }
 
 /* ---- set-up and tear-down ---- */

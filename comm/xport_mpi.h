@@ -28,4 +28,12 @@ int xport_mpi_start(gpl_comm_t *c, const hostop_t *op, double timeout, const cha
  * explained in the log by then). */
 int xport_mpi_test(xport_op_t *x);
 
+/* Elements of dt per shared-memory chunk when c's transport has the shared-memory allreduce, else
+ * 0. */
+size_t xport_mpi_shm_chunk(gpl_comm_t *c, gpl_dtype_t dt);
+/* An allreduce of count elements through shared memory whose input and output chunks the caller
+ * makes and takes (shmcoll_io_t); waits with the communicator's deadline. */
+int xport_mpi_allreduce_io(gpl_comm_t *c, size_t count, gpl_dtype_t dt, gpl_redop_t op,
+                           const shmcoll_io_t *io, const char *what);
+
 #endif
