@@ -2,13 +2,16 @@
  * (or the schema's defaults), trainer_run, and the summary written by rank 0. Also compares two
  * summaries (1 rank against N):
  *   mpirun -np N trainer_driver [--conf FILE] [--set section.key=value]... [--summary OUT.json]
- *   trainer_driver --compare ONE.json MANY.json REL_TOL
+ *   trainer_driver --compare ONE.json MANY.json REL_TOL      (1 rank vs N)
+ *   trainer_driver --compare-same A.json B.json REL_TOL      (e.g. nccl vs cpu on one rank)
+ *   trainer_driver --gpu ...                                  (skipped, 77, without a GPU)
  *   trainer_driver --check RUN.json MIN_OVERFLOW_STEPS */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/mpix.h"
 #include "common/util.h"
@@ -35,7 +38,7 @@ static double num(cJSON *j, const char *k) {
 
 /* The checks of "1 rank vs N ranks": the loss falls, both started from the same loss, both kept
  * their ranks in sync, and the final losses agree within rel_tol. */
-static int compare(const char *a, const char *b, double tol) {
+static int compare(const char *a, const char *b, double tol, int one_vs_many) {
   cJSON *ja = load(a), *jb = load(b);
   if (!ja || !jb) return 1;
   int bad = 0;
@@ -45,7 +48,8 @@ static int compare(const char *a, const char *b, double tol) {
   printf("1 vs N: ranks %g vs %g; initial loss %.9g vs %.9g; final loss %.9g vs %.9g "
          "(relative difference %.3g, tolerance %.3g)\n",
          ra, rb, ia, ib, fa, fb, fabs(fa - fb) / fabs(fa), tol);
-  if (!(ra == 1 && rb > 1)) bad |= printf("FAIL: expected a 1-rank and a multi-rank run\n") > 0;
+  if (one_vs_many && !(ra == 1 && rb > 1))
+    bad |= printf("FAIL: expected a 1-rank and a multi-rank run\n") > 0;
   if (!(fabs(ia - ib) <= 1e-6 * fabs(ia)))
     bad |= printf("FAIL: the runs did not start from the same loss\n") > 0;
   if (!(fa < 0.5 * ia) || !(fb < 0.5 * ib))
@@ -82,7 +86,14 @@ static int check_one(const char *path, double min_overflow) {
 
 int main(int argc, char **argv) {
   if (argc == 5 && strcmp(argv[1], "--compare") == 0)
-    return compare(argv[2], argv[3], atof(argv[4]));
+    return compare(argv[2], argv[3], atof(argv[4]), 1);
+  if (argc == 5 && strcmp(argv[1], "--compare-same") == 0)
+    return compare(argv[2], argv[3], atof(argv[4]), 0);
+  /* --gpu: a GPU test, skipped (77) on a machine without an NVIDIA device */
+  if (argc > 1 && strcmp(argv[1], "--gpu") == 0 && access("/dev/nvidiactl", F_OK) != 0) {
+    printf("SKIP: no NVIDIA device here\n");
+    return 77;
+  }
   if (argc == 4 && strcmp(argv[1], "--check") == 0) return check_one(argv[2], atof(argv[3]));
   log_init();
   job_t job;
