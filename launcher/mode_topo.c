@@ -1,4 +1,4 @@
-/* `gpulaunch topo`: the node's GPU x NIC path matrix, NUMA and CPUs per GPU, and the placement plan (text or JSON). */
+/* `gpulaunch topo`: the node's GPU x NIC path matrix, NUMA and CPUs per GPU, and the placement plan (text or JSON); under mpirun, the whole job's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,11 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/mpix.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
+#include "topology/net.h"
 #include "topology/plan.h"
 #include "topology/report.h"
 #include "topology/topo.h"
@@ -35,8 +38,15 @@ static void topo_usage(FILE *f) {
         "  --json FILE           write the JSON document to FILE ('-' = standard output) and the\n"
         "                        text to standard output; also --json=FILE\n"
         "\n"
+        "Under mpirun with several nodes, rank 0 prints the whole job: every node's plan, and the\n"
+        "network interface each node agreed on for NCCL_SOCKET_IFNAME (from the environment or\n"
+        "[nccl] SOCKET_IFNAME when set, checked with NCCL's syntax on every node) with MASTER_ADDR;\n"
+        "--json then adds \"nodes\": [{\"node\", \"host\", \"ifname\", \"addr\", \"gpus\", \"nics\",\n"
+        "\"ranks\"}, ...] and \"master_addr\" to rank 0's node's document.\n"
+        "\n"
         "Exit status: 0, 64 bad arguments, 66 the topology does not load or cannot be planned\n"
-        "(e.g. more ranks per node than GPUs).\n",
+        "(e.g. more ranks per node than GPUs), 67 no network interface connects the nodes (or\n"
+        "NCCL_SOCKET_IFNAME matches nothing usable on a node), 68 a node did not answer in time.\n",
         f);
 }
 
@@ -141,6 +151,179 @@ static int write_json(const topo_t *t, const plan_t *p, const char *path) {
   return GPL_EXIT_OK;
 }
 
+/* ---- the whole job (mpirun over several nodes) ---------------------------------------------- */
+
+/* Every rank learns the first failure of any rank (rank order), so all take the same path. */
+static int job_rc(const job_t *job, int rc) {
+  int *all = calloc((size_t)job->size, sizeof *all);
+  if (!all) return GPL_ENOMEM;
+  int arc = mpix_allgather(&rc, (int)sizeof rc, all, job->world, job->timeout, "gpulaunch topo");
+  for (int r = 0; arc == 0 && r < job->size; r++)
+    if (all[r] < 0) {
+      arc = all[r];
+      break;
+    }
+  free(all);
+  return arc;
+}
+
+/* NCCL_SOCKET_IFNAME as the program would get it: [env], then [nccl], then the environment. */
+static const char *user_ifname(const launch_t *L, const char **source) {
+  static const struct {
+    const char *section, *key, *what;
+  } where[] = {{"env", "NCCL_SOCKET_IFNAME", "[env] NCCL_SOCKET_IFNAME"},
+               {"nccl", "NCCL_SOCKET_IFNAME", "[nccl] NCCL_SOCKET_IFNAME"},
+               {"nccl", "SOCKET_IFNAME", "[nccl] SOCKET_IFNAME"}};
+  for (size_t w = 0; L->conf && w < GPL_ARRAY_LEN(where); w++) {
+    int n = conf_free_count(L->conf, where[w].section);
+    for (int i = 0; i < n; i++) {
+      const char *k, *v;
+      conf_free_entry(L->conf, where[w].section, i, &k, &v);
+      if (k && v && strcmp(k, where[w].key) == 0) {
+        *source = where[w].what;
+        return v;
+      }
+    }
+  }
+  *source = "environment";
+  const char *e = getenv("NCCL_SOCKET_IFNAME");
+  return e && *e ? e : NULL;
+}
+
+static void net_job_of(const job_t *job, net_job_t *nj) {
+  memset(nj, 0, sizeof *nj);
+  nj->rank = job->rank;
+  nj->size = job->size;
+  nj->local_rank = job->local_rank;
+  nj->nnodes = job->nnodes;
+  nj->node_of = job->node_of;
+  nj->leader_of_node = job->leader_of_node;
+  nj->hosts = (const char *const *)job->hosts;
+  nj->comm = job->world;
+  nj->node_comm = job->node_comm;
+  nj->leaders = job->leaders;
+  nj->timeout = job->timeout;
+  nj->family = net_family_parse(getenv("NCCL_SOCKET_FAMILY"));
+}
+
+/* One node's report as a string: its JSON document (plus host, interface) or its text. */
+static char *node_json(const job_t *job, const topo_t *t, const plan_t *p, const net_result_t *net) {
+  cJSON *doc = report_json(t, p);
+  if (!doc) return NULL;
+  cJSON_AddNumberToObject(doc, "node", job->node);
+  cJSON_AddStringToObject(doc, "host", job->host);
+  if (net->status == 0 && net->nodes[job->node].ifname[0]) {
+    cJSON_AddStringToObject(doc, "ifname", net->nodes[job->node].ifname);
+    cJSON_AddStringToObject(doc, "addr", net->nodes[job->node].addr);
+  } else {
+    cJSON_AddNullToObject(doc, "ifname");
+    cJSON_AddNullToObject(doc, "addr");
+  }
+  char *s = cJSON_PrintUnformatted(doc);
+  cJSON_Delete(doc);
+  return s;
+}
+
+static char *node_text(const topo_t *t, const plan_t *p) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  report_text(f, t, p);
+  fclose(f);
+  return buf;
+}
+
+/* Rank 0's document with "nodes" (every node, in order) and "master_addr". */
+static int write_job_json(char **docs, const job_t *job, const net_result_t *net, const char *path) {
+  cJSON *top = NULL, *nodes = cJSON_CreateArray();
+  for (int n = 0; nodes && n < job->nnodes; n++) {
+    cJSON *d = cJSON_Parse(docs[job->leader_of_node[n]]);
+    if (!d) {
+      fprintf(stderr, "gpulaunch topo: node %d sent an unreadable report\n", n);
+      cJSON_Delete(nodes);
+      cJSON_Delete(top);
+      return GPL_EXIT_INTERNAL;
+    }
+    if (n == job->node) top = cJSON_Duplicate(d, 1);
+    cJSON_AddItemToArray(nodes, d);
+  }
+  if (!top) {
+    cJSON_Delete(nodes);
+    return GPL_EXIT_INTERNAL;
+  }
+  cJSON_AddNumberToObject(top, "nnodes", job->nnodes);
+  if (net->status == 0 && net->master_addr[0]) cJSON_AddStringToObject(top, "master_addr", net->master_addr);
+  else cJSON_AddNullToObject(top, "master_addr");
+  cJSON_AddItemToObject(top, "nodes", nodes);
+  char *text = cJSON_Print(top);
+  cJSON_Delete(top);
+  if (!text) return GPL_EXIT_INTERNAL;
+  int to_stdout = !path || strcmp(path, "-") == 0;
+  FILE *f = to_stdout ? stdout : fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpulaunch topo: cannot write %s: %s\n", path, strerror(errno));
+    free(text);
+    return GPL_EXIT_USAGE;
+  }
+  int ok = fputs(text, f) != EOF && fputc('\n', f) != EOF;
+  ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
+  free(text);
+  return ok ? GPL_EXIT_OK : GPL_EXIT_INTERNAL;
+}
+
+/* Agree on the interfaces, gather every node leader's report, print the job from rank 0. */
+static int topo_job(launch_t *L, const topo_args_t *a, topo_t *t, plan_t *p, int rc) {
+  const job_t *job = L->job;
+  rc = job_rc(job, rc); /* a node that could not plan: everybody stops here */
+  if (rc < 0) return rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_TOPOLOGY;
+  net_job_t nj;
+  net_job_of(job, &nj);
+  const char *source = NULL, *user = user_ifname(L, &source);
+  plan_rank_t *me = job->local_rank < p->nranks ? &p->ranks[job->local_rank] : NULL;
+  net_result_t net;
+  int nrc = net_agree(&nj, t, me, user, source, &net);
+  if (nrc == 0 && job->local_rank == 0)
+    for (int i = 0; i < p->nranks; i++) net_apply(&net.eval, t, &p->ranks[i]); /* the node's other local ranks */
+  int json_stdout = a->json && (!a->json_path || strcmp(a->json_path, "-") == 0);
+  int leader = job->local_rank == 0, exit_code = GPL_EXIT_OK;
+  char **docs = NULL, **texts = NULL;
+  char *mine = leader && a->json ? node_json(job, t, p, &net) : NULL;
+  int grc = mpix_allgather_str(mine ? mine : "", &docs, job->world, job->timeout, "gpulaunch topo (reports)");
+  free(mine);
+  if (grc == 0 && !json_stdout) {
+    mine = leader ? node_text(t, p) : NULL;
+    grc = mpix_allgather_str(mine ? mine : "", &texts, job->world, job->timeout, "gpulaunch topo (reports)");
+    free(mine);
+  }
+  if (grc < 0) exit_code = grc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL;
+  if (job->rank == 0 && grc == 0) {
+    if (!json_stdout) {
+      for (int n = 0; n < job->nnodes; n++) {
+        const char *host = job->hosts[job->leader_of_node[n]];
+        if (nrc == 0)
+          printf("%s== node %d of %d: %s, interface %s (%s) ==\n\n", n ? "\n" : "", n, job->nnodes, host,
+                 net.nodes[n].ifname, net.nodes[n].addr);
+        else
+          printf("%s== node %d of %d: %s, no agreed interface ==\n\n", n ? "\n" : "", n, job->nnodes, host);
+        fputs(texts[job->leader_of_node[n]], stdout);
+      }
+      if (nrc == 0) printf("\nMASTER_ADDR=%s (node 0's %s); interfaces agreed in %.1f ms\n", net.master_addr, net.master_ifname,
+                           net.seconds * 1e3);
+      fflush(stdout);
+    }
+    if (a->json) {
+      int jc = write_job_json(docs, job, &net, a->json_path);
+      if (jc != GPL_EXIT_OK) exit_code = jc;
+    }
+  }
+  mpix_free_strs(docs, docs ? job->size : 0);
+  mpix_free_strs(texts, texts ? job->size : 0);
+  net_result_free(&net);
+  if (nrc < 0) return nrc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : nrc == GPL_ENET || nrc == GPL_EUNREACH ? GPL_EXIT_NETWORK : GPL_EXIT_INTERNAL;
+  return exit_code;
+}
+
 int mode_topo(launch_t *L) {
   topo_args_t a;
   memset(&a, 0, sizeof a);
@@ -148,11 +331,11 @@ int mode_topo(launch_t *L) {
   if (prc > 0) return GPL_EXIT_OK;
   if (prc < 0) return GPL_EXIT_USAGE;
 
-  /* TODO(issue 3, part B): under mpirun with several nodes, gather every node's plan to rank 0
-   * (bounded, common/mpix.h) and print the whole job. For now world rank 0 prints its own
-   * node's plan and the other ranks print nothing. */
+  /* Alone (or one node): this node's plan, printed by world rank 0. Several nodes: the whole
+   * job (topo_job), every rank taking part in the exchanges. */
   const job_t *job = L->job;
   int printer = !job || job->rank == 0;
+  int whole_job = job && job->nnodes > 1;
 
   const char *xml = a.xml ? a.xml : L->topology_xml ? L->topology_xml : conf_or_null(L, "xml");
   plan_opts_t o;
@@ -176,6 +359,7 @@ int mode_topo(launch_t *L) {
   if (rc < 0) {
     /* topo_load said what is wrong with the file on stderr. */
     fprintf(stderr, "gpulaunch topo: cannot load the topology of %s (%s)\n", xml ? xml : "this machine", gpl_strerror(rc));
+    if (whole_job) job_rc(job, GPL_ETOPO);
     return GPL_EXIT_TOPOLOGY;
   }
   if (t->live) o.visible = getenv("CUDA_VISIBLE_DEVICES");
@@ -184,16 +368,15 @@ int mode_topo(launch_t *L) {
   if (rc < 0) {
     if (!err[0]) fprintf(stderr, "gpulaunch topo: no plan: %s\n", gpl_strerror(rc));
     topo_free(t);
+    if (whole_job) job_rc(job, rc);
     return rc == GPL_ETOPO || rc == GPL_EINVAL ? GPL_EXIT_TOPOLOGY : GPL_EXIT_INTERNAL;
   }
   int exit_code = GPL_EXIT_OK;
-  if (printer) {
+  if (whole_job) {
+    exit_code = topo_job(L, &a, t, p, 0);
+  } else if (printer) {
     int json_stdout = a.json && (!a.json_path || strcmp(a.json_path, "-") == 0);
-    if (!json_stdout) {
-      if (report_text(stdout, t, p) < 0) exit_code = GPL_EXIT_INTERNAL;
-      if (job && job->nnodes > 1)
-        printf("\n(node 0 of %d; the other nodes' plans are not gathered yet)\n", job->nnodes);
-    }
+    if (!json_stdout && report_text(stdout, t, p) < 0) exit_code = GPL_EXIT_INTERNAL;
     if (a.json && exit_code == GPL_EXIT_OK) exit_code = write_json(t, p, a.json_path);
   }
   plan_free(p);
