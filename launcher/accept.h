@@ -1,0 +1,360 @@
+/* gpulaunch accept: the check results, the options, and the functions of the accept_* files
+ * (node checks, reachability, bandwidth, bad-node search, reports). */
+#ifndef GPL_LAUNCHER_ACCEPT_H
+#define GPL_LAUNCHER_ACCEPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/strbuf.h"
+#include "topology/path.h"
+#include "topology/topo.h"
+
+/* ---- One check's result ------------------------------------------------------------------ */
+
+/* How a check ended. Exit status of `gpulaunch accept` (accept_exit_code):
+ *   any FAIL                         -> GPL_EXIT_ACCEPT_FAIL (73)
+ *   else any ERROR (could not run)   -> GPL_EXIT_ACCEPT_ERROR (74)
+ *   else any WARN and strict         -> GPL_EXIT_ACCEPT_FAIL (73)
+ *   else                             -> 0 (WARN and SKIP do not fail a run unless strict) */
+typedef enum accept_status_e {
+  ACCEPT_PASS = 0,
+  ACCEPT_WARN,  /* works, but not as it should (a GPU without a PCIe-near NIC) */
+  ACCEPT_FAIL,  /* the node or job does not meet the expectation */
+  ACCEPT_SKIP,  /* not checked; the detail says why */
+  ACCEPT_ERROR, /* the check could not run (a timeout, a topology that does not load) */
+  ACCEPT_NSTATUS
+} accept_status_t;
+
+/** "pass", "warn", "fail", "skipped", "error". */
+const char *accept_status_name(accept_status_t s);
+/** Inverse of accept_status_name. \return 0 or GPL_EINVAL. */
+int accept_status_parse(const char *s, accept_status_t *out);
+
+#define ACCEPT_NAME_LEN 32
+#define ACCEPT_HOST_LEN 64
+#define ACCEPT_SUBJECT_LEN 48
+#define ACCEPT_TEXT_LEN 160
+#define ACCEPT_DETAIL_LEN 640
+
+typedef struct accept_check_s {
+  char name[ACCEPT_NAME_LEN];       /* "gpu_count", "nic", "busbw", ... (accept_check_desc) */
+  char host[ACCEPT_HOST_LEN];       /* the node of a node/rank check; "" for job checks */
+  int node;                         /* node index; -1 for job checks */
+  int rank;                         /* world rank of a per-rank check; -1 otherwise */
+  char subject[ACCEPT_SUBJECT_LEN]; /* what on the node: "GPU3", "mlx5_0", "h1+h2"; "" */
+  accept_status_t status;
+  int has_value;                    /* value is a number */
+  double value;                     /* measured number, in unit */
+  char unit[16];                    /* "GB/s", "Gb/s", "C", "" */
+  char value_text[ACCEPT_TEXT_LEN]; /* measured, as shown to people */
+  char threshold[ACCEPT_TEXT_LEN];  /* what was expected ("== 8", ">= 100 Gb/s"); "" = none */
+  char detail[ACCEPT_DETAIL_LEN];   /* the reason of a fail/warn/skip, or how the value came */
+} accept_check_t;
+
+/** One-line description of a check name for the reports ("GPUs per node as expected"). */
+const char *accept_check_desc(const char *name);
+
+/* ---- The whole run's report (rank 0 builds it) -------------------------------------------- */
+
+/* One bandwidth measurement of a group of nodes (a pair in the ring, a half in the halving). */
+typedef struct accept_meas_s {
+  char phase[16];  /* "ring", "confirm", "halving" */
+  int round;       /* measurement round (groups of one round ran at the same time) */
+  int nnodes;
+  int *nodes;      /* node indexes, owned */
+  char label[192]; /* "h0 + h1", "h0 h1 h2 h3" */
+  double busbw;    /* GB/s; < 0 when the measurement failed */
+  double reference;/* the bandwidth it was compared with (GB/s); 0 = none */
+  int flagged;     /* below fraction x reference */
+} accept_meas_t;
+
+typedef struct accept_report_s {
+  accept_check_t *checks;
+  int nchecks, cap;
+  accept_meas_t *meas;
+  int nmeas, mcap;
+  int nnodes, nranks;
+  char **hosts;        /* host of each node (nnodes), owned */
+  char **bad_hosts;    /* hosts for --exclude-out, owned */
+  int nbad;
+  char **bad_links;    /* "h1 + h2" pairs slow while both hosts are fine elsewhere, owned */
+  int nbadlinks;
+  /* The job's allreduce (busbw check). */
+  char backend[16];    /* "cpu", "nccl"; "" when it did not run */
+  double ar_bytes, ar_seconds, ar_algbw, ar_busbw, ar_threshold; /* threshold < 0: none */
+  int ar_iters;
+  char threshold_source[ACCEPT_DETAIL_LEN]; /* "config: 10 GB/s", "auto: ..." */
+  double fraction;     /* [accept] pair_fraction */
+  char search_mode[16];
+  char search_summary[ACCEPT_DETAIL_LEN];
+  double search_jitter;/* median jitter of the search's measurements (0..1) */
+  char started[40];    /* ISO 8601 */
+  double seconds;      /* the whole run */
+  int strict;
+  int exit_code;       /* accept_exit_code, once decided */
+  cJSON *settings;     /* the [accept] values used, for the JSON file (owned) */
+} accept_report_t;
+
+void accept_report_init(accept_report_t *r);
+void accept_report_free(accept_report_t *r);
+/** Add a check (copied). \return 0 or GPL_ENOMEM. */
+int accept_report_add(accept_report_t *r, const accept_check_t *c);
+/** Add a measurement (nodes copied). \return 0 or GPL_ENOMEM. */
+int accept_report_add_meas(accept_report_t *r, const accept_meas_t *m);
+/** Add a host to the exclude list (once). */
+int accept_report_add_bad_host(accept_report_t *r, const char *host);
+int accept_report_add_bad_link(accept_report_t *r, const char *label);
+/** Count of checks per status (counts has ACCEPT_NSTATUS entries). */
+void accept_report_counts(const accept_report_t *r, int *counts);
+/** The exit status the rule above gives. */
+int accept_exit_code(const accept_report_t *r);
+/** Hosts with a failed node or rank check (and, strict, a warning) join the exclude list. */
+void accept_report_collect_bad_hosts(accept_report_t *r);
+
+/* A check being filled in: start from accept_check_init, then set a status with the helpers. */
+void accept_check_init(accept_check_t *c, const char *name, const char *host, int node, int rank,
+                       const char *subject);
+void accept_check_set(accept_check_t *c, accept_status_t st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4))); /* status + detail */
+void accept_check_value(accept_check_t *c, double v, const char *unit, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5))); /* numeric value + its text (fmt NULL: "%g unit") */
+void accept_check_text(accept_check_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3))); /* value text only */
+void accept_check_threshold(accept_check_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A list of checks made on one rank, before they go to rank 0. */
+typedef struct accept_list_s {
+  accept_check_t *v;
+  int n, cap;
+} accept_list_t;
+int accept_list_add(accept_list_t *l, const accept_check_t *c);
+void accept_list_free(accept_list_t *l);
+
+/** JSON of one check (the shape of "checks" items in --json), and back. */
+cJSON *accept_check_to_json(const accept_check_t *c);
+int accept_check_from_json(const cJSON *j, accept_check_t *c);
+
+/* ---- Options -------------------------------------------------------------------------------- */
+
+typedef enum accept_search_mode_e {
+  ACCEPT_SEARCH_OFF = 0, /* no search */
+  ACCEPT_SEARCH_RING,    /* ring of node pairs, then pairs against good nodes; halving when the
+                          * ring names nobody but the job's bus bandwidth failed */
+  ACCEPT_SEARCH_HALVING  /* halving only */
+} accept_search_mode_t;
+
+typedef struct accept_opts_s {
+  int gpus;                 /* expected GPUs per node; -1 not checked */
+  char gpu_model[128];      /* expected model (case-insensitive substring); "" not checked */
+  char nics[512];           /* expected NICs, comma list; "" not checked */
+  double nic_min_speed;     /* Gb/s; 0 not checked */
+  path_class_t nic_max_path;/* farthest GPU->NIC class that passes (default PHB); farther warns */
+  int min_busbw_auto;       /* min_busbw = auto */
+  double min_busbw;         /* GB/s when not auto */
+  uint64_t size;            /* allreduce bytes; 0: 64M on cpu, 1G on nccl */
+  uint64_t pair_size;       /* bytes of the search's measurements; 0: size (at most 64M) */
+  double fraction;          /* pair_fraction */
+  int iters;                /* timed iterations per measurement */
+  double budget;            /* seconds one measurement may take before it does fewer iterations */
+  accept_search_mode_t search;
+  int strict;               /* warnings count as failures */
+  double max_gpu_temp;      /* C (NVML) */
+  char iface[64];           /* interface for reachability / auto threshold; "" = the one MPI uses */
+  int probe;                /* [topology] probe: 0 off, 1 ring, 2 all */
+  double probe_timeout;     /* [topology] probe_timeout */
+  /* Command line. */
+  const char *json, *junit, *html, *exclude;
+  int progress;             /* -1 auto (a terminal), 0 off, 1 on */
+} accept_opts_t;
+
+struct conf_s;
+/** Defaults (as the [accept] schema). */
+void accept_opts_default(accept_opts_t *o);
+/** Read [accept] (and [topology] probe, probe_timeout). \return 0 or GPL_ECONFIG (printed). */
+int accept_opts_from_conf(accept_opts_t *o, const struct conf_s *c);
+/** Parse the mode's own arguments; overrides of config keys go through conf_set (validated).
+ * \return 0, 1 (help printed) or GPL_EINVAL (message printed). */
+int accept_opts_from_argv(accept_opts_t *o, struct conf_s *c, int argc, char **argv, int print);
+void accept_usage(FILE *f);
+/** The settings as a JSON object (for the report). */
+cJSON *accept_opts_json(const accept_opts_t *o);
+
+/* ---- Node and rank checks (accept_node.c, accept_nvml.c) ---------------------------------- */
+
+/* What a node check sees. A topology from a file is checked as that node would be, except for
+ * what only the live machine can tell (binding, NVML, kernel log, interface state). */
+typedef struct accept_node_ctx_s {
+  const topo_t *t;
+  const accept_opts_t *o;
+  const char *host;  /* the node's name in the reports */
+  int node;
+  int nranks_here;   /* ranks on this node */
+} accept_node_ctx_t;
+
+/** Run the table of node checks (accept_node.c) and append their results. */
+int accept_node_checks(const accept_node_ctx_t *ctx, accept_list_t *out);
+/** The per-rank check: is this rank bound to CPUs local to its GPU? gpu < 0: skipped.
+ * binding: the rank's CPU set (NULL: read it from the process; a file topology skips). */
+int accept_rank_binding(const topo_t *t, const char *host, int node, int rank, int gpu,
+                        hwloc_const_bitmap_t binding, accept_list_t *out);
+/** NVML and kernel-log checks of the node's GPUs (accept_nvml.c); skipped with the reason when
+ * NVML is not available or the topology is a file. */
+int accept_nvml_checks(const accept_node_ctx_t *ctx, accept_list_t *out);
+/** "NVRM: Xid" lines in a kernel log text: count, and the last one in last (may be NULL). */
+int accept_xid_scan(const char *text, char *last, size_t len);
+
+/** PCIe generation/width that give hwloc's link speed (GB/s): "Gen4 x16" or "Gen3 x16 or
+ * Gen4 x8"; "" when nothing matches. */
+const char *accept_pcie_decode(double gbps, char *buf, size_t len);
+
+/* ---- Network: interface and reachability (accept_net.c) ----------------------------------- */
+
+typedef struct accept_if_s {
+  char name[32];
+  char addr[48];   /* IPv4 text */
+  int speed_mbps;  /* -1 unknown */
+  char why[160];   /* how it was chosen */
+} accept_if_t;
+
+/** The interface this rank's traffic uses: o->iface, else NCCL_SOCKET_IFNAME, else Open MPI's
+ * btl_tcp_if_include (a name or a CIDR subnet), else the best interface by tier.
+ * \return 0 or GPL_ENET (why says it). */
+int accept_pick_iface(const char *want, accept_if_t *out);
+
+struct job_s;
+/** Every rank listens on its interface; each connects to the next rank (probe ring) or all
+ * others (probe all) and exchanges ranks, within probe_timeout. Results go to rank 0's list.
+ * \return 0, or a negative code when the exchange itself failed. */
+int accept_reach(const struct job_s *job, const accept_opts_t *o, const accept_if_t *ifc,
+                 accept_list_t *out);
+
+/* ---- Bandwidth (accept_bw.c) ---------------------------------------------------------------- */
+
+/** nccl-tests' bus bandwidth of an allreduce: bytes / seconds x 2(n-1)/n, in GB/s (1e9). */
+double accept_busbw(double bytes, double seconds, int nranks);
+
+/* The job-wide allreduce through comm/ (cpu: Open MPI, nccl: GPUs). */
+typedef struct accept_ar_s {
+  char backend[16];
+  double bytes, seconds, algbw, busbw; /* seconds per iteration (slowest rank) */
+  int iters, nranks;
+} accept_ar_t;
+
+/** Allreduce `size` bytes of floats over all ranks (size 0: 64M on cpu, 1G on nccl): one warm-up,
+ * then up to iters timed iterations, fewer when one takes longer than budget/iters. backend:
+ * [comm] backend ("auto", "cpu", "nccl"). Every rank calls it. \return 0 or a negative code. */
+int accept_allreduce(const struct job_s *job, const char *backend, uint64_t size, int iters,
+                     double budget, accept_ar_t *out);
+
+/** One round of the search: the nodes with color_of_node[node] = g >= 0 form group g; every rank
+ * of a group's nodes runs an allreduce of `bytes` in the group's own communicator (all groups at
+ * the same time); bw[g] gets the group's bus bandwidth in GB/s (< 0: failed) on every rank: its
+ * best iteration (interference only ever slows an iteration down). jitter[g] (may be NULL): the
+ * share of time a typical (median) iteration lost against the best one, a measure of noise.
+ * Every rank of the job calls it. \return 0 or a negative code (a timeout names the ranks). */
+int accept_measure_round(const struct job_s *job, const int *color_of_node, int ngroups,
+                         size_t bytes, int iters, double budget, double *bw, double *jitter);
+
+/* What a node tells the others for the auto threshold. Plain data (sent as bytes). */
+typedef struct accept_nodeinfo_s {
+  int32_t node;
+  int32_t ngpus;
+  float gpu_pcie_gbps;    /* slowest GPU PCIe link (hwloc), 0 unknown */
+  int32_t if_speed_mbps;  /* the job's interface, -1 unknown */
+  char ifname[32];
+  int32_t rdma_up;        /* RDMA NICs up with a known speed */
+  int32_t rdma_mbps;      /* their speeds summed */
+  int32_t live;
+  char boot_id[40];       /* the kernel's boot id: nodes with the same one share a machine */
+} accept_nodeinfo_t;
+
+/** The threshold for min_busbw = auto from what the nodes reported; < 0 when none can be
+ * derived. how always says what was used, or why nothing was. */
+double accept_auto_busbw(const accept_nodeinfo_t *nodes, int nnodes, int gpu_backend,
+                         char *how, size_t len);
+
+/* ---- Bad-node / bad-link search (accept_search.c: the decisions, no MPI) ------------------- */
+
+typedef struct accept_search_s {
+  int nnodes;
+  double fraction;
+  accept_search_mode_t mode;
+  int phase;          /* internal */
+  int round;
+  /* ring */
+  int nlinks;
+  int *link_a, *link_b;
+  double *link_bw;    /* -1 not measured yet */
+  double reference;
+  double *score;      /* per node: best of its ring links */
+  int *verdict;       /* per node: 0 unknown, 1 good, 2 suspect, 3 bad (named) */
+  double *confirm_bw; /* per node: the re-measurement against a good node */
+  int *partner;       /* per node: the good node of that re-measurement */
+  int *confirm_round;
+  int *link_state;    /* per link: 0 ok, 1 flagged, 2 confirmed bad link, 3 not reproduced */
+  /* halving */
+  int *suspects;      /* nodes still suspected */
+  int nsuspects;
+  double half_ref;
+  double half_bw[2];  /* the current halves' bandwidths; -2 not measured yet */
+  int half_round[2];
+  /* current round */
+  int ngroups;
+  int **groups;       /* node lists of the round's groups */
+  int *gsize;
+  int *gkind;         /* internal: what the group measures */
+  int *gref;          /* internal: the node/link it is about */
+  int *machine;       /* per node: nodes with the same value share CPUs (namespaces, containers
+                       * on one machine); their groups are never measured at the same time */
+  char note[ACCEPT_DETAIL_LEN];
+  int inconclusive;   /* a slow measurement that could not be pinned on a node or link */
+  int na;             /* nothing to search (one node, two nodes, off) */
+  int fallback;       /* halving started because the ring named nobody */
+} accept_search_t;
+
+/** Start a search over nnodes nodes (every node on a machine of its own until
+ * accept_search_set_machines says otherwise). \return 0 or GPL_ENOMEM. */
+int accept_search_init(accept_search_t *s, int nnodes, double fraction, accept_search_mode_t mode);
+void accept_search_free(accept_search_t *s);
+/** Which nodes share a machine (machine[node], any numbering): groups that share one are put in
+ * different rounds, since measuring them at once would have them compete for the same cores. */
+void accept_search_set_machines(accept_search_t *s, const int *machine);
+/** The next round: color[node] = group index or -1 (nnodes entries). \return the number of
+ * groups (0: the search is over). phase (optional) gets "ring", "confirm" or "halving". */
+int accept_search_next(accept_search_t *s, int *color, const char **phase);
+/** The round's results: bw[g] in GB/s (< 0: failed). The report gets the measurements. */
+void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *rep,
+                        const char *const *hosts);
+/** Switch to halving when the ring named nobody (used when the job's busbw check failed). */
+void accept_search_fallback_halving(accept_search_t *s);
+/** Nodes the search named (verdict bad) into bad (nnodes flags); returns their count. */
+int accept_search_bad_nodes(const accept_search_t *s, int *bad);
+/** The search's results as checks ("bad_node" in the named node's suite, "bad_link",
+ * "pair_search" for the job) and the bad hosts/links of the report. */
+void accept_search_report(const accept_search_t *s, const char *const *hosts, accept_report_t *rep);
+
+/* ---- Reports (accept_out_*.c) --------------------------------------------------------------- */
+
+/** The terminal table, counts and verdict. */
+void accept_print_table(const accept_report_t *r, FILE *f);
+/** Progress line on a terminal (rank 0): "[3/7] allreduce 64 MiB ..."; done = 1 clears it. */
+void accept_progress(int on, int step, int nsteps, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/** The whole report as JSON (caller frees). */
+cJSON *accept_report_json(const accept_report_t *r);
+int accept_write_json(const accept_report_t *r, const char *path);
+int accept_write_junit(const accept_report_t *r, const char *path);
+int accept_write_html(const accept_report_t *r, const char *path);
+int accept_write_exclude(const accept_report_t *r, const char *path);
+/** Append s with XML's special characters escaped (and control characters dropped), so the
+ * text is safe in element content and in double-quoted attributes. */
+void accept_xml_escape(strbuf_t *b, const char *s);
+/** Build a report back from the JSON document (for tests and re-rendering). */
+int accept_report_from_json(const cJSON *doc, accept_report_t *r);
+
+#endif

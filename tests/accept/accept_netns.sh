@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `gpulaunch accept` on a 4-host job made of network namespaces (tests/netns/netns.sh): with one
+# host's link slowed by tbf, the bad-node search must name that host (ring or halving), put it in
+# the exclude list, the JUnit file and the JSON; with all links healthy it must name nobody.
+#   accept_netns.sh GPULAUNCH slow|healthy|halving
+set -euo pipefail
+GPULAUNCH=${1:?usage: accept_netns.sh GPULAUNCH slow|healthy|halving}
+CASE=${2:?case}
+SRC=${GPULAUNCH_SOURCE_DIR:?}
+HARNESS="$SRC/tests/netns/netns.sh"
+if [ ! -r "$HARNESS" ]; then
+  echo "SKIP: the netns harness $HARNESS is not in this tree"
+  exit 77
+fi
+# shellcheck disable=SC1090,SC1091 # the harness, found at run time
+. "$HARNESS"
+netns_require
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+OUT=$(mktemp -d /tmp/gplaccept.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+netns_setup 4 # its trap runs first, then ours (both armed on EXIT)
+SLOW=h2
+if [ "$CASE" != healthy ]; then
+  # Only this host's outgoing traffic on its routable link: 50 Mbit/s instead of ~Gbit/s.
+  netns_exec "$SLOW" tc qdisc add dev "${NETNS_IF[$SLOW]}" root tbf rate 50mbit burst 32kbit latency 400ms
+fi
+SEARCH=ring
+[ "$CASE" = halving ] && SEARCH=halving
+# The "links" here are veths whose speed is whatever CPU time the kernel gets on a machine shared
+# with everything else: healthy pairs vary by 30-50% from one measurement to the next (the run
+# reports this noise). The slowed host runs at 1-2% of the others, so any pair_fraction between
+# about 0.05 and 0.5 separates them; 0.3 leaves room on both sides. On a real cluster the default
+# (0.93, ClusterKit's) is right.
+cat >"$OUT/accept.conf" <<CONF
+[accept]
+# Small buffers: a 50 Mbit/s link moves 4 MiB in under a second.
+size = 4M
+pair_size = ${PAIR_SIZE:-2M}
+iters = ${ITERS:-4}
+budget = ${BUDGET:-3s}
+min_busbw = 0.001
+pair_fraction = ${FRACTION:-0.3}
+search = $SEARCH
+CONF
+chmod 755 "$OUT"
+set +e
+netns_mpirun -np 4 --host h0,h1,h2,h3 "$GPULAUNCH" accept "$OUT/accept.conf" --json "$OUT/a.json" \
+  --junit "$OUT/a.xml" --exclude-out "$OUT/bad.txt" --html "$OUT/a.html" >"$OUT/out" 2>"$OUT/err"
+rc=$?
+set -e
+cat "$OUT/out"
+fail() {
+  echo "FAIL: $*"
+  tail -n 30 "$OUT/err"
+  exit 1
+}
+[ -s "$OUT/a.json" ] || fail "no JSON report"
+bad=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["bad_hosts"]))' "$OUT/a.json")
+echo "exit $rc, bad hosts: '$bad'"
+if [ "$CASE" = healthy ]; then
+  [ -z "$bad" ] || fail "healthy links, yet bad hosts named: $bad"
+  [ "$rc" = 0 ] || fail "healthy job exited $rc"
+  grep -q '^pass.*pair_search' "$OUT/out" || fail "pair_search did not pass"
+else
+  [ "$bad" = "$SLOW" ] || fail "expected exactly $SLOW to be named, got '$bad'"
+  [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
+  grep -qx "$SLOW" "$OUT/bad.txt" || fail "$SLOW not in the exclude list"
+  grep -q "name=\"bad_node\[$SLOW\]\"" "$OUT/a.xml" || fail "no bad_node testcase for $SLOW in the JUnit file"
+  xmllint --noout "$OUT/a.xml" || fail "JUnit file is not well-formed"
+  if [ "$CASE" = halving ]; then
+    grep -q '"phase":\s*"halving"' "$OUT/a.json" || fail "no halving measurement in the JSON"
+  fi
+fi
+echo "ok - accept netns $CASE"

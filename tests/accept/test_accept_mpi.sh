@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# `mpirun -np 2 gpulaunch accept CONF --junit j.xml --json j.json`: a threshold that holds exits 0,
+# one that cannot exits 73 with the failure in the JUnit file; warnings pass unless --strict;
+# expectations against a real machine's topology file (g4dn.metal); "could not run" exits 74;
+# every JUnit file validates against junit.xsd; the HTML page is well-formed with its chart.
+#   test_accept_mpi.sh   (GPULAUNCH, MPIEXEC from CTest; GPULAUNCH_TOPOLOGY_DIR, GPULAUNCH_SOURCE_DIR)
+# shellcheck disable=SC1091 # tests/lib.sh, found at run time
+. "$GPULAUNCH_SOURCE_DIR/tests/lib.sh"
+XSD="$GPULAUNCH_SOURCE_DIR/tests/accept/junit.xsd"
+G4DN="$GPULAUNCH_TOPOLOGY_DIR/hwloc-aws-g4dn.metal-8xt4.xml"
+
+conf() { # conf NAME KEY=VALUE... -> $T/NAME.conf with an [accept] section (and others after '[')
+  local f="$T/$1.conf"
+  shift
+  printf '[accept]\nsize = 4M\niters = 4\n' >"$f"
+  for kv in "$@"; do
+    case "$kv" in
+      \[*) printf '%s\n' "$kv" >>"$f" ;;
+      *) printf '%s\n' "${kv/=/ = }" >>"$f" ;;
+    esac
+  done
+}
+junit_ok() { xmllint --noout --schema "$XSD" "$1" 2>"$T/xsd.err" || fail "$1 does not validate: $(cat "$T/xsd.err")"; }
+json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$1" "$2"; }
+check_status() { json_get "$1" "[c['status'] for c in d['checks'] if c['name']=='$2'][0]"; }
+
+# 1. A threshold that holds: exit 0, every report written and valid.
+conf holds min_busbw=0.001
+run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --junit "$T/j.xml" --json "$T/j.json" --html "$T/j.html" \
+  --exclude-out "$T/bad.txt" --summary "$T/summary.json"
+assert_eq "$RC" 0 "threshold that holds: exit status"
+junit_ok "$T/j.xml"
+assert_eq "$(json_get "$T/j.json" "d['verdict']")" pass "JSON verdict"
+assert_eq "$(check_status "$T/j.json" busbw)" pass "busbw check"
+assert_eq "$(json_get "$T/j.json" "d['allreduce']['min_busbw_GBps']")" 0.001 "threshold in the JSON"
+assert_eq "$(json_get "$T/j.json" "d['ranks']")" 2 "ranks in the JSON"
+assert_eq "$(json_get "$T/j.json" "len(d['hosts'])")" 1 "hosts in the JSON"
+assert_eq "$(json_get "$T/j.json" "d['allreduce']['bytes']")" 4194304 "allreduce size"
+assert_eq "$(check_status "$T/j.json" reachability)" pass "reachability"
+assert_eq "$(grep -c '^[^#]' "$T/bad.txt" || true)" 0 "no bad host"
+assert_eq "$(json_get "$T/summary.json" "d['accept']['exit_code']")" 0 "summary accept object"
+# NVML checks are skipped with the reason on this machine (no driver).
+assert_grep "$T/j.json" '"detail":[[:space:]]*"NVML not available' "NVML skip reason"
+assert_grep "$T/j.xml" '<skipped message="NVML not available' "NVML skipped in JUnit"
+assert_grep "$T/out" '^Result: PASS' "terminal verdict"
+assert_grep "$T/out" '^pass +busbw' "terminal table row"
+xmllint --noout "$T/j.html" || fail "HTML is not well-formed"
+assert_eq "$(xmllint --xpath 'count(//*[local-name()="rect" and contains(@class,"job")])' "$T/j.html")" 1 "job bar in the chart"
+pass "threshold that holds: exit 0, JUnit valid, JSON/HTML/exclude written"
+
+# 2. A threshold that cannot hold: 73, the failure in the JUnit file.
+conf cannot min_busbw=1000000
+run_mpi 2 "$GPULAUNCH" accept "$T/cannot.conf" --junit "$T/f.xml" --json "$T/f.json"
+assert_eq "$RC" 73 "threshold that cannot hold: exit status"
+junit_ok "$T/f.xml"
+assert_eq "$(xmllint --xpath 'count(//testsuite[@name="job"]/testcase[starts-with(@name,"busbw[allreduce")]/failure)' "$T/f.xml")" 1 "busbw <failure>"
+assert_eq "$(xmllint --xpath 'string(/testsuites/@failures)' "$T/f.xml")" 1 "testsuites failures"
+assert_eq "$(check_status "$T/f.json" busbw)" fail "busbw check in the JSON"
+assert_eq "$(json_get "$T/f.json" "d['verdict']")" fail "JSON verdict"
+assert_grep "$T/out" '^FAIL +busbw' "terminal table shows the failure"
+# ... and from the command line over a config that holds.
+run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --min-busbw 1e6 --junit "$T/f2.xml"
+assert_eq "$RC" 73 "--min-busbw override"
+junit_ok "$T/f2.xml"
+pass "threshold that cannot hold: exit 73, <failure> in JUnit"
+
+# 3. min_busbw = auto on one CPU node: measured, not judged, with the reason.
+conf auto min_busbw=auto
+run_mpi 2 "$GPULAUNCH" accept "$T/auto.conf" --json "$T/a.json"
+assert_eq "$RC" 0 "auto on one node: exit status"
+assert_eq "$(check_status "$T/a.json" busbw)" skipped "auto busbw"
+assert_grep "$T/a.json" 'one node on the cpu backend' "auto: the reason"
+pass "min_busbw = auto on one CPU node: skipped with the derivation's reason"
+
+# 4. A real machine's topology: expectations that hold, the SYS warning, strict.
+conf g4dn min_busbw=0.001 gpus=8 gpu_model=T4 nics=rdmap197s0
+run_mpi 2 "$GPULAUNCH" accept "$T/g4dn.conf" --topology "$G4DN" --junit "$T/g.xml" --json "$T/g.json"
+assert_eq "$RC" 0 "g4dn, warnings only: exit status"
+junit_ok "$T/g.xml"
+assert_eq "$(json_get "$T/g.json" "[c['status'] for c in d['checks'] if c['name']=='gpu_nic_path' and c['subject']=='GPU0'][0]")" warn "GPU0 SYS warning"
+assert_eq "$(json_get "$T/g.json" "[c['value_text'] for c in d['checks'] if c['name']=='gpu_nic_path' and c['subject']=='GPU3'][0]")" "SYS to rdmap197s0" "GPU3 path"
+assert_eq "$(check_status "$T/g.json" gpu_count)" pass "gpu_count 8"
+assert_eq "$(check_status "$T/g.json" gpu_model)" pass "gpu_model T4"
+assert_eq "$(json_get "$T/g.json" "d['counts']['warn']")" 8 "8 GPU->NIC warnings"
+assert_eq "$(xmllint --xpath 'count(//testcase[@name="gpu_nic_path[GPU0]"]/system-out)' "$T/g.xml")" 1 "warning as system-out"
+run_mpi 2 "$GPULAUNCH" accept "$T/g4dn.conf" --topology "$G4DN" --strict --junit "$T/gs.xml" --exclude-out "$T/gbad.txt"
+assert_eq "$RC" 73 "strict: warnings fail"
+junit_ok "$T/gs.xml"
+assert_eq "$(xmllint --xpath 'count(//failure[@type="warn"])' "$T/gs.xml")" 8 "strict warnings as failures"
+assert_eq "$(grep -cv '^#' "$T/gbad.txt")" 1 "strict: the node is excluded"
+pass "g4dn.metal: GPUs 0-3 SYS warn, exit 0; --strict exits 73"
+
+# 5. Expectations that fail on that machine: count, model, a NIC it does not have.
+conf g4dnbad min_busbw=0.001 gpus=4 gpu_model=H100 nics=mlx5_0
+run_mpi 2 "$GPULAUNCH" accept "$T/g4dnbad.conf" --topology "$G4DN" --junit "$T/gb.xml" --json "$T/gb.json" \
+  --exclude-out "$T/gb.txt"
+assert_eq "$RC" 73 "wrong expectations: exit status"
+junit_ok "$T/gb.xml"
+for c in gpu_count gpu_model nic; do assert_eq "$(check_status "$T/gb.json" $c)" fail "$c fails"; done
+host=$(json_get "$T/gb.json" "d['hosts'][0]")
+assert_eq "$(grep -v '^#' "$T/gb.txt")" "$host" "exclude list names the node"
+pass "g4dn.metal with wrong expectations: gpu_count/gpu_model/nic fail, host excluded"
+
+# 6. Could not run: an explicit NCCL backend where there is none.
+conf nonccl min_busbw=0.001 "[comm]" backend=nccl
+run_mpi 2 "$GPULAUNCH" accept "$T/nonccl.conf" --junit "$T/e.xml" --json "$T/e.json"
+assert_eq "$RC" 74 "could not run: exit status"
+junit_ok "$T/e.xml"
+assert_eq "$(check_status "$T/e.json" busbw)" error "busbw error"
+assert_eq "$(xmllint --xpath 'count(//testcase[starts-with(@name,"busbw[allreduce")]/error)' "$T/e.xml")" 1 "<error> in JUnit"
+pass "allreduce that cannot run: exit 74, <error> in JUnit"
+
+# 7. Usage and progress.
+run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --bogus
+assert_eq "$RC" 64 "unknown option"
+run_mpi 1 "$GPULAUNCH" accept "$T/holds.conf" --progress
+assert_eq "$RC" 0 "--progress"
+assert_grep "$T/err" '\[5/7\] allreduce bus bandwidth' "progress line"
+run_mpi 1 "$GPULAUNCH" accept "$T/holds.conf"
+assert_nogrep "$T/err" '\[5/7\]' "no progress without a terminal"
+pass "usage error 64; progress only when asked or on a terminal"
+echo "all $TESTS_RUN accept MPI tests passed"
