@@ -4,6 +4,7 @@
 #include "comm/reduce.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "kernels/mpmath.h"
 
@@ -66,6 +67,64 @@ void reduce_into(void *inout, const void *in, size_t n, gpl_dtype_t dt, gpl_redo
   if ((unsigned)dt >= GPL_DTYPE_COUNT || n == 0) return;
   int o = op == GPL_OP_PROD ? 1 : op == GPL_OP_MAX ? 2 : op == GPL_OP_MIN ? 3 : 0;
   g_table[dt][o](inout, in, n);
+}
+
+/* ---- many sources at once ---- */
+
+enum { BLOCK = 512 }; /* floats per block: the accumulator stays in L1 */
+
+#define F16_CVT(tag, TO, FROM)                                                           \
+  RED_SIMD static void tag##_to_f(float *restrict o, const uint16_t *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) o[i] = TO(a[i]);                                     \
+  }                                                                                      \
+  RED_SIMD static void tag##_from_f(uint16_t *restrict o, const float *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) o[i] = FROM(a[i]);                                   \
+  }                                                                                      \
+  RED_SIMD static void tag##_acc_sum(float *restrict c, const uint16_t *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) c[i] = OP_SUM(c[i], TO(a[i]));                       \
+  }                                                                                      \
+  RED_SIMD static void tag##_acc_prod(float *restrict c, const uint16_t *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) c[i] = OP_PROD(c[i], TO(a[i]));                      \
+  }                                                                                      \
+  RED_SIMD static void tag##_acc_max(float *restrict c, const uint16_t *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) c[i] = OP_MAX(c[i], TO(a[i]));                       \
+  }                                                                                      \
+  RED_SIMD static void tag##_acc_min(float *restrict c, const uint16_t *restrict a, size_t n) { \
+    for (size_t i = 0; i < n; i++) c[i] = OP_MIN(c[i], TO(a[i]));                       \
+  }
+F16_CVT(h, mp_f16_to_f32, mp_f32_to_f16)
+F16_CVT(b, mp_bf16_to_f32, mp_f32_to_bf16)
+
+typedef void (*acc_fn)(float *restrict, const uint16_t *restrict, size_t);
+
+void reduce_many(void *dst, const void *const *src, int nsrc, size_t n, gpl_dtype_t dt,
+                 gpl_redop_t op) {
+  if ((unsigned)dt >= GPL_DTYPE_COUNT || n == 0 || nsrc < 1) return;
+  int o = op == GPL_OP_PROD ? 1 : op == GPL_OP_MAX ? 2 : op == GPL_OP_MIN ? 3 : 0;
+  if (dt == GPL_HALF || dt == GPL_BFLOAT16) {
+    int h = dt == GPL_HALF;
+    static const acc_fn accs[2][4] = {{b_acc_sum, b_acc_prod, b_acc_max, b_acc_min},
+                                      {h_acc_sum, h_acc_prod, h_acc_max, h_acc_min}};
+    float acc[BLOCK];
+    for (size_t at = 0; at < n; at += BLOCK) {
+      size_t m = n - at < BLOCK ? n - at : BLOCK;
+      const uint16_t *first = (const uint16_t *)src[0] + at;
+      if (h) h_to_f(acc, first, m);
+      else b_to_f(acc, first, m);
+      for (int q = 1; q < nsrc; q++) accs[h][o](acc, (const uint16_t *)src[q] + at, m);
+      if (h) h_from_f((uint16_t *)dst + at, acc, m);
+      else b_from_f((uint16_t *)dst + at, acc, m);
+    }
+    return;
+  }
+  /* native types: block by block, so the partial result stays in L1 across the sources */
+  size_t esz = gpl_dtype_size(dt), step = BLOCK * 4 / esz;
+  for (size_t at = 0; at < n; at += step) {
+    size_t m = n - at < step ? n - at : step;
+    char *d = (char *)dst + at * esz;
+    if (dst != src[0]) memcpy(d, (const char *)src[0] + at * esz, m * esz);
+    for (int q = 1; q < nsrc; q++) g_table[dt][o](d, (const char *)src[q] + at * esz, m);
+  }
 }
 
 #define DIV_NATIVE(name, T)                                                              \

@@ -12,6 +12,11 @@
  * follow Open MPI's builtin rule for floats ((a > b) ? a : b). in and inout must not overlap
  * unless equal. */
 void reduce_into(void *inout, const void *in, size_t n, gpl_dtype_t dt, gpl_redop_t op);
+/* dst[i] = src[0][i] op src[1][i] op ... op src[nsrc-1][i], in that order, for i < n. Half and
+ * bfloat16 are accumulated in float and rounded to nearest even once at the end (more accurate
+ * than rounding after every step, and the same on every rank). dst may equal src[0] only. */
+void reduce_many(void *dst, const void *const *src, int nsrc, size_t n, gpl_dtype_t dt,
+                 gpl_redop_t op);
 /* buf[i] /= k in the element type: integer division for integers, IEEE division in float for the
  * 16-bit floats (then rounded to nearest even). The second step of NCCL's avg. */
 void reduce_divide(void *buf, size_t n, gpl_dtype_t dt, int k);

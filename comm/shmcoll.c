@@ -2,7 +2,8 @@
  * arrivals, a slot per rank, and two result buffers. A buffer goes through in chunks of one slot:
  *   1. every rank copies its chunk into its slot, and arrives;
  *   2. each rank reduces its own slice of the chunk over all slots into a result buffer (in rank
- *      order, so every rank sees the same bits), allreduces that slice with the ranks of the same
+ *      order, 16-bit floats accumulated in float and rounded once; one rank per slice, so every
+ *      rank sees the same bits), allreduces that slice with the ranks of the same
  *      local index on the other nodes (MPI), and arrives;
  *   3. every rank copies the whole result out.
  * The result buffers alternate between chunks, so two barriers per chunk suffice: a rank writes a
@@ -324,9 +325,15 @@ int shmcoll_test(shmcoll_run_t *r) {
         r->res = s->res[s->chunks & 1];
         size_t n = r->s1 - r->s0, o = r->s0 * r->esz;
         if (n) {
-          memcpy(r->res + o, s->slots + o, n * r->esz);
-          for (int q = 1; q < s->L; q++)
-            reduce_into(r->res + o, s->slots + (size_t)q * s->slot + o, n, r->op.dtype, r->op.op);
+          const void *src[64];
+          const void **srcs = s->L <= 64 ? src : malloc((size_t)s->L * sizeof *srcs);
+          if (!srcs) {
+            finish(r, GPL_ENOMEM);
+            return GPL_OK;
+          }
+          for (int q = 0; q < s->L; q++) srcs[q] = s->slots + (size_t)q * s->slot + o;
+          reduce_many(r->res + o, srcs, s->L, n, r->op.dtype, r->op.op);
+          if (srcs != src) free(srcs);
         }
         if (s->cross != MPI_COMM_NULL) {
           int mrc = MPI_Iallreduce(MPI_IN_PLACE, r->res + o, (int)n, hostop_mpi_type(r->op.dtype),
