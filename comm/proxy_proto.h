@@ -8,7 +8,7 @@
 
 #define PROXY_MAGIC 0x47504c50u /* "GPLP" */
 #define PROXY_VERSION 1
-#define PROXY_MAX_REGIONS 256
+#define PROXY_MAX_REGIONS 4096 /* shared buffers per program (gpl_mem_alloc calls) */
 
 typedef enum proxy_type_e {
   PROXY_HELLO = 1, /* client: version, timeout -> server: the job (and a memfd of host names) */
