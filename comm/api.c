@@ -173,9 +173,14 @@ int gpl_init(gpl_comm_t **out, const gpl_init_opts_t *opts) {
 
   const char *ws = getenv("WORLD_SIZE");
   if (ws && getenv("RANK") && atoi(ws) > 1 && !under_mpi_launcher()) {
-    LOG_ERROR("gpl_init: RANK/WORLD_SIZE=%s are set but there is no MPI launcher and no "
-              "gpulaunch proxy (%s): run the program under gpulaunch or mpirun",
-              ws, COMM_PROXY_ENV);
+    if (getenv("GPULAUNCH_RUN_ID"))
+      LOG_ERROR("gpl_init: wrapped by gpulaunch (WORLD_SIZE=%s) but without its comm proxy (%s "
+                "is not set): this gpulaunch cannot serve gpl_init to the programs it runs", ws,
+                COMM_PROXY_ENV);
+    else
+      LOG_ERROR("gpl_init: RANK/WORLD_SIZE=%s are set but there is no MPI launcher and no "
+                "gpulaunch proxy (%s): run the program under gpulaunch or mpirun",
+                ws, COMM_PROXY_ENV);
     return GPL_ENOTSUP;
   }
   if (under_mpi_launcher()) {
