@@ -10,7 +10,9 @@
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/util.h"
+#include "topology/net.h"
 #include "topology/plan.h"
+#include "topology/preflight.h"
 #include "topology/topo.h"
 
 static const char *xml_path(const launch_t *L) {
@@ -133,12 +135,65 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   return GPL_OK;
 }
 
+/* The user's NCCL_SOCKET_IFNAME: [nccl] wins over the environment, as in the program's env. */
+static const char *user_ifname(const launch_t *L, const char **source) {
+  int n = L->conf ? conf_free_count(L->conf, "nccl") : 0;
+  for (int i = 0; i < n; i++) {
+    const char *k, *v;
+    conf_free_entry(L->conf, "nccl", i, &k, &v);
+    if (strcmp(k, "NCCL_SOCKET_IFNAME") == 0) {
+      *source = "[nccl] SOCKET_IFNAME";
+      return v;
+    }
+  }
+  *source = "the environment";
+  return getenv("NCCL_SOCKET_IFNAME");
+}
+
+/* Every node's interface for NCCL_SOCKET_IFNAME and rank 0's address (MASTER_ADDR), then the
+ * TCP preflight over them. Collective; the same result on every rank. */
+static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
+  job_t *job = L->job;
+  net_job_t nj = {
+      .rank = job->rank, .size = job->size, .local_rank = job->local_rank, .nnodes = job->nnodes,
+      .node_of = job->node_of, .leader_of_node = job->leader_of_node,
+      .hosts = (const char *const *)job->hosts, .comm = job->world, .node_comm = job->node_comm,
+      .leaders = job->leaders, .timeout = job->timeout,
+      .family = net_family_parse(getenv("NCCL_SOCKET_FAMILY")),
+  };
+  const char *source = NULL;
+  const char *user = user_ifname(L, &source);
+  plan_rank_t *me = &out->plan->ranks[job->local_rank];
+  net_result_t net;
+  int rc = net_agree(&nj, out->topo, me, user, source, &net);
+  if (rc >= 0) {
+    util_strlcpy(out->ifname, net.ifname, sizeof out->ifname);
+    util_strlcpy(out->master_addr, net.master_addr, sizeof out->master_addr);
+    const char *v = plan_env_get(me, "NCCL_SOCKET_IFNAME");
+    /* The user's own value reaches the program through [nccl] or the environment already. */
+    if (v && !user) {
+      LOG_INFO(NET, "NCCL_SOCKET_IFNAME=%s: %s", v, net.reason);
+      rc = set_var(ce, "NCCL_SOCKET_IFNAME", v);
+    }
+  }
+  if (rc >= 0) {
+    preflight_mode_t mode = PREFLIGHT_RING;
+    if (L->conf) preflight_mode_parse(conf_str(L->conf, "topology", "probe"), &mode);
+    double timeout = L->conf ? conf_duration(L->conf, "topology", "probe_timeout") : 5.0;
+    rc = preflight_run(&nj, &net, mode, timeout, NULL);
+  }
+  net_result_free(&net);
+  return rc < 0 ? rc : GPL_OK;
+}
+
 int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   memset(out, 0, sizeof *out);
   out->gpu = -1;
   int rc = place_local(L, ce, out);
-  if (L->job) rc = job_agree(L->job, rc, "start-up (placement)");
-  return rc;
+  if (!L->job) return rc;
+  rc = job_agree(L->job, rc, "start-up (placement)");
+  if (rc < 0) return rc;
+  return place_network(L, ce, out);
 }
 
 void place_free(place_t *p) {

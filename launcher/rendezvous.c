@@ -54,8 +54,9 @@ static int free_port(const char *addr) {
 int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
   memset(out, 0, sizeof *out);
   if (job->rank == 0) {
-    if (addr && *addr) util_strlcpy(out->master_addr, addr, sizeof out->master_addr);
-    else if (job->nnodes == 1) util_strlcpy(out->master_addr, "127.0.0.1", sizeof out->master_addr);
+    /* One node: loopback works whatever the interfaces do. */
+    if (job->nnodes == 1) util_strlcpy(out->master_addr, "127.0.0.1", sizeof out->master_addr);
+    else if (addr && *addr) util_strlcpy(out->master_addr, addr, sizeof out->master_addr);
     else if (first_routable_ipv4(out->master_addr, sizeof out->master_addr) != GPL_OK)
       util_strlcpy(out->master_addr, job->host, sizeof out->master_addr);
     out->master_port = port > 0 ? port : free_port(NULL);

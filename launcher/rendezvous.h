@@ -11,7 +11,7 @@ typedef struct rdv_s {
 } rdv_t;
 
 /* addr: the address of rank 0's node on the interface the job agreed on, or NULL to pick one
- * (127.0.0.1 for a single-node job, else the first routable IPv4 address of rank 0's host).
+ * (the first routable IPv4 address of rank 0's host); a single-node job uses 127.0.0.1.
  * port: 0 picks a free port on rank 0's node. Bounded by job->timeout. */
 int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out);
 
