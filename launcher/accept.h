@@ -314,6 +314,10 @@ typedef struct accept_search_s {
   char note[ACCEPT_DETAIL_LEN];
   int inconclusive;   /* a slow measurement that could not be pinned on a node or link */
   int na;             /* nothing to search (one node, two nodes, off) */
+  double *jit;        /* jitter of every measurement so far (accept_measure_round) */
+  int njit, capjit;
+  double noise;       /* their median: the share of a typical iteration lost to interference */
+  double eff;         /* the fraction applied: min(fraction, 1 - noise) */
   int fallback;       /* halving started because the ring named nobody */
 } accept_search_t;
 
@@ -327,9 +331,12 @@ void accept_search_set_machines(accept_search_t *s, const int *machine);
 /** The next round: color[node] = group index or -1 (nnodes entries). \return the number of
  * groups (0: the search is over). phase (optional) gets "ring", "confirm" or "halving". */
 int accept_search_next(accept_search_t *s, int *color, const char **phase);
-/** The round's results: bw[g] in GB/s (< 0: failed). The report gets the measurements. */
-void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *rep,
-                        const char *const *hosts);
+/** The round's results: bw[g] in GB/s (< 0: failed), jitter[g] (may be NULL: none) the noise of
+ * each measurement. A slowdown smaller than the noise is not evidence: pairs are flagged below
+ * min(fraction, 1 - median jitter) x reference, and the note says when the fraction was lowered.
+ * The report (may be NULL) gets the measurements. */
+void accept_search_feed(accept_search_t *s, const double *bw, const double *jitter,
+                        accept_report_t *rep, const char *const *hosts);
 /** Switch to halving when the ring named nobody (used when the job's busbw check failed). */
 void accept_search_fallback_halving(accept_search_t *s);
 /** Nodes the search named (verdict bad) into bad (nnodes flags); returns their count. */

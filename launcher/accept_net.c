@@ -376,8 +376,7 @@ int accept_reach(const job_t *job, const accept_opts_t *o, const accept_if_t *if
                      "%.1f s each); see the reach rows", bad, ifc && ifc->why[0] ? ifc->why : "?",
                      o->probe == 2 ? "all" : "ring", o->probe_timeout);
   else
-    accept_check_set(&c, ACCEPT_PASS, "%d TCP connection(s) with a handshake over %s (probe %s); "
-                     "topology/net preflight not in this build: own ring test", links,
+    accept_check_set(&c, ACCEPT_PASS, "%d TCP connection(s) with a handshake over %s (probe %s)", links,
                      ifc && ifc->why[0] ? ifc->why : "?", o->probe == 2 ? "all" : "ring");
   CHECKGOTO(accept_list_add(out, &c), rc, done);
 done:

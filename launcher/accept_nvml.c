@@ -102,8 +102,8 @@ static int check_xid(const accept_node_ctx_t *x, accept_list_t *out) {
 
 /* ---- NVML ---- */
 
-typedef enum { N_ECC = 0, N_RETIRED, N_CLOCKS, N_TEMP, N_COUNT } nvml_check_t;
-static const char *const g_nvml_names[N_COUNT] = {"ecc", "retired_pages", "clocks", "temperature"};
+typedef enum { N_ECC = 0, N_RETIRED, N_CLOCKS, N_TEMP, N_NVLINK, N_COUNT } nvml_check_t;
+static const char *const g_nvml_names[N_COUNT] = {"ecc", "retired_pages", "clocks", "temperature", "nvlink"};
 
 /* A row for every NVML check, skipped with the same reason (one per node, not per GPU). */
 static int skip_all(const accept_node_ctx_t *x, accept_list_t *out, const char *fmt, const char *arg) {
@@ -159,6 +159,10 @@ static int nvml_gpu(const accept_node_ctx_t *x, int g, accept_list_t *out) {
       case N_RETIRED:
         accept_check_set(&c, ACCEPT_SKIP, "not read by the NVML loader (launcher/monitor_nvml.c has no "
                          "nvmlDeviceGetRetiredPages / nvmlDeviceGetRemappedRows)");
+        break;
+      case N_NVLINK:
+        accept_check_set(&c, ACCEPT_SKIP, "not read by the NVML loader (launcher/monitor_nvml.c has no "
+                         "nvmlDeviceGetNvLinkState / nvmlDeviceGetNvLinkVersion); hwloc files carry no NVLink");
         break;
       case N_CLOCKS: {
         const uint64_t hard = MON_THROTTLE_HW_SLOWDOWN | MON_THROTTLE_HW_THERMAL |

@@ -42,6 +42,7 @@ static const struct {
     {"xid", "the kernel log has no NVIDIA Xid errors"},
     {"clocks", "the GPU's clocks are not slowed down (thermal, power brake) (NVML)"},
     {"temperature", "the GPU temperature is below the limit (NVML)"},
+    {"nvlink", "every NVLink of the GPU is up, at its generation's speed (NVML)"},
     {"reachability", "every rank can open a TCP connection to the others on the job's interface"},
     {"reach", "one rank could not reach another"},
     {"busbw", "allreduce bus bandwidth of the whole job is at least the threshold"},
@@ -310,7 +311,7 @@ cJSON *accept_report_json(const accept_report_t *r) {
   cJSON_AddStringToObject(se, "mode", r->search_mode);
   cJSON_AddNumberToObject(se, "pair_fraction", r->fraction);
   cJSON_AddStringToObject(se, "summary", r->search_summary);
-  cJSON_AddNumberToObject(se, "jitter", r->search_jitter);
+  cJSON_AddNumberToObject(se, "noise", r->search_jitter);
   cJSON *ms = cJSON_AddArrayToObject(se, "measurements");
   for (int i = 0; i < r->nmeas; i++) {
     const accept_meas_t *m = &r->meas[i];

@@ -45,6 +45,7 @@ int accept_search_init(accept_search_t *s, int nnodes, double fraction, accept_s
   memset(s, 0, sizeof *s);
   s->nnodes = nnodes;
   s->fraction = fraction;
+  s->eff = fraction;
   s->mode = mode;
   int n = nnodes > 0 ? nnodes : 1;
   s->score = calloc((size_t)n, sizeof *s->score);
@@ -112,6 +113,7 @@ void accept_search_free(accept_search_t *s) {
   free(s->machine);
   free(s->partner);
   free(s->confirm_round);
+  free(s->jit);
   memset(s, 0, sizeof *s);
 }
 
@@ -237,6 +239,24 @@ static double median(const double *v, int n) {
   return m;
 }
 
+/* The fraction to apply, from the noise seen so far. */
+static void update_eff(accept_search_t *s) {
+  s->noise = median(s->jit, s->njit);
+  if (s->noise < 0) s->noise = 0;
+  if (s->noise > 0.9) s->noise = 0.9;
+  s->eff = s->fraction < 1 - s->noise ? s->fraction : 1 - s->noise;
+}
+
+/* "; pair_fraction 0.93 lowered to 0.55: ..." when the noise lowered it, else "". */
+static const char *eff_note(const accept_search_t *s, char *buf, size_t len) {
+  buf[0] = 0;
+  if (s->eff < s->fraction)
+    snprintf(buf, len, " (pair_fraction %.2f lowered to %.2f: a typical iteration ran %.0f%% slower than "
+             "the best one, busy or shared nodes; differences within that noise are not evidence)",
+             s->fraction, s->eff, 100 * s->noise);
+  return buf;
+}
+
 static void label_of(const int *nodes, int n, const char *const *hosts, char *out, size_t len) {
   strbuf_t b = STRBUF_INIT;
   for (int i = 0; i < n; i++) {
@@ -291,7 +311,10 @@ static void ring_evaluate(accept_search_t *s, accept_report_t *rep, const char *
     if (bw > s->score[s->link_b[l]]) s->score[s->link_b[l]] = bw;
   }
   s->reference = median(s->score, n);
-  double limit = s->fraction * s->reference;
+  update_eff(s);
+  double limit = s->eff * s->reference;
+  char en[300];
+  eff_note(s, en, sizeof en);
   int nsus = 0, nflag = 0;
   for (int i = 0; i < n; i++) {
     s->verdict[i] = s->score[i] < limit ? V_SUSPECT : V_GOOD;
@@ -306,13 +329,13 @@ static void ring_evaluate(accept_search_t *s, accept_report_t *rep, const char *
   }
   if (nflag == 0) {
     snprintf(s->note, sizeof s->note,
-             "%d ring pairs, all at or above %.0f%% of the median node score %.3f GB/s", s->nlinks,
-             100 * s->fraction, s->reference);
+             "%d ring pairs, all at or above %.0f%% of the median node score %.3f GB/s%s", s->nlinks,
+             100 * s->eff, s->reference, en);
     s->phase = P_DONE;
     return;
   }
   snprintf(s->note, sizeof s->note, "%d of %d ring pairs below %.0f%% of the median node score "
-           "%.3f GB/s; %d suspect node(s)", nflag, s->nlinks, 100 * s->fraction, s->reference, nsus);
+           "%.3f GB/s; %d suspect node(s)%s", nflag, s->nlinks, 100 * s->eff, s->reference, nsus, en);
   s->phase = P_CONFIRM;
 }
 
@@ -326,9 +349,20 @@ static void confirm_done_check(accept_search_t *s) {
   s->phase = P_DONE;
 }
 
-void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *rep,
-                        const char *const *hosts) {
+void accept_search_feed(accept_search_t *s, const double *bw, const double *jitter,
+                        accept_report_t *rep, const char *const *hosts) {
   double limit;
+  char en[300];
+  for (int g = 0; jitter && g < s->ngroups; g++) {
+    if (s->njit == s->capjit) {
+      int cap = s->capjit ? 2 * s->capjit : 16;
+      double *v = realloc(s->jit, (size_t)cap * sizeof *v);
+      if (!v) break;
+      s->jit = v;
+      s->capjit = cap;
+    }
+    s->jit[s->njit++] = jitter[g];
+  }
   switch (s->phase) {
     case P_RING: {
       for (int g = 0; g < s->ngroups; g++) {
@@ -347,7 +381,7 @@ void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *r
       break;
     }
     case P_CONFIRM:
-      limit = s->fraction * s->reference;
+      limit = s->eff * s->reference; /* the ring's: one yardstick for ring and confirmation */
       for (int g = 0; g < s->ngroups; g++) {
         double b = bw[g] >= 0 ? bw[g] : 0;
         int slow = b < limit;
@@ -377,7 +411,8 @@ void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *r
       int n[2] = {h0, s->nsuspects - h0};
       double b0 = s->half_bw[0] > 0 ? s->half_bw[0] : 0, b1 = s->half_bw[1] > 0 ? s->half_bw[1] : 0;
       double ref = b0 > b1 ? b0 : b1;
-      limit = s->fraction * ref;
+      update_eff(s);
+      limit = s->eff * ref;
       int slow0 = b0 < limit, slow1 = b1 < limit;
       add_meas(rep, "halving", s->half_round[0], nodes[0], n[0], s->half_bw[0], ref, slow0, hosts);
       add_meas(rep, "halving", s->half_round[1], nodes[1], n[1], s->half_bw[1], ref, slow1, hosts);
@@ -385,8 +420,8 @@ void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *r
       if (!slow0 && !slow1) {
         snprintf(s->note, sizeof s->note,
                  "halving: both halves of %d nodes within %.0f%% of each other (%.3f and %.3f "
-                 "GB/s): %s", s->nsuspects, 100 * s->fraction, b0, b1,
-                 s->fallback ? "no single node to blame" : "no slow half");
+                 "GB/s): %s%s", s->nsuspects, 100 * s->eff, b0, b1,
+                 s->fallback ? "no single node to blame" : "no slow half", eff_note(s, en, sizeof en));
         s->inconclusive = s->fallback;
         s->phase = P_DONE;
         break;
@@ -415,7 +450,8 @@ void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *r
       double ref = s->half_ref;
       for (int i = 0; i < s->nsuspects; i++)
         if (s->confirm_bw[s->suspects[i]] > ref) ref = s->confirm_bw[s->suspects[i]];
-      limit = s->fraction * ref;
+      update_eff(s);
+      limit = s->eff * ref;
       s->reference = ref;
       int named = 0;
       for (int i = 0; i < s->nsuspects; i++) named += s->confirm_bw[s->suspects[i]] < limit;
@@ -431,7 +467,7 @@ void accept_search_feed(accept_search_t *s, const double *bw, accept_report_t *r
                  s->verdict[x] == V_BAD, hosts);
       }
       snprintf(s->note, sizeof s->note, "halving: %d node(s) named among the last %d suspects "
-               "(reference %.3f GB/s)", named, s->nsuspects, ref);
+               "(reference %.3f GB/s)%s", named, s->nsuspects, ref, eff_note(s, en, sizeof en));
       if (!named) s->inconclusive = 1;
       s->phase = P_DONE;
       break;
@@ -473,7 +509,7 @@ int accept_search_bad_nodes(const accept_search_t *s, int *bad) {
  * summary "pair_search" of the job. */
 void accept_search_report(const accept_search_t *s, const char *const *hosts, accept_report_t *rep) {
   accept_check_t c;
-  double limit = s->fraction * s->reference;
+  double limit = s->eff * s->reference;
   int named = 0;
   strbuf_t names = STRBUF_INIT;
   for (int x = 0; x < s->nnodes; x++) {
@@ -482,7 +518,7 @@ void accept_search_report(const accept_search_t *s, const char *const *hosts, ac
     accept_check_init(&c, "bad_node", h, x, -1, h);
     const char *p = hosts && s->partner[x] >= 0 && s->partner[x] < s->nnodes ? hosts[s->partner[x]] : "a good node";
     accept_check_value(&c, s->confirm_bw[x], "GB/s", "%.3f GB/s with %s", s->confirm_bw[x], p);
-    accept_check_threshold(&c, ">= %.3f GB/s (%.0f%% of %.3f)", limit, 100 * s->fraction, s->reference);
+    accept_check_threshold(&c, ">= %.3f GB/s (%.0f%% of %.3f)", limit, 100 * s->eff, s->reference);
     if (s->verdict[x] == V_BAD) {
       if (s->mode == ACCEPT_SEARCH_HALVING)
         accept_check_set(&c, ACCEPT_FAIL, "named by halving: its half was the slow one and its pair "
@@ -525,7 +561,7 @@ void accept_search_report(const accept_search_t *s, const char *const *hosts, ac
   accept_check_init(&c, "pair_search", "", -1, -1, "");
   if (s->reference > 0) {
     accept_check_value(&c, s->reference, "GB/s", "reference %.3f GB/s", s->reference);
-    accept_check_threshold(&c, "pairs >= %.0f%% of reference", 100 * s->fraction);
+    accept_check_threshold(&c, "pairs >= %.0f%% of reference", 100 * s->eff);
   }
   if (named || nlinks_bad) {
     accept_check_set(&c, ACCEPT_FAIL, "%s%s%s%d slow link(s). %s", named ? "bad node(s): " : "",

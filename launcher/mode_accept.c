@@ -152,11 +152,6 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
   return accept_report_add(rep, &c);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The bad-node search: every rank runs the same decisions on the same (allgathered) numbers. */
 static int run_search(const job_t *job, const accept_opts_t *o, const accept_nodeinfo_t *ni, int busbw_failed,
                       char **hosts, accept_report_t *rep, int progress) {
@@ -165,8 +160,6 @@ static int run_search(const job_t *job, const accept_opts_t *o, const accept_nod
   int *color = calloc((size_t)job->nnodes, sizeof *color);
   double *bw = calloc((size_t)job->nnodes, sizeof *bw);
   double *jit = calloc((size_t)job->nnodes, sizeof *jit);
-  double *jits = NULL;
-  int njits = 0, capjits = 0;
   int rc = GPL_OK;
   if (!color || !bw || !jit) {
     rc = GPL_ENOMEM;
@@ -208,33 +201,15 @@ static int run_search(const job_t *job, const accept_opts_t *o, const accept_nod
       accept_progress(progress, 6, NSTEPS, "bad-node search: %s round %d (%d group(s) of nodes)", phase, s.round, ng);
     rc = accept_measure_round(job, color, ng, (size_t)bytes, o->iters, o->budget, bw, jit);
     if (rc < 0) break;
-    for (int g = 0; g < ng; g++) {
-      if (njits == capjits) {
-        capjits = capjits ? 2 * capjits : 16;
-        double *nj = realloc(jits, (size_t)capjits * sizeof *nj);
-        if (!nj) break;
-        jits = nj;
-      }
-      jits[njits++] = jit[g];
-    }
-    accept_search_feed(&s, bw, job->rank == 0 ? rep : NULL, (const char *const *)hosts);
+    accept_search_feed(&s, bw, jit, job->rank == 0 ? rep : NULL, (const char *const *)hosts);
   }
   if (job->rank == 0) {
     static const char *const modes[] = {"off", "ring", "halving"};
     snprintf(rep->search_mode, sizeof rep->search_mode, "%s%s", modes[o->search],
              fell_back && s.mode == ACCEPT_SEARCH_HALVING ? "+halving" : "");
-    /* Noise: when a typical iteration loses more than the fraction's margin to interference,
-     * a pair flagged by the margin may be no slower than the others. Said, not hidden. */
-    qsort(jits, (size_t)njits, sizeof *jits, cmp_double);
-    rep->search_jitter = njits ? jits[njits / 2] : 0;
-    if (njits && rep->search_jitter > (1 - o->fraction) / 2) {
-      char text[ACCEPT_DETAIL_LEN + 400];
-      snprintf(text, sizeof text, "%s. Noise: a typical iteration ran %.0f%% slower than the best one "
-               "(busy or shared nodes); differences of that size are not evidence: lower [accept] "
-               "pair_fraction, or run on idle nodes", s.note, 100 * rep->search_jitter);
-      util_strlcpy(rep->search_summary, text, sizeof rep->search_summary);
-    } else
-      snprintf(rep->search_summary, sizeof rep->search_summary, "%s", s.note);
+    snprintf(rep->search_summary, sizeof rep->search_summary, "%s", s.note);
+    rep->search_jitter = s.noise;
+    rep->fraction = s.eff; /* what was applied (the noise may have lowered pair_fraction) */
     if (rc < 0) {
       accept_check_t c;
       accept_check_init(&c, "pair_search", "", -1, -1, "");
@@ -248,7 +223,6 @@ done:
   free(color);
   free(bw);
   free(jit);
-  free(jits);
   accept_search_free(&s);
   return rc;
 }

@@ -66,7 +66,13 @@ else
   [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
   grep -qx "$SLOW" "$OUT/bad.txt" || fail "$SLOW not in the exclude list"
   grep -q "name=\"bad_node\[$SLOW\]\"" "$OUT/a.xml" || fail "no bad_node testcase for $SLOW in the JUnit file"
-  xmllint --noout "$OUT/a.xml" || fail "JUnit file is not well-formed"
+  xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  # The page's chart: one bar per measured group, the slow host's in red.
+  nm=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["search"]["measurements"]))' "$OUT/a.json")
+  nb=$(xmllint --xpath 'count(//*[local-name()="rect" and contains(@class,"pair")])' "$OUT/a.html")
+  if [ "$nm" -lt 3 ] || [ "$nb" != "$nm" ]; then fail "chart: $nb bars for $nm measurements"; fi
+  nf=$(xmllint --xpath "count(//*[local-name()=\"rect\" and contains(@class,\"flagged\") and contains(@data-pair,\"$SLOW\")])" "$OUT/a.html")
+  [ "$nf" -ge 2 ] || fail "chart: the slow host's pairs are not flagged"
   if [ "$CASE" = halving ]; then
     grep -q '"phase":\s*"halving"' "$OUT/a.json" || fail "no halving measurement in the JSON"
   fi

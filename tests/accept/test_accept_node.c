@@ -246,8 +246,8 @@ static void test_nvml_skipped_without_nvml(void **state) {
   accept_opts_default(&o);
   accept_list_t l;
   run_checks(t, &o, &l);
-  static const char *const names[] = {"ecc", "retired_pages", "clocks", "temperature"};
-  for (size_t i = 0; i < 4; i++) {
+  static const char *const names[] = {"ecc", "retired_pages", "clocks", "temperature", "nvlink"};
+  for (size_t i = 0; i < 5; i++) {
     const accept_check_t *c = get(&l, names[i], NULL);
     assert_non_null(c);
     assert_int_equal(c->status, ACCEPT_SKIP);
@@ -307,6 +307,7 @@ static void test_nvml_through_the_monitor_loader(void **state) {
   assert_int_equal(c->status, ACCEPT_WARN);
   assert_non_null(strstr(c->detail, "power cap"));
   assert_int_equal(get(&l, "retired_pages", subj)->status, ACCEPT_SKIP);
+  assert_int_equal(get(&l, "nvlink", subj)->status, ACCEPT_SKIP);
   /* A GPU the driver does not know is an error of that GPU's checks, not a crash. */
   c = get(&l, "temperature", g == 0 ? "GPU1" : "GPU0");
   assert_int_equal(c->status, ACCEPT_ERROR);
