@@ -29,7 +29,7 @@ static const struct {
   const char *name, *desc;
 } g_desc[] = {
     {"topology", "the node's hardware could be read (hwloc)"},
-    {"placement", "the rank could be placed on its GPU, CPUs and NIC"},
+    {"placement", "every rank could be placed on its GPU, CPUs and NIC, and the start-up checks passed"},
     {"gpu_count", "the node has the number of GPUs expected"},
     {"gpu_model", "every GPU is the model expected"},
     {"pcie_link", "the GPU's PCIe link runs at full width and generation"},

@@ -564,8 +564,11 @@ void accept_search_report(const accept_search_t *s, const char *const *hosts, ac
     accept_check_threshold(&c, "pairs >= %.0f%% of reference", 100 * s->eff);
   }
   if (named || nlinks_bad) {
-    accept_check_set(&c, ACCEPT_FAIL, "%s%s%s%d slow link(s). %s", named ? "bad node(s): " : "",
-                     strbuf_str(&names), named ? "; " : "", nlinks_bad, s->note);
+    if (nlinks_bad)
+      accept_check_set(&c, ACCEPT_FAIL, "%s%s%s%d slow link(s). %s", named ? "bad node(s): " : "",
+                       strbuf_str(&names), named ? "; " : "", nlinks_bad, s->note);
+    else
+      accept_check_set(&c, ACCEPT_FAIL, "bad node(s): %s. %s", strbuf_str(&names), s->note);
   } else if (s->na) {
     accept_check_set(&c, ACCEPT_SKIP, "%s", s->note);
   } else if (s->inconclusive) {

@@ -288,12 +288,26 @@ int mode_accept(launch_t *L) {
   place_t pl;
   int prc = place_rank(L, NULL, &pl);
   topo_t *t = pl.topo, *own = NULL;
-  if (prc < 0) {
-    accept_check_init(&c, "placement", job->host, job->node, job->rank, "");
-    accept_check_set(&c, prc == GPL_ETOPO ? ACCEPT_FAIL : ACCEPT_ERROR, "place_rank: %s (the reason is in "
-                     "the log above)", gpl_strerror(prc));
-    if (job->local_rank == 0) accept_list_add(&mine, &c);
+  /* place_rank is collective and fails the same way on every rank: one row, from rank 0. The
+   * start-up's interface agreement and TCP preflight (topology/net, topology/preflight) are part
+   * of it; their failure is a reachability failure of the job. */
+  accept_check_t placed;
+  if (prc == GPL_ENET || prc == GPL_EUNREACH) {
+    accept_check_init(&placed, "reachability", "", -1, -1, "preflight");
+    accept_check_threshold(&placed, "every node reached");
+    accept_check_set(&placed, ACCEPT_FAIL, "%s during start-up: %s (the message above names the nodes, "
+                     "the interface and the address)", prc == GPL_ENET ? "no interface connects the nodes"
+                     : "the TCP preflight failed", gpl_strerror(prc));
+  } else if (prc < 0) {
+    accept_check_init(&placed, "placement", "", -1, -1, "");
+    accept_check_set(&placed, prc == GPL_ETOPO ? ACCEPT_FAIL : ACCEPT_ERROR, "the ranks could not be "
+                     "placed: %s (the reason is in the log above)", gpl_strerror(prc));
+  } else {
+    accept_check_init(&placed, "placement", "", -1, -1, "");
+    accept_check_set(&placed, ACCEPT_PASS, "every rank placed and bound; the start-up's interface "
+                     "agreement and TCP preflight ([topology] probe) passed");
   }
+  if (rank0) accept_report_add(&rep, &placed);
   if (!t) {
     const char *xml = xml_path(L);
     int trc = topo_load(&own, xml);
@@ -317,8 +331,8 @@ int mode_accept(launch_t *L) {
     }
   }
   if (t) {
-    int gpu = prc == GPL_OK ? pl.gpu : -1;
-    if (prc != GPL_OK && job->local_rank < t->ngpus) gpu = job->local_rank;
+    int gpu = pl.plan ? pl.gpu : -1;
+    if (!pl.plan && job->local_rank < t->ngpus) gpu = job->local_rank;
     accept_rank_binding(t, job->host, job->node, job->rank, gpu, NULL, &mine);
   }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `gpulaunch accept` on a 4-host job made of network namespaces (tests/netns/netns.sh): with one
 # host's link slowed by tbf, the bad-node search must name that host (ring or halving), put it in
-# the exclude list, the JUnit file and the JSON; with all links healthy it must name nobody.
-#   accept_netns.sh GPULAUNCH slow|healthy|halving
+# the exclude list, the JUnit file and the JSON; with all links healthy it must name nobody; with
+# new TCP connections from one host to another blocked, reachability must fail naming both.
+#   accept_netns.sh GPULAUNCH slow|healthy|halving|blocked
 set -euo pipefail
 GPULAUNCH=${1:?usage: accept_netns.sh GPULAUNCH slow|healthy|halving}
 CASE=${2:?case}
@@ -20,7 +21,11 @@ OUT=$(mktemp -d /tmp/gplaccept.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 netns_setup 4 # its trap runs first, then ours (both armed on EXIT)
 SLOW=h2
-if [ "$CASE" != healthy ]; then
+if [ "$CASE" = blocked ]; then
+  command -v iptables >/dev/null || { echo "SKIP: iptables is not installed"; exit 77; }
+  # MPI's own ports stay open (the job runs); the preflight's and accept's TCP probes do not.
+  netns_block_new_tcp h1 h2 || { echo "SKIP: iptables does not work in a namespace here"; exit 77; }
+elif [ "$CASE" != healthy ]; then
   # Only this host's outgoing traffic on its routable link: 50 Mbit/s instead of ~Gbit/s.
   netns_exec "$SLOW" tc qdisc add dev "${NETNS_IF[$SLOW]}" root tbf rate 50mbit burst 32kbit latency 400ms
 fi
@@ -49,6 +54,8 @@ netns_mpirun -np 4 --host h0,h1,h2,h3 "$GPULAUNCH" accept "$OUT/accept.conf" --j
 rc=$?
 set -e
 cat "$OUT/out"
+# ACCEPT_KEEP_DIR=DIR keeps the reports (JSON, JUnit, HTML, exclude list, terminal output).
+if [ -n "${ACCEPT_KEEP_DIR:-}" ]; then cp "$OUT"/a.* "$OUT"/bad.txt "$OUT"/out "$ACCEPT_KEEP_DIR"/ 2>/dev/null || true; fi
 fail() {
   echo "FAIL: $*"
   tail -n 30 "$OUT/err"
@@ -57,7 +64,15 @@ fail() {
 [ -s "$OUT/a.json" ] || fail "no JSON report"
 bad=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["bad_hosts"]))' "$OUT/a.json")
 echo "exit $rc, bad hosts: '$bad'"
-if [ "$CASE" = healthy ]; then
+if [ "$CASE" = blocked ]; then
+  [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
+  st=$(python3 -c 'import json,sys; print(",".join(c["status"] for c in json.load(open(sys.argv[1]))["checks"] if c["name"] == "reachability"))' "$OUT/a.json")
+  [ "$st" = fail,fail ] || fail "reachability rows: '$st' (expected the preflight's and accept's own to fail)"
+  grep -Eq 'rank 1 \(host h1\) could not reach rank 2 \(host h2\)' "$OUT/a.json" || fail "the blocked path is not named"
+  xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  [ "$(xmllint --xpath 'count(//testsuite[@name="job"]/testcase[starts-with(@name,"reach")]/failure)' "$OUT/a.xml")" -ge 2 ] ||
+    fail "no reachability failure in the JUnit file"
+elif [ "$CASE" = healthy ]; then
   [ -z "$bad" ] || fail "healthy links, yet bad hosts named: $bad"
   [ "$rc" = 0 ] || fail "healthy job exited $rc"
   grep -q '^pass.*pair_search' "$OUT/out" || fail "pair_search did not pass"
