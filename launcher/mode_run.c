@@ -14,6 +14,7 @@
 #include "launcher/place.h"
 #include "launcher/rendezvous.h"
 #include "launcher/supervise.h"
+#include "comm/proxy.h"
 #include "topology/plan.h"
 #include "topology/topo.h"
 
@@ -50,6 +51,39 @@ static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
 }
 
 static int make_env(void *arg, int attempt, char ***envp) { return childenv_build(arg, attempt, envp); }
+
+/* The comm proxy: a wrapped program's gpl_init reaches this rank over a Unix socket and runs its
+ * collectives on this rank's MPI (the program itself is not an MPI process). */
+typedef struct proxy_hook_s {
+  launch_t *L;
+  childenv_t *ce;
+  comm_proxy_t *proxy;
+} proxy_hook_t;
+
+static int proxy_attach(void *arg, struct uv_loop_s *loop) {
+  proxy_hook_t *h = arg;
+  job_t *job = h->L->job;
+  comm_job_t cj = {.rank = job->rank, .size = job->size, .local_rank = job->local_rank,
+                   .local_size = job->local_size, .node = job->node, .nnodes = job->nnodes,
+                   .comm = job->world, .hosts = (const char *const *)job->hosts,
+                   .timeout = job->timeout};
+  char path[256];
+  CHECK(comm_proxy_start(loop, &cj, &h->proxy, path, sizeof path));
+  char t[64];
+  CHECK(childenv_add(h->ce, COMM_PROXY_ENV, path));
+  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_BACKEND", conf_str(h->L->conf, "comm", "backend")));
+  snprintf(t, sizeof t, "%g", conf_duration(h->L->conf, "comm", "init_timeout"));
+  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_INIT_TIMEOUT", t));
+  snprintf(t, sizeof t, "%g", job->timeout);
+  CHECK(childenv_add(h->ce, "GPULAUNCH_TIMEOUT", t));
+  return GPL_OK;
+}
+
+static void proxy_detach(void *arg) {
+  proxy_hook_t *h = arg;
+  if (h->proxy) comm_proxy_stop(h->proxy);
+  h->proxy = NULL;
+}
 
 static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *res) {
   if (!L->summary) return;
@@ -145,6 +179,10 @@ int mode_run(launch_t *L) {
   o.preempt_signal = conf_signal(c, "job", "preempt_signal");
   o.restarts = (int)conf_int(c, "job", "restarts");
   o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
+  proxy_hook_t ph = {L, &ce, NULL};
+  o.hooks.attach_arg = &ph;
+  o.hooks.attach = proxy_attach;
+  o.hooks.detach = proxy_detach;
   /* The GPU monitor, for ranks that have a GPU (or a recorded stream to replay). */
   if (pl.gpu >= 0 || *conf_str(c, "monitor", "replay")) {
     mon_opts_t mo;

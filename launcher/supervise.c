@@ -651,14 +651,14 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->tick_timer);
   uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
-  if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.arg, &s->loop), rc, fail_loop);
+  if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
 
   spawn(s);
   while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
 
   /* The job is over: stop everything of ours and let libuv close its handles. */
   if (s->running) kill_group(s, SIGKILL);
-  if (o->hooks.detach) o->hooks.detach(o->hooks.arg);
+  if (o->hooks.detach) o->hooks.detach(o->hooks.attach_arg);
   uv_walk(&s->loop, close_walk, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);

@@ -22,7 +22,9 @@ typedef struct sup_hooks_s {
   void (*line)(void *arg, int is_err, const char *line, size_t len);
   int (*oom_seen)(void *arg);                /* 1 when an out-of-memory line was seen */
   double (*peak_mem_mib)(void *arg);         /* peak GPU memory seen (-1 unknown) */
-  /* Called on the coordinator's loop once, so other services (the comm proxy) can attach. */
+  /* Called on every rank's loop once before the first program starts, so other services (the
+   * comm proxy) can attach; detach when the job is over. They get attach_arg. */
+  void *attach_arg;
   int (*attach)(void *arg, struct uv_loop_s *loop);
   void (*detach)(void *arg);
 } sup_hooks_t;
