@@ -145,9 +145,10 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
   } else {
     accept_check_threshold(&c, ">= %.3f GB/s (%s)", thr, o->min_busbw_auto ? "auto" : "config");
     *failed = ar.busbw < thr;
-    accept_check_set(&c, *failed ? ACCEPT_FAIL : ACCEPT_PASS, "%s backend, %d ranks, %d iterations of "
-                     "%.0f bytes, %.6f s each; bus bandwidth = bytes / time x 2(n-1)/n. Threshold %s",
-                     ar.backend, job->size, ar.iters, ar.bytes, ar.seconds, rep->threshold_source);
+    accept_check_set(&c, *failed ? ACCEPT_FAIL : ACCEPT_PASS, "%.3f GB/s is %s the threshold %.3f GB/s "
+                     "(%s). %s backend, %d ranks, %d iterations of %.0f bytes, %.6f s each; bus bandwidth = "
+                     "bytes / time x 2(n-1)/n", ar.busbw, *failed ? "below" : "at or above", thr,
+                     rep->threshold_source, ar.backend, job->size, ar.iters, ar.bytes, ar.seconds);
   }
   return accept_report_add(rep, &c);
 }
