@@ -97,17 +97,50 @@ static void bar(FILE *f, double v, double max, int width) {
   for (int i = n; i < width; i++) fputc(' ', f);
 }
 
+/* The skipped checks of a node, one line per reason ("ecc, clocks, ... -> NVML not available"),
+ * so that a cluster of CPU-only or NVML-less nodes does not drown the table in skipped rows. */
+static int skipped_lines(const accept_report_t *r, int node, strbuf_t *f, int indent) {
+  char *done = calloc((size_t)r->nchecks + 1, 1);
+  int total = 0;
+  if (!done) return 0;
+  for (int i = 0; i < r->nchecks; i++) {
+    const accept_check_t *c = &r->checks[i];
+    if (done[i] || c->node != node || c->status != ACCEPT_SKIP) continue;
+    strbuf_printf(f, "%-*s", indent, "skipped");
+    int n = 0;
+    for (int j = i; j < r->nchecks; j++) {
+      const accept_check_t *d = &r->checks[j];
+      if (done[j] || d->node != node || d->status != ACCEPT_SKIP || strcmp(d->detail, c->detail) != 0) continue;
+      /* A name once per line, even when several subjects share the reason. */
+      int seen = 0;
+      for (int k = i; k < j && !seen; k++)
+        seen = done[k] == 2 && r->checks[k].node == node && strcmp(r->checks[k].name, d->name) == 0 &&
+               strcmp(r->checks[k].detail, d->detail) == 0;
+      if (!seen) strbuf_printf(f, "%s%s", n++ ? ", " : "", d->name);
+      done[j] = 2;
+      total++;
+    }
+    strbuf_printf(f, " -> %s\n", c->detail[0] ? c->detail : "(no reason given)");
+    for (int j = 0; j < r->nchecks; j++)
+      if (done[j] == 2) done[j] = 1;
+  }
+  free(done);
+  return total;
+}
+
 void accept_print_table(const accept_report_t *r, FILE *f) {
   int w[5];
   widths(r, w);
   const char *prev = NULL;
+  strbuf_t skips = STRBUF_INIT, last_skips = STRBUF_INIT;
+  int last_node = -1;
   fprintf(f, "\ngpulaunch accept: %d node(s), %d rank(s), %.1f s\n", r->nnodes, r->nranks, r->seconds);
   for (int node = -1; node < r->nnodes; node++) {
     int any = 0;
     for (int i = 0; i < r->nchecks; i++) {
       const accept_check_t *c = &r->checks[i];
       int cnode = c->node < 0 ? -1 : c->node;
-      if (cnode != node) continue;
+      if (cnode != node || (node >= 0 && c->status == ACCEPT_SKIP)) continue;
       if (!any++) {
         if (node < 0) fprintf(f, "\nJob\n");
         else fprintf(f, "\nNode %s (node %d)\n", r->hosts[node], node);
@@ -126,7 +159,23 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
       row(f, c, subj, w, &prev);
       i += run - 1;
     }
+    if (node >= 0) {
+      if (!any) fprintf(f, "\nNode %s (node %d)\n", r->hosts[node], node);
+      strbuf_reset(&skips);
+      int n = skipped_lines(r, node, &skips, w[0] + 2);
+      /* Nodes alike skip alike: say it once. */
+      if (n && last_node >= 0 && strcmp(strbuf_str(&skips), strbuf_str(&last_skips)) == 0) {
+        fprintf(f, "%-*s%d checks, for the same reasons as on %s\n", w[0] + 2, "skipped", n, r->hosts[last_node]);
+      } else if (n) {
+        fputs(strbuf_str(&skips), f);
+        strbuf_reset(&last_skips);
+        strbuf_append(&last_skips, strbuf_str(&skips));
+        last_node = node;
+      }
+    }
   }
+  strbuf_free(&skips);
+  strbuf_free(&last_skips);
   if (r->nmeas > 0 || r->ar_busbw > 0) {
     double max = r->ar_busbw;
     int lw = 12;
