@@ -419,8 +419,8 @@ void accept_search_feed(accept_search_t *s, const double *bw, const double *jitt
       s->half_bw[0] = s->half_bw[1] = -2;
       if (!slow0 && !slow1) {
         snprintf(s->note, sizeof s->note,
-                 "halving: both halves of %d nodes within %.0f%% of each other (%.3f and %.3f "
-                 "GB/s): %s%s", s->nsuspects, 100 * s->eff, b0, b1,
+                 "halving: the two halves of %d nodes measured %.3f and %.3f GB/s, the slower at or "
+                 "above %.0f%% of the faster: %s%s", s->nsuspects, b0, b1, 100 * s->eff,
                  s->fallback ? "no single node to blame" : "no slow half", eff_note(s, en, sizeof en));
         s->inconclusive = s->fallback;
         s->phase = P_DONE;

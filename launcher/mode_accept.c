@@ -110,32 +110,34 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
   double bad = rc < 0 ? 1 : 0;
   int arc = mpix_allreduce_double(&bad, MPI_MAX, job->world, job->timeout, "accept: allreduce outcome");
   if (arc < 0) return arc;
-  if (job->rank != 0) {
-    *failed = bad > 0;
-    if (!*failed && !o->min_busbw_auto) *failed = ar.busbw < o->min_busbw;
-    return GPL_OK;
-  }
-  snprintf(rep->backend, sizeof rep->backend, "%s", ar.backend);
   if (bad > 0) {
+    *failed = 1;
+    if (job->rank != 0) return GPL_OK;
+    snprintf(rep->backend, sizeof rep->backend, "%s", ar.backend);
     accept_check_set(&c, ACCEPT_ERROR, "the allreduce did not complete (%s); see the log for the rank "
                      "that failed", rc < 0 ? gpl_strerror(rc) : "on another rank");
-    *failed = 1;
     return accept_report_add(rep, &c);
   }
+  /* Every rank decides the same way (same time, same node facts), since the search's fallback
+   * depends on it and every rank must take the same path. */
+  double thr;
+  char source[ACCEPT_DETAIL_LEN];
+  if (o->min_busbw_auto) {
+    thr = accept_auto_busbw(ni, job->nnodes, strcmp(ar.backend, "nccl") == 0, source, sizeof source);
+  } else {
+    thr = o->min_busbw;
+    snprintf(source, sizeof source, "config: [accept] min_busbw = %g GB/s (%s)", o->min_busbw,
+             conf_origin(L->conf, "accept", "min_busbw"));
+  }
+  *failed = thr >= 0 && ar.busbw < thr;
+  if (job->rank != 0) return GPL_OK;
+  snprintf(rep->backend, sizeof rep->backend, "%s", ar.backend);
+  snprintf(rep->threshold_source, sizeof rep->threshold_source, "%s", source);
   rep->ar_bytes = ar.bytes;
   rep->ar_seconds = ar.seconds;
   rep->ar_algbw = ar.algbw;
   rep->ar_busbw = ar.busbw;
   rep->ar_iters = ar.iters;
-  double thr;
-  if (o->min_busbw_auto) {
-    thr = accept_auto_busbw(ni, job->nnodes, strcmp(ar.backend, "nccl") == 0, rep->threshold_source,
-                            sizeof rep->threshold_source);
-  } else {
-    thr = o->min_busbw;
-    snprintf(rep->threshold_source, sizeof rep->threshold_source, "config: [accept] min_busbw = %g GB/s (%s)",
-             o->min_busbw, conf_origin(L->conf, "accept", "min_busbw"));
-  }
   rep->ar_threshold = thr;
   snprintf(c.subject, sizeof c.subject, "allreduce %.0f MiB", ar.bytes / 1048576.0);
   accept_check_value(&c, ar.busbw, "GB/s", "%.3f GB/s", ar.busbw);
@@ -144,7 +146,6 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
                      ar.backend, job->size, ar.iters, rep->threshold_source);
   } else {
     accept_check_threshold(&c, ">= %.3f GB/s (%s)", thr, o->min_busbw_auto ? "auto" : "config");
-    *failed = ar.busbw < thr;
     accept_check_set(&c, *failed ? ACCEPT_FAIL : ACCEPT_PASS, "%.3f GB/s is %s the threshold %.3f GB/s "
                      "(%s). %s backend, %d ranks, %d iterations of %.0f bytes, %.6f s each; bus bandwidth = "
                      "bytes / time x 2(n-1)/n", ar.busbw, *failed ? "below" : "at or above", thr,

@@ -2,8 +2,10 @@
 # `gpulaunch accept` on a 4-host job made of network namespaces (tests/netns/netns.sh): with one
 # host's link slowed by tbf, the bad-node search must name that host (ring or halving), put it in
 # the exclude list, the JUnit file and the JSON; with all links healthy it must name nobody; with
-# new TCP connections from one host to another blocked, reachability must fail naming both.
-#   accept_netns.sh GPULAUNCH slow|healthy|halving|blocked
+# new TCP connections from one host to another blocked, reachability must fail naming both; with
+# healthy links and a job bandwidth threshold that cannot hold, the ring names nobody and the
+# halving that follows blames no node (fallback).
+#   accept_netns.sh GPULAUNCH slow|healthy|halving|blocked|fallback
 set -euo pipefail
 GPULAUNCH=${1:?usage: accept_netns.sh GPULAUNCH slow|healthy|halving}
 CASE=${2:?case}
@@ -25,7 +27,7 @@ if [ "$CASE" = blocked ]; then
   command -v iptables >/dev/null || { echo "SKIP: iptables is not installed"; exit 77; }
   # MPI's own ports stay open (the job runs); the preflight's and accept's TCP probes do not.
   netns_block_new_tcp h1 h2 || { echo "SKIP: iptables does not work in a namespace here"; exit 77; }
-elif [ "$CASE" != healthy ]; then
+elif [ "$CASE" != healthy ] && [ "$CASE" != fallback ]; then
   # Only this host's outgoing traffic on its routable link: 50 Mbit/s instead of ~Gbit/s.
   netns_exec "$SLOW" tc qdisc add dev "${NETNS_IF[$SLOW]}" root tbf rate 50mbit burst 32kbit latency 400ms
 fi
@@ -43,7 +45,7 @@ size = 4M
 pair_size = ${PAIR_SIZE:-2M}
 iters = ${ITERS:-4}
 budget = ${BUDGET:-3s}
-min_busbw = 0.001
+min_busbw = $([ "$CASE" = fallback ] && echo 1000 || echo 0.001)
 pair_fraction = ${FRACTION:-0.3}
 search = $SEARCH
 CONF
@@ -72,6 +74,13 @@ if [ "$CASE" = blocked ]; then
   xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
   [ "$(xmllint --xpath 'count(//testsuite[@name="job"]/testcase[starts-with(@name,"reach")]/failure)' "$OUT/a.xml")" -ge 2 ] ||
     fail "no reachability failure in the JUnit file"
+elif [ "$CASE" = fallback ]; then
+  [ "$rc" = 73 ] || fail "exit status $rc, expected 73 (busbw below 1000 GB/s)"
+  [ -z "$bad" ] || fail "healthy links, yet bad hosts named: $bad"
+  mode=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["search"]["mode"])' "$OUT/a.json")
+  [ "$mode" = ring+halving ] || fail "search mode '$mode', expected ring+halving"
+  grep -Eq '"phase":[[:space:]]*"halving"' "$OUT/a.json" || fail "no halving measurement"
+  grep -q 'no single node to blame' "$OUT/a.json" || fail "the halving's verdict is missing"
 elif [ "$CASE" = healthy ]; then
   [ -z "$bad" ] || fail "healthy links, yet bad hosts named: $bad"
   [ "$rc" = 0 ] || fail "healthy job exited $rc"
