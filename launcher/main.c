@@ -117,7 +117,11 @@ int main(int argc, char **argv) {
       continue;
     }
     int has_val = i + 1 < argc;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    if ((strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) && mode &&
+        (strcmp(mode->name, "topo") == 0 || strcmp(mode->name, "bench") == 0 ||
+         strcmp(mode->name, "accept") == 0 || strcmp(mode->name, "diag") == 0)) {
+      rest[nrest++] = argv[i]; /* the mode's own options */
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(g_usage, stdout);
       return GPL_EXIT_OK;
     } else if (strcmp(a, "--help-config") == 0) {

@@ -5,7 +5,7 @@
 #   --sanitize   build with AddressSanitizer + UndefinedBehaviorSanitizer instead
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-"$here/install-deps.sh"
+"$here/install-deps.sh" --with-browser
 # shellcheck source=scripts/env.sh
 source "$here/env.sh"
 
