@@ -66,6 +66,7 @@ typedef struct xchg_s {
   pf_report_t *all;  /* root: every leader's report */
   MPI_Request *reqs;
   int me, n, nreq, phase, verdict, posted;
+  preflight_mode_t mode;
   void (*fill)(struct xchg_s *);
   const pf_addrs_t *addrs;
   int *probe_to;     /* node, address index of each probe */
@@ -108,34 +109,54 @@ static int xchg_more(void *arg) {
   return 1;
 }
 
-/* After a timeout: name who is missing, cancel our receives (their buffers go away). */
-static void xchg_abandon(xchg_t *x) {
+static void print_failures(const net_job_t *job, preflight_mode_t mode, const pf_report_t *all, int n);
+
+/* After a timeout: name who is missing (rank 0 also prints the failed paths it heard of), cancel
+ * our receives (their buffers go away). \return GPL_EUNREACH when rank 0 printed failed paths,
+ * else GPL_ETIMEDOUT. */
+static int xchg_abandon(xchg_t *x) {
+  int rc = GPL_ETIMEDOUT;
   if (x->me == 0 && x->phase <= 1) {
     strbuf_t b = STRBUF_INIT;
-    int count = 0;
+    int count = 0, failures = 0;
     for (int i = 1; i < x->n; i++) {
-      int flag = 0;
-      if (x->reqs[i - 1] != MPI_REQUEST_NULL) MPI_Test(&x->reqs[i - 1], &flag, MPI_STATUS_IGNORE);
-      if (x->reqs[i - 1] == MPI_REQUEST_NULL || flag) continue;
+      MPI_Request *q = &x->reqs[i - 1];
+      if (*q == MPI_REQUEST_NULL) continue;
+      /* A receive's cancel completes at once: either it was cancelled or the report is in. */
+      MPI_Status status;
+      int cancelled = 0;
+      MPI_Cancel(q);
+      MPI_Wait(q, &status);
+      MPI_Test_cancelled(&status, &cancelled);
+      if (!cancelled) continue;
+      memset(&x->all[i], 0, sizeof x->all[i]);
       char name[300];
       strbuf_printf(&b, "%s%s", count++ ? ", " : "", mpix_rank_name(x->job->leader_of_node[i], name, sizeof name));
     }
     LOG_ERROR("preflight: no report from %s (node leaders that did not finish probing in time)", count ? strbuf_str(&b) : "?");
     strbuf_free(&b);
+    for (int i = 0; i < x->n; i++) failures += x->all[i].failed + x->all[i].nfail;
+    if (failures) {
+      print_failures(x->job, x->mode, x->all, x->n);
+      rc = GPL_EUNREACH;
+    }
+    x->nreq = 0;
   } else if (x->me != 0) {
-    int sent = 0;
+    int sent = 1;
     if (x->nreq > 0 && x->reqs[0] != MPI_REQUEST_NULL) MPI_Test(&x->reqs[0], &sent, MPI_STATUS_IGNORE);
-    else sent = 1;
     if (!sent) {
       char name[300];
       LOG_ERROR("preflight: %s did not take this node's report in time", mpix_rank_name(x->job->leader_of_node[0], name, sizeof name));
     }
+    if (x->nreq > 1 && x->reqs[1] != MPI_REQUEST_NULL) { /* the verdict that never came */
+      MPI_Cancel(&x->reqs[1]);
+      MPI_Wait(&x->reqs[1], MPI_STATUS_IGNORE);
+    }
   }
-  for (int i = 0; i < x->nreq; i++) {
-    if (x->reqs[i] == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&x->reqs[i]);
-    MPI_Request_free(&x->reqs[i]);
-  }
+  /* Sends still pending: let MPI finish them on its own (the caller keeps their buffers). */
+  for (int i = 0; i < x->nreq; i++)
+    if (x->reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&x->reqs[i]);
+  return rc;
 }
 
 /* ---- one leader ----------------------------------------------------------------------------- */
@@ -325,6 +346,7 @@ verdict:;
   x.n = n;
   x.reqs = reqs;
   x.fill = fill_report;
+  x.mode = mode;
   x.addrs = addrs;
   x.probe_to = probe_to;
   x.probe_ai = probe_ai;
@@ -346,12 +368,12 @@ verdict:;
     while (xchg_more(&x) && (lrc = util_now() >= deadline ? GPL_ETIMEDOUT : 0) == 0) util_sleep(1e-3);
   }
   if (lrc < 0) {
-    xchg_abandon(&x);
+    lrc = xchg_abandon(&x);
     /* Send buffers of abandoned requests must outlive them: keep them (the job is ending). */
     report = NULL;
     all = NULL;
     reqs = NULL;
-    rc = GPL_ETIMEDOUT;
+    rc = lrc;
     goto out;
   }
   st->failed = report->failed;

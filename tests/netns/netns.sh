@@ -98,15 +98,18 @@ netns_exec() {
 
 # Kill what still runs in our namespaces (only processes started inside them), then delete them.
 netns_teardown() {
-  local ns pids
+  # Never stop half-way (the caller may run with set -e; a process may exit while we look).
+  local - ns pids
+  set +e
   for ns in $(ip netns list 2>/dev/null | awk -v p="$NETNS_ID-" 'index($1, p) == 1 { print $1 }'); do
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
     # shellcheck disable=SC2086 # a list of pids
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
-    ip netns del "$ns" 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null
   done
   [ -n "$NETNS_DIR" ] && rm -rf "$NETNS_DIR"
   NETNS_DIR=""
+  return 0
 }
 
 # netns_setup N: create N hosts and the switch; arms the teardown trap.
@@ -164,6 +167,7 @@ netns_setup() {
     --mca btl "tcp,vader,self" --mca btl_tcp_port_min_v4 41000 --mca btl_tcp_port_range_v4 1000
     --mca oob_tcp_dynamic_ipv4_ports 42000-42999 --bind-to none --oversubscribe)
   export NETNS_MAP
+  echo "netns: ${NETNS_HOSTS[*]} in namespaces $NETNS_ID-h*, switch $NETNS_ID-sw"
   # Wait until every routable link has carrier (veth: immediate, bridges: a moment).
   for host in "${NETNS_HOSTS[@]}"; do
     for ((i = 0; i < 50; i++)); do

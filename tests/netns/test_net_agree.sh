@@ -116,4 +116,26 @@ grep -q "h1 (node 1) -> h2 (node 2): ${NETNS_ADDR[h2]} port [0-9]* on h2's eth0,
 [ "$(grep -c 'preflight (ring) failed' "$T/err")" = 1 ] || bad "blocked: not exactly one message"
 awk -v s="$SECS" 'BEGIN { exit !(s < 15) }' || bad "blocked: took ${SECS}s"
 [ "$fail" = 0 ] && ok "path h1 -> h2 blocked after MPI was up: named by the preflight, exit 67, ${SECS}s after the block"
+
+# 6. h3's routable link set down after the agreement: MPI to h3 breaks with it, so the
+#    preflight's own exchange is what notices; rank 0 names h3 within the deadline (5 s) instead
+#    of hanging. (mpirun itself then waits for h3's daemon, which it can no longer reach: the
+#    test does not wait for it; the teardown ends it.)
+rm -f "$T/agreed" "$T/go" "$T/rc"
+GPULAUNCH_TIMEOUT=5 drive_bg &
+for _ in $(seq 300); do [ -e "$T/agreed" ] && break; sleep 0.1; done
+netns_link_down h3
+touch "$T/go"
+t0=$(date +%s.%N)
+named=0
+for _ in $(seq 300); do
+  if grep -q 'no answer from rank 3 (host h3)' "$T/err" 2>/dev/null; then named=1; break; fi
+  sleep 0.1
+done
+SECS=$(echo "$(date +%s.%N) - $t0" | bc)
+if [ "$named" = 1 ] && awk -v s="$SECS" 'BEGIN { exit !(s < 15) }'; then
+  ok "h3's link down after MPI was up: rank 0 names rank 3 (host h3) ${SECS}s later, no hang"
+else
+  bad "link down: h3 not named within 30 s (${SECS}s)"
+fi
 exit "$fail"

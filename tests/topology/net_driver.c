@@ -22,8 +22,8 @@
  *   --fake-nodes K   treat rank r as on node r % K (one host standing in for K)
  *   --loopback       after the agreement, node n's address becomes 127.0.0.(n+1) (single-host
  *                    preflight runs: traffic stays on loopback)
- *   --pause-dir DIR  after the agreement rank 0 creates DIR/agreed and waits for DIR/go (a test
- *                    breaks a path in between)
+ *   --pause-dir DIR  after the agreement (and a barrier) rank 0 creates DIR/agreed and waits for
+ *                    DIR/go before starting the preflight (a test breaks a path in between)
  * Output, one line per rank: "net rank=R node=N host=H status=S ifname=I addr=A value=V
  * master=M", then "preflight rank=R rc=... probes=... failed=... accepted=... refused=...";
  * rank 0 adds "timing nodes=... ranks=... agree_ms=... preflight_ms=...".
@@ -126,7 +126,10 @@ int main(int argc, char **argv) {
     for (int r = 0; r < job.size; r++) snprintf(net.ranks[r].addr, sizeof net.ranks[r].addr, "127.0.0.%d", node_of[r] + 1);
   }
   if (rc == 0 && pause_dir) {
-    if (job.rank == 0) {
+    /* Everyone is past the agreement; rank 0 then holds the preflight (it makes the token) until
+     * the test has broken a path, while the others already wait inside preflight_run. */
+    rc = mpix_barrier(job.comm, timeout, "net_driver pause");
+    if (rc == 0 && job.rank == 0) {
       char path[1024];
       snprintf(path, sizeof path, "%s/agreed", pause_dir);
       FILE *f = fopen(path, "w");
@@ -135,7 +138,6 @@ int main(int argc, char **argv) {
       struct stat st;
       for (int i = 0; i < 3000 && stat(path, &st) != 0; i++) util_sleep(0.01);
     }
-    rc = mpix_barrier(job.comm, timeout + 40, "net_driver pause");
   }
   preflight_stats_t ps;
   memset(&ps, 0, sizeof ps);
@@ -143,6 +145,13 @@ int main(int argc, char **argv) {
     rc = preflight_run(&job, &net, mode, ptimeout, &ps);
     printf("preflight rank=%d rc=%d probes=%d failed=%d accepted=%d refused=%d job_failed=%d ms=%.1f\n", job.rank, rc, ps.probes,
            ps.failed, ps.accepted, ps.refused, ps.job_failed, ps.seconds * 1e3);
+  }
+  if (rc != 0) {
+    /* Like gpulaunch's job_exit: leave without MPI_Finalize, whose exchanges may never finish
+     * when a path is broken; mpirun ends the job with this status. */
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code(rc));
   }
   /* The slowest rank's times are the job's. */
   double times[2] = {net.seconds, ps.seconds}, maxt[2];
