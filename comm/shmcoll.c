@@ -28,7 +28,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
-enum { SLOT_BYTES = 1 << 20 };
+enum { SLOT_BYTES = 256 << 10 }; /* per-core cache sized: measured best for 4 ranks on 2 cores */
 
 typedef struct shm_line_s {
   _Alignas(64) _Atomic uint64_t gen; /* barriers this rank has arrived at */
@@ -96,8 +96,8 @@ static int map_segment(shmcoll_t *s, const char *name, int create) {
   return GPL_OK;
 }
 
-/* Slot size: GPULAUNCH_COMM_SHM_SLOT (bytes, K/M suffixes) on the node's first rank, else 1 MiB; the
- * segment holds a slot per rank and two more. */
+/* Slot size: GPULAUNCH_COMM_SHM_SLOT (bytes, K/M suffixes) on the node's first rank, else 256 KiB;
+ * the segment holds a slot per rank and two more. */
 static size_t slot_bytes(void) {
   const char *e = getenv("GPULAUNCH_COMM_SHM_SLOT");
   uint64_t v;
