@@ -314,8 +314,9 @@ int net_agree(const net_job_t *job, const topo_t *t, plan_rank_t *me, const char
     util_strlcpy(out->addr, mine.addr, sizeof out->addr);
     if (ev->user) util_strlcpy(out->value, ev->value, sizeof out->value);
     else fmt(out->value, sizeof out->value, "=%s", c->iface.name);
-    if (ev->user || !why[0]) util_strlcpy(out->reason, ev->reason, sizeof out->reason);
-    else fmt(out->reason, sizeof out->reason, "%s; %s", why, ev->reason);
+    if (ev->user) util_strlcpy(out->reason, ev->reason, sizeof out->reason);
+    else fmt(out->reason, sizeof out->reason, "%s %s/%d: %s%s%s", c->iface.name, c->addr.text, c->addr.prefix, why,
+             why[0] ? "; " : "", ev->reason);
     if (me) {
       int erc = net_apply(ev, t, me);
       if (erc < 0) mine.status = erc;

@@ -86,7 +86,12 @@ static void describe(strbuf_t *b, const iface_t *f) {
   const char *state = !f->up ? "down" : !f->running ? "no carrier" : "up";
   strbuf_printf(b, "%s (%s, %s", f->name, iface_kind_name(f->kind), state);
   if (f->speed_mbps > 0) strbuf_printf(b, ", %d Mb/s", f->speed_mbps);
-  for (int k = 0; k < f->naddrs; k++) strbuf_printf(b, ", %s/%d", f->addrs[k].text, f->addrs[k].prefix);
+  /* IPv6 link-local addresses (every up interface has one) only where there is nothing else. */
+  int other = 0;
+  for (int k = 0; k < f->naddrs; k++) other |= !(f->addrs[k].family == AF_INET6 && f->addrs[k].link_local);
+  for (int k = 0; k < f->naddrs; k++)
+    if (!other || !(f->addrs[k].family == AF_INET6 && f->addrs[k].link_local))
+      strbuf_printf(b, ", %s/%d", f->addrs[k].text, f->addrs[k].prefix);
   const char *kind = iface_kind_name(f->kind);
   if (strcmp(why, "physical") != 0 && strncmp(why, "veth", 4) != 0 && strncmp(why, "virtual", 7) != 0 &&
       strcmp(why, state) != 0 && strncmp(why, kind, strlen(kind)) != 0)
@@ -316,12 +321,36 @@ static int eval_user(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
                     me->user, src, node_name(me, nn, sizeof nn), first->name, a->text,
                     first->loopback || a->loopback ? "loopback" : "link-local", others);
       if (nm > 1) strbuf_printf(msg, " (it comes first of the %d matches)", nm);
+      if (l.exclude && first->loopback) strbuf_printf(msg, "; exclude it too: %s,%s", me->user, first->name);
       strbuf_append(msg, "; ");
       list_ifaces(msg, me);
     }
     fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: the first match %s is %s", me->user, first->name,
              a->link_local ? "link-local" : "loopback");
     return GPL_ENET;
+  }
+  /* The same address on other nodes (docker0's 172.17.0.1): NCCL's bootstrap cannot work. */
+  if (others > 0) {
+    strbuf_t dups = STRBUF_INIT;
+    int ndup = 0;
+    for (int o = 0; o < nnodes; o++) {
+      int dup = 0;
+      if (o == node) continue;
+      node_in_subnet(&inv[o], a, &dup);
+      if (dup && ndup++ < 6) strbuf_printf(&dups, "%s%s", ndup > 1 ? ", " : "", inv[o].host[0] ? inv[o].host : "?");
+    }
+    if (ndup > 6) strbuf_printf(&dups, " and %d more", ndup - 6);
+    if (ndup > 0) {
+      if (msg)
+        strbuf_printf(msg, "NCCL_SOCKET_IFNAME=%s (%s) on %s: NCCL's bootstrap would use %s (%s), the same address as on %s: "
+                      "it cannot tell the nodes apart (a container bridge?)",
+                      me->user, src, node_name(me, nn, sizeof nn), first->name, a->text, strbuf_str(&dups));
+      fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: %s has the same address %s as %d other nodes", me->user,
+          first->name, a->text, ndup);
+      strbuf_free(&dups);
+      return GPL_ENET;
+    }
+    strbuf_free(&dups);
   }
   int rc = 0;
   strbuf_t r = STRBUF_INIT;

@@ -20,8 +20,9 @@
 /* Usage: net_driver [--fake-nodes K] [--loopback] [--topology FILE|--no-topo] [--user VALUE]
  *                   [--probe ring|all|off] [--probe-timeout S] [--pause-dir DIR] [--timeout S]
  *   --fake-nodes K   treat rank r as on node r % K (one host standing in for K)
- *   --loopback       after the agreement, node n's address becomes 127.0.0.(n+1) (single-host
- *                    preflight runs: traffic stays on loopback)
+ *   --loopback       no agreement (on one host every "node" has the same addresses, which the
+ *                    agreement rightly refuses): node n's address is 127.0.0.(n+1) on lo, and
+ *                    only the preflight runs (its MPI side and sockets, on loopback)
  *   --pause-dir DIR  after the agreement (and a barrier) rank 0 creates DIR/agreed and waits for
  *                    DIR/go before starting the preflight (a test breaks a path in between)
  * Output, one line per rank: "net rank=R node=N host=H status=S ifname=I addr=A value=V
@@ -116,15 +117,28 @@ int main(int argc, char **argv) {
   /* Start together, so that the times below are the agreement's, not the topology loads'. */
   mpix_barrier(job.comm, timeout, "net_driver start");
   net_result_t net;
-  int rc = net_agree(&job, t, mine, user && *user ? user : NULL, source, &net);
+  int rc = 0;
+  if (loopback) {
+    memset(&net, 0, sizeof net);
+    net.size = job.size;
+    net.nnodes = job.nnodes;
+    net.ranks = calloc((size_t)job.size, sizeof *net.ranks);
+    net.nodes = calloc((size_t)job.nnodes, sizeof *net.nodes);
+    for (int r = 0; r < job.size; r++) {
+      snprintf(net.ranks[r].addr, sizeof net.ranks[r].addr, "127.0.0.%d", node_of[r] + 1);
+      snprintf(net.ranks[r].ifname, sizeof net.ranks[r].ifname, "lo");
+    }
+    for (int n = 0; n < job.nnodes; n++) net.nodes[n] = net.ranks[leader_of[n]];
+    snprintf(net.addr, sizeof net.addr, "%s", net.ranks[job.rank].addr);
+    snprintf(net.master_addr, sizeof net.master_addr, "%s", net.ranks[0].addr);
+  } else {
+    rc = net_agree(&job, t, mine, user && *user ? user : NULL, source, &net);
+  }
   const char *env = mine ? plan_env_get(mine, "NCCL_SOCKET_IFNAME") : NULL;
   printf("net rank=%d node=%d host=%s status=%d ifname=%s addr=%s value=%s master=%s plan_env=%s\n", job.rank,
          node_of[job.rank], host, rc, net.ifname[0] ? net.ifname : "-", net.addr[0] ? net.addr : "-",
          net.value[0] ? net.value : "-", net.master_addr[0] ? net.master_addr : "-", env ? env : "-");
   fflush(stdout);
-  if (rc == 0 && loopback) {
-    for (int r = 0; r < job.size; r++) snprintf(net.ranks[r].addr, sizeof net.ranks[r].addr, "127.0.0.%d", node_of[r] + 1);
-  }
   if (rc == 0 && pause_dir) {
     /* Everyone is past the agreement; rank 0 then holds the preflight (it makes the token) until
      * the test has broken a path, while the others already wait inside preflight_run. */
@@ -151,6 +165,7 @@ int main(int argc, char **argv) {
      * when a path is broken; mpirun ends the job with this status. */
     fflush(stdout);
     fflush(stderr);
+    mpix_barrier(job.comm, 5, "net_driver exit"); /* rank 0's message out before mpirun reacts */
     _exit(code(rc));
   }
   /* The slowest rank's times are the job's. */

@@ -43,25 +43,30 @@ if [ "$RC" != 0 ]; then bad "with topology: exit $RC"; else
   if [ "$v" = "$e" ] && [ "$v" != - ]; then ok "plan env NCCL_SOCKET_IFNAME=$e"; else bad "plan env '$e' != value '$v'"; fi
 fi
 
-# 3. Four fake nodes on this host, the user's value (everything but lo): the copies of one
-#    address are no neighbours, so this is a warning, not an error; preflight ring and all on
-#    loopback addresses, with the job's token.
+# 3. Four fake nodes on this host: every "node" has the very same addresses, which can never
+#    connect nodes: with the user's value (everything but lo) that is an error, said once.
 if ip -br addr 2>/dev/null | awk '$1 != "lo" && $3 ~ /^[0-9]+\./ { f = 1 } END { exit !f }'; then
-  for mode in ring all; do
-    run 4 --no-topo --fake-nodes 4 --loopback --user '^lo' --probe "$mode" --probe-timeout 3
-    if [ "$RC" != 0 ]; then bad "fake nodes ($mode): exit $RC"; continue; fi
-    probes=$(grep '^preflight' "$T/out" | field probes | paste -sd+ | bc)
-    want=$([ "$mode" = ring ] && echo 4 || echo 12)
-    [ "$probes" = "$want" ] || bad "fake nodes ($mode): $probes probes, expected $want"
-    acc=$(grep '^preflight' "$T/out" | field accepted | paste -sd+ | bc)
-    [ "$acc" = "$want" ] || bad "fake nodes ($mode): listeners accepted $acc, expected $want"
-    grep -q 'shares no subnet' "$T/err" || bad "fake nodes ($mode): no warning about the copied address"
-    [ "$(grep -c 'network interface agreement:' "$T/err")" = 1 ] || bad "fake nodes ($mode): warning not printed exactly once"
-    ok "fake nodes, probe $mode: $probes connections proved; $(grep '^timing' "$T/out")"
-  done
+  run 4 --no-topo --fake-nodes 4 --user '^lo'
+  [ "$RC" = 67 ] || bad "fake nodes, ^lo: exit $RC, expected 67"
+  grep -q "the same address as on $(hostname), $(hostname), $(hostname): it cannot tell the nodes apart" "$T/err" ||
+    bad "fake nodes, ^lo: the copied address not named"
+  [ "$(grep -c 'network interface agreement failed' "$T/err")" = 1 ] || bad "fake nodes, ^lo: not one message"
+  [ "$fail" = 0 ] && ok "fake nodes, NCCL_SOCKET_IFNAME=^lo: the same address on every node is an error, said once"
 else
   echo "skip: no interface with an IPv4 address besides lo"
 fi
+
+# 3b. The preflight alone between fake nodes on 127.0.0.x: ring and all, with the job's token.
+for mode in ring all; do
+  run 4 --no-topo --fake-nodes 4 --loopback --probe "$mode" --probe-timeout 3
+  if [ "$RC" != 0 ]; then bad "fake nodes ($mode): exit $RC"; continue; fi
+  probes=$(grep '^preflight' "$T/out" | field probes | paste -sd+ | bc)
+  want=$([ "$mode" = ring ] && echo 4 || echo 12)
+  [ "$probes" = "$want" ] || bad "fake nodes ($mode): $probes probes, expected $want"
+  acc=$(grep '^preflight' "$T/out" | field accepted | paste -sd+ | bc)
+  [ "$acc" = "$want" ] || bad "fake nodes ($mode): listeners accepted $acc, expected $want"
+  ok "fake nodes, probe $mode: $probes connections proved; $(grep '^timing' "$T/out")"
+done
 
 # 4. A user value that matches nothing: exit 67, one message from rank 0 naming each node.
 run 4 --no-topo --fake-nodes 2 --user '=nosuch0'

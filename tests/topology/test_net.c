@@ -317,10 +317,17 @@ static void test_user_value(void **state) {
   assert_non_null(strstr(strbuf_str(&msg), "eth9 (10.200.0.1) shares no subnet (10.200.0.0/24) with h1"));
   assert_non_null(strstr(ev.reason, "its socket transport also eth0"));
   strbuf_reset(&msg);
-  /* The user picked the bridge: honoured with a warning. */
+  /* The user picked docker0, whose address every node has: an error (NCCL cannot work). */
   set_user(&ns, "=docker0");
+  assert_int_equal(net_eval_node(ns.inv, 2, 0, &ev, &msg), GPL_ENET);
+  assert_non_null(strstr(strbuf_str(&msg), "NCCL's bootstrap would use docker0 (172.17.0.1), the same address as on h1"));
+  strbuf_reset(&msg);
+  /* A bridge that is the host's real uplink (its own address): honoured with a warning. */
+  ns.v[0][1].addrs[0].bytes[3] = 9, ns.v[1][1].addrs[0].bytes[3] = 10;
+  util_strlcpy(ns.v[0][1].addrs[0].text, "172.17.0.9", sizeof ns.v[0][1].addrs[0].text);
   assert_int_equal(net_eval_node(ns.inv, 2, 0, &ev, &msg), 1);
   assert_non_null(strstr(strbuf_str(&msg), "also matches docker0 (bridge"));
+  assert_string_equal(ev.cand[0].addr.text, "172.17.0.9");
   strbuf_reset(&msg);
   /* Syntax NCCL ignores. */
   set_user(&ns, "e");
