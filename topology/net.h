@@ -111,7 +111,9 @@ typedef struct net_job_s {
   const char *const *hosts;    /* host name of each world rank (size entries), or NULL */
   MPI_Comm comm;               /* all ranks (a duplicate of MPI_COMM_WORLD) */
   MPI_Comm node_comm;          /* the ranks of this node, node leader = rank 0 of it */
-  MPI_Comm leaders;            /* the node leaders, in node order; MPI_COMM_NULL elsewhere */
+  MPI_Comm leaders;            /* the node leaders, in node order (its rank i = node i's leader,
+                                * e.g. MPI_Comm_split with key = world rank when nodes are
+                                * numbered by their leaders' ranks); MPI_COMM_NULL elsewhere */
   double timeout;              /* deadline of each exchange, seconds */
   int family;                  /* NCCL_SOCKET_FAMILY: 0 (any), AF_INET or AF_INET6 */
 } net_job_t;

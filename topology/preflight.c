@@ -144,10 +144,12 @@ static int xchg_abandon(xchg_t *x) {
   } else if (x->me != 0) {
     int sent = 1;
     if (x->nreq > 0 && x->reqs[0] != MPI_REQUEST_NULL) MPI_Test(&x->reqs[0], &sent, MPI_STATUS_IGNORE);
-    if (!sent) {
-      char name[300];
+    char name[300];
+    if (!sent)
       LOG_ERROR("preflight: %s did not take this node's report in time", mpix_rank_name(x->job->leader_of_node[0], name, sizeof name));
-    }
+    else
+      LOG_ERROR("preflight: no verdict from %s in time (it waits for another node's report, or is gone)",
+                mpix_rank_name(x->job->leader_of_node[0], name, sizeof name));
     if (x->nreq > 1 && x->reqs[1] != MPI_REQUEST_NULL) { /* the verdict that never came */
       MPI_Cancel(&x->reqs[1]);
       MPI_Wait(&x->reqs[1], MPI_STATUS_IGNORE);
@@ -303,6 +305,12 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
     rc = grc;
     goto out;
   }
+  for (int i = 0; i < n; i++)
+    if (addrs[i].node != i) { /* net.h: the leaders communicator is in node order */
+      LOG_WARN("preflight: leader %d of the leaders communicator is node %d, not node %d", i, addrs[i].node, i);
+      rc = GPL_EINVAL;
+      goto out;
+    }
   if (rc < 0) goto verdict; /* no loop of our own: report the failure and go on */
 
   /* 4. The probes: ring (the next node) or all the other nodes, each of their addresses. */

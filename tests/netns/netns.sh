@@ -26,25 +26,31 @@
 # (gpl<pid><random>), so parallel ctest runs never collide. Host names (mpirun --host, the UTS
 # name each host's processes see) are "${NETNS_HOST_PREFIX}N", default h0, h1, ...
 #
-# After netns_setup:
+# After netns_setup (the variables above are read by netns_setup only: use NETNS_IF afterwards):
 #   NETNS_HOSTS      array of host names (h0 h1 ...)
 #   NETNS_NS[h]      namespace of host h;  NETNS_ADDR[h] its routable address;
 #   NETNS_IF[h]      its routable interface name
+#   NETNS_DIR        a scratch folder of this run (removed by the teardown)
 #   NETNS_AGENT      the rsh agent (tests/netns/rsh_agent.sh), NETNS_MAP its host->namespace map
 #   NETNS_MPI_ARGS   the mpirun options netns_mpirun adds (array)
+# Ranks per host: mpirun's own syntax, e.g. netns_mpirun -np 8 --host h0:2,h1:2,h2:2,h3:2 ...
+# mpirun runs inside h0 and reaches the other hosts through the agent; the environment goes
+# along (add -x VAR to be explicit). stdout/stderr of all ranks come back through mpirun.
 #
 # Helpers for failure injection and slow links (all act inside one host's namespace):
 #   netns_exec HOST CMD...            e.g. netns_exec h1 tc qdisc add dev eth0 root tbf \
 #                                        rate 100mbit burst 32kbit latency 50ms
 #   netns_block_new_tcp SRC DST       drop new TCP connections from SRC's to DST's routable
-#                                     address, except to the ports MPI itself uses (so a job
-#                                     already running keeps its MPI traffic): the way to block a
-#                                     path "after MPI is up". Needs iptables in the namespace.
-#   netns_link_down HOST              set HOST's routable link down (MPI to that host breaks too)
+#                                     address, except to the ports MPI itself uses, so MPI keeps
+#                                     working whether the rule comes before the job or while it
+#                                     runs. Needs iptables in the namespace.
+#   netns_link_down HOST              set HOST's routable link down (MPI to that host breaks too,
+#                                     and mpirun may then wait for HOST's daemon forever: do not
+#                                     wait for mpirun, the teardown ends it)
 #
-# MPI traffic uses fixed port ranges (NETNS_MPI_PORTS, default 41000-41999 for the BTL and
-# 42000-42999 for the OOB) and every host's ephemeral range is 50000-60999, so a rule that spares
-# the MPI ports never spares another connection.
+# MPI traffic uses fixed port ranges (41000-41999 for the TCP BTL, 42000-42999 for the OOB) and
+# every host's ephemeral range is 50000-60999, so a rule that spares the MPI ports never spares
+# another connection.
 #
 # Addresses exist only inside the namespaces created here; nothing is routed to the outside.
 
