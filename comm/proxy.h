@@ -19,8 +19,10 @@ typedef struct comm_proxy_s comm_proxy_t;
  * communicator, collectively with job->timeout). path_out gets the socket's path: pass it to the
  * program as COMM_PROXY_ENV=path (and GPULAUNCH_COMM_BACKEND, GPULAUNCH_COMM_INIT_TIMEOUT for
  * [comm] backend and init_timeout, GPULAUNCH_TIMEOUT for the deadline). One program at a time
- * connects; a restarted program connects again (the collective sequence goes on: all ranks'
- * programs must be restarted together). */
+ * connects. Every program after the first (a restart) gets a fresh communicator when it greets
+ * the proxy: collective over the ranks' gpulaunch processes and bounded by job->timeout, it blocks
+ * the loop while it is made; restart all ranks' programs together. A collective of a program that
+ * was killed inside it is left to MPI (with its memory). */
 int comm_proxy_start(struct uv_loop_s *loop, const comm_job_t *job, comm_proxy_t **out,
                      char *path_out, size_t len);
 /* Stop: close the socket and the handles, free the communicator. The loop must run again (as the

@@ -45,6 +45,9 @@ typedef struct client_s {
 struct comm_proxy_s {
   uv_loop_t *loop;
   gpl_comm_t *c;    /* this rank's communicator for the program's collectives (cpu backend) */
+  comm_job_t job;   /* to rebuild it: a copy, with the host names owned */
+  char **hosts;
+  int served;       /* programs greeted so far */
   char dir[96];
   char path[128];
   int lfd;
@@ -57,11 +60,37 @@ struct comm_proxy_s {
   int stopping;
 };
 
+static void free_hosts(comm_proxy_t *p) {
+  if (p->hosts)
+    for (int r = 0; r < p->job.size; r++) free(p->hosts[r]);
+  free(p->hosts);
+  p->hosts = NULL;
+}
+
 static void maybe_free(comm_proxy_t *p) {
   if (p->handles > 0 || !p->stopping) return;
   if (p->lfd >= 0) close(p->lfd); /* only now: libuv polled it until its handle closed */
   if (p->hosts_fd >= 0) close(p->hosts_fd);
+  free_hosts(p);
   free(p);
+}
+
+/* The communicator for the program's collectives: the one made at start for the first program;
+ * a fresh one for every later program (a restart), since the previous program may have left its
+ * ranks out of step (killed inside a collective on some ranks, between two on others). Every rank
+ * greets its program once per attempt, so every gpulaunch builds the new one at the same point;
+ * it is collective and bounded (a rank whose program never connects is named). */
+static int fresh_comm(comm_proxy_t *p) {
+  if (p->served++ == 0 && p->c) return GPL_OK;
+  if (p->c) gpl_finalize(p->c);
+  p->c = NULL;
+  gpl_init_opts_t o;
+  gpl_init_opts_default(&o);
+  o.backend = GPL_BACKEND_CPU;
+  o.timeout = p->job.timeout;
+  int rc = comm_init(&p->c, &p->job, &o);
+  if (rc < 0) LOG_ERROR("comm proxy: could not set up the communicator for the restarted program");
+  return rc;
 }
 
 static void on_proxy_handle_closed(uv_handle_t *h) {
@@ -206,6 +235,12 @@ static void do_hello(client_t *cl, const proxy_req_t *q) {
     (void)send_rep(cl, &rep, -1);
     return;
   }
+  int frc = fresh_comm(p);
+  if (frc < 0) {
+    rep.rc = frc;
+    (void)send_rep(cl, &rep, -1);
+    return;
+  }
   gpl_comm_t *c = p->c;
   rep.rank = c->rank;
   rep.size = c->size;
@@ -252,7 +287,7 @@ static void do_unmap(client_t *cl, const proxy_req_t *q) {
 static void do_op(client_t *cl, const proxy_req_t *q) {
   comm_proxy_t *p = cl->p;
   gpl_comm_t *c = p->c;
-  if (c->broken) {
+  if (!c || c->broken) {
     reply(cl, PROXY_OP, q->seq, GPL_ESTATE);
     return;
   }
@@ -362,10 +397,20 @@ static void on_listen(uv_poll_t *h, int status, int events) {
     close(fd);
     return;
   }
-  if (p->client) {
+  if (p->client && !p->client->gone) {
     LOG_WARN("comm proxy: a second connection while the program's first is open; refused");
     close(fd);
     return;
+  }
+  if (p->client) {
+    /* The previous program is gone but a collective of its is still in flight (it was killed
+     * inside one): leave that to MPI with its memory, and the communicator (broken now) too. */
+    client_t *old = p->client;
+    stop_polling(p);
+    old->busy = 0;
+    old->keep = 1;
+    if (p->c) p->c->broken = 1;
+    drop_client(old);
   }
   client_t *cl = calloc(1, sizeof *cl);
   if (!cl) {
@@ -417,14 +462,26 @@ int comm_proxy_start(struct uv_loop_s *loop, const comm_job_t *job, comm_proxy_t
   p->loop = loop;
   p->lfd = -1;
   p->hosts_fd = -1;
+  p->job = *job;
+  if (job->hosts) {
+    p->hosts = calloc((size_t)job->size, sizeof *p->hosts);
+    if (!p->hosts) {
+      free(p);
+      return GPL_ENOMEM;
+    }
+    for (int r = 0; r < job->size; r++)
+      p->hosts[r] = job->hosts[r] ? strdup(job->hosts[r]) : NULL;
+    p->job.hosts = (const char *const *)p->hosts;
+  }
   /* The program's collectives run on a communicator of our own: cpu backend (the parent never
    * touches the GPU; the program's nccl backend bootstraps through us). */
   gpl_init_opts_t o;
   gpl_init_opts_default(&o);
   o.backend = GPL_BACKEND_CPU;
   o.timeout = job->timeout;
-  int rc = comm_init(&p->c, job, &o);
+  int rc = comm_init(&p->c, &p->job, &o);
   if (rc < 0) {
+    free_hosts(p);
     free(p);
     return rc;
   }
@@ -468,6 +525,7 @@ fail:
   if (p->dir[0]) rmdir(p->dir);
   if (p->hosts_fd >= 0) close(p->hosts_fd);
   gpl_finalize(p->c);
+  free_hosts(p);
   free(p);
   return rc;
 }
@@ -481,7 +539,7 @@ void comm_proxy_stop(comm_proxy_t *p) {
   /* A collective in flight (the program was killed inside one) cannot be cancelled: its
    * communicator is left to MPI, and the client's memory stays mapped. */
   if (p->client && p->client->busy) {
-    p->c->broken = 1;
+    if (p->c) p->c->broken = 1;
     p->client->busy = 0;
     p->client->keep = 1;
   }

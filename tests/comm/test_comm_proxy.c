@@ -2,10 +2,13 @@
  * loop, spawns a program (not an MPI process: it must use the proxy, though it inherits Open MPI's
  * variables) with GPULAUNCH_PROXY set, runs the loop until the program exits, stops the proxy and
  * exits with the program's status.
- *   mpirun -np 4 test_comm_proxy [--expect-log TEXT] -- PROGRAM ARGS...
+ *   mpirun -np 4 test_comm_proxy [--expect-log TEXT] [--attempts N [--kill-after S]] -- PROGRAM...
+ * --attempts: run the program N times in a row (restarts; GPULAUNCH_RESTART_COUNT=attempt), the
+ * proxy staying up; --kill-after: kill the first attempt's program after S seconds.
  * --expect-log: this rank's log (the proxy's, and the program's) must contain TEXT, except on the
  * rank GPL_TEST_SLEEP_RANK names. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,27 +22,71 @@
 extern char **environ;
 
 typedef struct host_s {
+  uv_loop_t *loop;
   comm_proxy_t *proxy;
-  int exited;
+  uv_process_t proc;
+  uv_timer_t killer;
+  uv_process_options_t po;
+  int attempt, attempts;
+  double kill_after;
   int64_t status;
   int signo;
+  char attempt_var[64];
 } host_t;
 
-static void on_exit_cb(uv_process_t *proc, int64_t status, int signo) {
-  host_t *h = proc->data;
-  h->exited = 1;
-  h->status = status;
-  h->signo = signo;
-  uv_close((uv_handle_t *)proc, NULL);
+static void spawn(host_t *h);
+
+static void on_kill(uv_timer_t *t) {
+  host_t *h = t->data;
+  uv_process_kill(&h->proc, SIGKILL);
+}
+
+static void on_proc_closed(uv_handle_t *hd) {
+  host_t *h = hd->data;
+  if (++h->attempt < h->attempts) {
+    spawn(h); /* a restart: the proxy stays, the program connects again */
+    return;
+  }
+  uv_close((uv_handle_t *)&h->killer, NULL);
   comm_proxy_stop(h->proxy); /* the loop ends once its handles have closed */
   h->proxy = NULL;
 }
 
+static void on_exit_cb(uv_process_t *proc, int64_t status, int signo) {
+  host_t *h = proc->data;
+  h->status = status;
+  h->signo = signo;
+  uv_timer_stop(&h->killer);
+  uv_close((uv_handle_t *)proc, on_proc_closed);
+}
+
+static void spawn(host_t *h) {
+  snprintf(h->attempt_var, sizeof h->attempt_var, "GPULAUNCH_RESTART_COUNT=%d", h->attempt);
+  h->proc.data = h;
+  int rc = uv_spawn(h->loop, &h->proc, &h->po);
+  if (rc < 0) {
+    fprintf(stderr, "cannot start %s: %s\n", h->po.file, uv_strerror(rc));
+    h->status = 4;
+    h->attempt = h->attempts;
+    uv_close((uv_handle_t *)&h->killer, NULL);
+    comm_proxy_stop(h->proxy);
+    h->proxy = NULL;
+    return;
+  }
+  if (h->kill_after > 0 && h->attempt == 0)
+    uv_timer_start(&h->killer, on_kill, (uint64_t)(h->kill_after * 1000), 0);
+}
+
 int main(int argc, char **argv) {
   const char *expect = NULL;
-  int first = 1;
+  int first = 1, attempts = 1;
+  double kill_after = 0;
   for (; first < argc; first++) {
     if (strcmp(argv[first], "--expect-log") == 0 && first + 1 < argc) expect = argv[++first];
+    else if (strcmp(argv[first], "--attempts") == 0 && first + 1 < argc)
+      attempts = atoi(argv[++first]);
+    else if (strcmp(argv[first], "--kill-after") == 0 && first + 1 < argc)
+      kill_after = atof(argv[++first]);
     else if (strcmp(argv[first], "--") == 0) {
       first++;
       break;
@@ -76,6 +123,11 @@ int main(int argc, char **argv) {
   uv_loop_init(&loop);
   host_t h;
   memset(&h, 0, sizeof h);
+  h.loop = &loop;
+  h.attempts = attempts > 0 ? attempts : 1;
+  h.kill_after = kill_after;
+  uv_timer_init(&loop, &h.killer);
+  h.killer.data = &h;
   char path[256];
   int rc = comm_proxy_start(&loop, &job, &h.proxy, path, sizeof path);
   if (rc < 0) {
@@ -85,34 +137,25 @@ int main(int argc, char **argv) {
   /* the program's environment: ours (Open MPI's variables included) and the proxy */
   int n = 0;
   while (environ[n]) n++;
-  char **env = calloc((size_t)n + 2, sizeof *env);
+  char **env = calloc((size_t)n + 3, sizeof *env);
   for (int i = 0; i < n; i++) env[i] = environ[i];
   char proxy_var[300];
   snprintf(proxy_var, sizeof proxy_var, "%s=%s", COMM_PROXY_ENV, path);
   env[n] = proxy_var;
+  env[n + 1] = h.attempt_var;
 
-  uv_process_t proc;
-  proc.data = &h;
   uv_stdio_container_t stdio[3] = {{UV_IGNORE, {0}}, {UV_INHERIT_FD, {.fd = 1}},
                                    {UV_INHERIT_FD, {.fd = 2}}};
-  uv_process_options_t po;
-  memset(&po, 0, sizeof po);
-  po.file = argv[first];
-  po.args = argv + first;
-  po.env = env;
-  po.exit_cb = on_exit_cb;
-  po.stdio_count = 3;
-  po.stdio = stdio;
-  rc = uv_spawn(&loop, &proc, &po);
-  if (rc < 0) {
-    fprintf(stderr, "rank %d: cannot start %s: %s\n", rank, argv[first], uv_strerror(rc));
-    comm_proxy_stop(h.proxy);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    return 4;
-  }
+  h.po.file = argv[first];
+  h.po.args = argv + first;
+  h.po.env = env;
+  h.po.exit_cb = on_exit_cb;
+  h.po.stdio_count = 3;
+  h.po.stdio = stdio;
+  spawn(&h);
   uv_run(&loop, UV_RUN_DEFAULT);
   uv_loop_close(&loop);
-  int code = h.signo ? 128 + h.signo : (int)h.status;
+  int code = h.signo ? 128 + h.signo : (int)h.status; /* the last attempt's */
   if (expect && rank != sleeper) {
     capture_end(log, sizeof log);
     if (!strstr(log, expect)) {
