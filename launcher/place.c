@@ -135,19 +135,23 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   return GPL_OK;
 }
 
-/* The user's NCCL_SOCKET_IFNAME: [nccl] wins over the environment, as in the program's env. */
-static const char *user_ifname(const launch_t *L, const char **source) {
-  int n = L->conf ? conf_free_count(L->conf, "nccl") : 0;
-  for (int i = 0; i < n; i++) {
-    const char *k, *v;
-    conf_free_entry(L->conf, "nccl", i, &k, &v);
-    if (strcmp(k, "NCCL_SOCKET_IFNAME") == 0) {
-      *source = "[nccl] SOCKET_IFNAME";
-      return v;
+/* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
+ * (childenv's precedence). *source says where it came from. */
+static const char *user_var(const launch_t *L, const char *name, const char **source) {
+  static const char *const sections[] = {"env", "nccl"};
+  for (size_t s = 0; s < 2 && L->conf; s++) {
+    int n = conf_free_count(L->conf, sections[s]);
+    for (int i = 0; i < n; i++) {
+      const char *k, *v;
+      conf_free_entry(L->conf, sections[s], i, &k, &v);
+      if (strcmp(k, name) == 0) {
+        if (source) *source = s == 0 ? "[env]" : "[nccl]";
+        return v;
+      }
     }
   }
-  *source = "the environment";
-  return getenv("NCCL_SOCKET_IFNAME");
+  if (source) *source = "the environment";
+  return getenv(name);
 }
 
 /* Every node's interface for NCCL_SOCKET_IFNAME and rank 0's address (MASTER_ADDR), then the
@@ -159,10 +163,10 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
       .node_of = job->node_of, .leader_of_node = job->leader_of_node,
       .hosts = (const char *const *)job->hosts, .comm = job->world, .node_comm = job->node_comm,
       .leaders = job->leaders, .timeout = job->timeout,
-      .family = net_family_parse(getenv("NCCL_SOCKET_FAMILY")),
+      .family = net_family_parse(user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
   };
   const char *source = NULL;
-  const char *user = user_ifname(L, &source);
+  const char *user = user_var(L, "NCCL_SOCKET_IFNAME", &source);
   plan_rank_t *me = &out->plan->ranks[job->local_rank];
   net_result_t net;
   int rc = net_agree(&nj, out->topo, me, user, source, &net);

@@ -8,7 +8,7 @@ pkgs=(
   libopenmpi-dev openmpi-bin
   libhwloc-dev hwloc
   libuv1-dev libinih-dev libcjson-dev libcmocka-dev libssl-dev
-  iproute2 procps util-linux
+  iproute2 iptables procps util-linux bc python3
   gnuplot-nox libxml2-utils shellcheck
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
