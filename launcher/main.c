@@ -46,7 +46,10 @@ static const char g_usage[] =
     "  74 accept: could not run  75 preempted (SIGTERM to the job; requeue it)\n"
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
-    "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits).\n";
+    "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
+    "the config has no [job] timeout). Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
+    "GPULAUNCH_COMM_INIT_TIMEOUT (for gpl_init; set by gpulaunch for wrapped programs),\n"
+    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K.\n";
 
 static void print_config_help(void) {
   int n;
