@@ -102,7 +102,7 @@ static int parse_options(launch_t *L, int *help) {
   for (int i = 0; i < L->argc; i++) argv[i + 1] = L->argv[i];
   optind = 0; /* glibc: full re-initialisation */
   opterr = 0;
-  int code = GPL_EXIT_OK, c, quiet = L->job->rank != 0;
+  int code = GPL_EXIT_OK, c;
   while (code == GPL_EXIT_OK && (c = getopt_long(argc, argv, ":b:e:f:d:o:n:w:c:r:t:g:J:h", longopts,
                                                  NULL)) != -1) {
     const char *key = NULL, *origin = NULL, *section = "bench";
@@ -141,7 +141,6 @@ static int parse_options(launch_t *L, int *help) {
   if (code == GPL_EXIT_OK && optind < argc)
     code = usage_error(L, "unexpected argument '%s'%s", argv[optind], "");
   free(argv);
-  (void)quiet;
   return code;
 }
 
