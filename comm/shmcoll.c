@@ -140,7 +140,7 @@ int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag) {
   s->c = c;
   s->node = s->cross = MPI_COMM_NULL;
   s->slot = SLOT_BYTES;
-  /* Blocking calls, but every rank is known to be here (the caller's idup completed). */
+  /* Blocking calls, but every rank is known to be here (the caller passed a bounded barrier). */
   MPICHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &s->node));
   MPI_Comm_set_errhandler(s->node, MPI_ERRORS_RETURN);
   MPICHECK(MPI_Comm_size(s->node, &s->L));

@@ -94,6 +94,7 @@ static int parse_options(launch_t *L, int *help) {
       {"min_busbw", required_argument, 0, OPT_MINBW}, {"label", required_argument, 0, OPT_LABEL},
       {"tensor-bytes", required_argument, 0, OPT_TENSOR},
       {"bucket-mb", required_argument, 0, OPT_BUCKET}, {"usage", no_argument, 0, 'h'},
+      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int argc = L->argc + 1;
   char **argv = calloc((size_t)argc + 1, sizeof *argv);
