@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm/comm.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/exitcode.h"
@@ -143,6 +144,19 @@ void job_finalize(job_t *job) {
   free(job->local_size_of_node);
   job->hosts = NULL;
   job->node_of = job->local_rank_of = job->leader_of_node = job->local_size_of_node = NULL;
+}
+
+void job_to_comm(const job_t *job, comm_job_t *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = job->rank;
+  out->size = job->size;
+  out->local_rank = job->local_rank;
+  out->local_size = job->local_size;
+  out->node = job->node;
+  out->nnodes = job->nnodes;
+  out->comm = job->world;
+  out->hosts = (const char *const *)job->hosts;
+  out->timeout = job->timeout;
 }
 
 int job_agree(job_t *job, int rc, const char *what) {

@@ -28,6 +28,10 @@ int job_env_rank(void);
 
 /* MPI_Init and the exchanges above (each bounded by timeout). */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
+/* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
+struct comm_job_s;
+void job_to_comm(const job_t *job, struct comm_job_s *out);
+
 /* A collective check after work each rank did on its own: every rank learns whether any rank
  * failed. Returns the first negative rc in rank order (each failing rank has already said why),
  * 0 when all succeeded, or GPL_ETIMEDOUT. Keeps all ranks on the same path, so that a rank that

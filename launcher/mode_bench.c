@@ -573,9 +573,8 @@ int mode_bench(launch_t *L) {
     return place_exit_code(rc);
   }
   job_t *j = L->job;
-  comm_job_t cj = {.rank = j->rank, .size = j->size, .local_rank = j->local_rank,
-                   .local_size = j->local_size, .node = j->node, .nnodes = j->nnodes,
-                   .comm = j->world, .hosts = (const char *const *)j->hosts, .timeout = j->timeout};
+  comm_job_t cj;
+  job_to_comm(j, &cj);
   gpl_init_opts_t io;
   gpl_init_opts_default(&io);
   io.backend = o.backend;

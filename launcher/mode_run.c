@@ -63,10 +63,8 @@ typedef struct proxy_hook_s {
 static int proxy_attach(void *arg, struct uv_loop_s *loop) {
   proxy_hook_t *h = arg;
   job_t *job = h->L->job;
-  comm_job_t cj = {.rank = job->rank, .size = job->size, .local_rank = job->local_rank,
-                   .local_size = job->local_size, .node = job->node, .nnodes = job->nnodes,
-                   .comm = job->world, .hosts = (const char *const *)job->hosts,
-                   .timeout = job->timeout};
+  comm_job_t cj;
+  job_to_comm(job, &cj);
   char path[256];
   CHECK(comm_proxy_start(loop, &cj, &h->proxy, path, sizeof path));
   char t[64];

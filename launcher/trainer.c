@@ -367,9 +367,8 @@ int trainer_run(launch_t *L) {
   if (t.init_timeout > 0) io.init_timeout = t.init_timeout;
 
   const job_t *j = L->job;
-  comm_job_t cj = {.rank = j->rank, .size = j->size, .local_rank = j->local_rank,
-                   .local_size = j->local_size, .node = j->node, .nnodes = j->nnodes,
-                   .comm = j->world, .hosts = (const char *const *)j->hosts, .timeout = j->timeout};
+  comm_job_t cj;
+  job_to_comm(j, &cj);
   io.timeout = j->timeout;
   gpl_comm_t *c = NULL;
   rc = comm_init(&c, &cj, &io);
