@@ -10,7 +10,7 @@ set -- "${ARGS[@]+"${ARGS[@]}"}"
 [[ "${1:-}" == --runs ]] && RUNS=$2
 TB="$BUILD/tests/topology/topo_bench"
 need "$TB"
-TOPO="${GPULAUNCH_TOPOLOGY_DIR:-$ROOT/../shared/topologies}"
+TOPO="${GPULAUNCH_TOPOLOGY_DIR:-$ROOT/tests/data/topologies}"
 XML="$TOPO/hwloc-aws-p5en.48xlarge.xml"
 [[ -f "$XML" ]] || { echo "run_topology: $XML not found (set GPULAUNCH_TOPOLOGY_DIR)" >&2; exit 66; }
 echo "### topology load + plan"

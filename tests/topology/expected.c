@@ -1,4 +1,4 @@
-/* Ground truth transcribed from ../shared/topologies/EXPECTED-MAPPINGS.md (one row per GPU of each table). */
+/* Ground truth transcribed from tests/data/topologies/EXPECTED-MAPPINGS.md (one row per GPU of each table). */
 #include "expected.h"
 
 #include <stdio.h>
@@ -85,7 +85,7 @@ const int exp_nmachines = (int)(sizeof exp_machines / sizeof exp_machines[0]);
 
 const char *exp_dir(void) {
   const char *d = getenv("GPULAUNCH_TOPOLOGY_DIR");
-  return d && *d ? d : "../shared/topologies";
+  return d && *d ? d : "tests/data/topologies";
 }
 
 const char *exp_path(const char *file, char *buf, unsigned len) {

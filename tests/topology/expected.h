@@ -1,4 +1,4 @@
-/* Ground truth transcribed from ../shared/topologies/EXPECTED-MAPPINGS.md, as a data table for the tests. */
+/* Ground truth transcribed from tests/data/topologies/EXPECTED-MAPPINGS.md, as a data table for the tests. */
 #ifndef GPL_TESTS_TOPOLOGY_EXPECTED_H
 #define GPL_TESTS_TOPOLOGY_EXPECTED_H
 

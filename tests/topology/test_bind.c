@@ -120,7 +120,7 @@ static void test_bind_refuses_a_file(void **state) {
   (void)state;
   char path[1024];
   const char *dir = getenv("GPULAUNCH_TOPOLOGY_DIR");
-  snprintf(path, sizeof path, "%s/hwloc-jureca-dc-gpu-jrc0386.xml", dir ? dir : "../shared/topologies");
+  snprintf(path, sizeof path, "%s/hwloc-jureca-dc-gpu-jrc0386.xml", dir ? dir : "tests/data/topologies");
   topo_t *t = NULL;
   assert_int_equal(topo_load(&t, path), 0);
   assert_false(t->live);

@@ -347,7 +347,7 @@ static void test_pick_nearest_gpu(void **state) {
   (void)state;
   const char *dir = getenv("GPULAUNCH_TOPOLOGY_DIR");
   char path[1024];
-  snprintf(path, sizeof path, "%s/hwloc-juwels-booster-jwb0001.xml", dir ? dir : "../shared/topologies");
+  snprintf(path, sizeof path, "%s/hwloc-juwels-booster-jwb0001.xml", dir ? dir : "tests/data/topologies");
   topo_t *t = NULL;
   if (topo_load(&t, path) < 0) skip();
   plan_opts_t o;

@@ -52,7 +52,7 @@ static void test_container_sees_fewer(void **state) {
    * was given GPUs 1 and 3: CUDA numbers them 0 and 1, with their own locality. */
   char path[1024];
   const char *dir = getenv("GPULAUNCH_TOPOLOGY_DIR");
-  snprintf(path, sizeof path, "%s/hwloc-jureca-dc-gpu-jrc0386.xml", dir ? dir : "../shared/topologies");
+  snprintf(path, sizeof path, "%s/hwloc-jureca-dc-gpu-jrc0386.xml", dir ? dir : "tests/data/topologies");
   setenv("HWLOC_XMLFILE", path, 1);
   setenv("HWLOC_THISSYSTEM", "1", 1);
   setenv("FAKE_NVML_GPUS", "00000000:C4:00.0|NVIDIA A100-SXM4-40GB|GPU-c4;00000000:44:00.0|NVIDIA A100-SXM4-40GB|GPU-44", 1);
