@@ -60,14 +60,20 @@ const char *accept_check_desc(const char *name);
 
 /* ---- The whole run's report (rank 0 builds it) -------------------------------------------- */
 
+/* Repeated measurements of one group: the search measures every group it judges several times,
+ * spread over the search (interleaved with the other groups), and keeps the best. */
+#define ACCEPT_PASSES_MAX 8
+
 /* One bandwidth measurement of a group of nodes (a pair in the ring, a half in the halving). */
 typedef struct accept_meas_s {
-  char phase[16];  /* "ring", "confirm", "halving" */
-  int round;       /* measurement round (groups of one round ran at the same time) */
+  char phase[16];  /* "ring", "confirm", "control", "halving" */
+  int round;       /* round of its last measurement (groups of one round ran at the same time) */
   int nnodes;
   int *nodes;      /* node indexes, owned */
   char label[192]; /* "h0 + h1", "h0 h1 h2 h3" */
-  double busbw;    /* GB/s; < 0 when the measurement failed */
+  double busbw;    /* GB/s: the best of the samples; < 0 when every measurement failed */
+  int nsamples;    /* how many times the group was measured (0: only busbw is known) */
+  double samples[ACCEPT_PASSES_MAX]; /* each measurement, GB/s, in the order taken (< 0 failed) */
   double reference;/* the bandwidth it was compared with (GB/s); 0 = none */
   int flagged;     /* below fraction x reference */
 } accept_meas_t;
@@ -91,7 +97,9 @@ typedef struct accept_report_s {
   double fraction;     /* [accept] pair_fraction */
   char search_mode[16];
   char search_summary[ACCEPT_DETAIL_LEN];
-  double search_jitter;/* median jitter of the search's measurements (0..1) */
+  double search_jitter;/* the noise the search measured (0..1): how far a healthy group's repeated
+                        * measurements fell below its best one */
+  char search_rule[ACCEPT_DETAIL_LEN]; /* which threshold the search applied, and why */
   char started[40];    /* ISO 8601 */
   double seconds;      /* the whole run */
   int strict;
@@ -280,29 +288,53 @@ double accept_auto_busbw(const accept_nodeinfo_t *nodes, int nnodes, int gpu_bac
 
 /* ---- Bad-node / bad-link search (accept_search.c: the decisions, no MPI) ------------------- */
 
+/* The measurements of one group, repeated once per pass. */
+typedef struct accept_series_s {
+  int n;                          /* measurements so far */
+  double bw[ACCEPT_PASSES_MAX];   /* GB/s each; < 0 failed */
+  int round[ACCEPT_PASSES_MAX];
+} accept_series_t;
+
+/** The best measurement of a series (interference only ever slows a transfer down, so the best
+ * one is the closest to what the path can do); -1 when none succeeded. */
+double accept_series_best(const accept_series_t *x);
+
+/* Default number of passes: every group the search judges is measured this many times, the
+ * repetitions spread over the search, and its best counts. */
+#define ACCEPT_SEARCH_PASSES 3
+
 typedef struct accept_search_s {
   int nnodes;
-  double fraction;
+  double fraction;    /* [accept] pair_fraction: what a quiet fabric is held to */
   accept_search_mode_t mode;
   int phase;          /* internal */
   int round;
+  int passes;         /* measurements of each group (ACCEPT_SEARCH_PASSES) */
+  int pass;           /* the pass being measured (internal) */
   /* ring */
   int nlinks;
   int *link_a, *link_b;
-  double *link_bw;    /* -1 not measured yet */
+  accept_series_t *link;
+  double *link_bw;    /* per link: its best; -2 not measured yet, -1 failed */
   double reference;
   double *score;      /* per node: best of its ring links */
-  int *verdict;       /* per node: 0 unknown, 1 good, 2 suspect, 3 bad (named) */
-  double *confirm_bw; /* per node: the re-measurement against a good node */
-  int *partner;       /* per node: the good node of that re-measurement */
-  int *confirm_round;
+  int *verdict;       /* per node: 0 unknown, 1 good, 2 suspect, 3 bad (named), 4 not reproduced */
+  accept_series_t *conf; /* per node: its pairs with a good node (confirmation, halving) */
+  double *confirm_bw; /* per node: the best of conf; -1 none */
+  int *partner;       /* per node: the good node of those pairs */
   int *link_state;    /* per link: 0 ok, 1 flagged, 2 confirmed bad link, 3 not reproduced */
+  accept_series_t *relink; /* per link: its re-measurements when flagged */
+  /* control: a pair of good nodes measured alongside the confirmations, so that they are judged
+   * against what the fabric gave at the same time (a machine that got busier since the ring
+   * slows the control too) */
+  int ctl_a, ctl_b;
+  accept_series_t ctl;
+  double ctl_ref;     /* the reference of the confirmations: min(reference, best control) */
   /* halving */
   int *suspects;      /* nodes still suspected */
   int nsuspects;
   double half_ref;
-  double half_bw[2];  /* the current halves' bandwidths; -2 not measured yet */
-  int half_round[2];
+  accept_series_t half[2];
   /* current round */
   int ngroups;
   int **groups;       /* node lists of the round's groups */
@@ -314,27 +346,39 @@ typedef struct accept_search_s {
   char note[ACCEPT_DETAIL_LEN];
   int inconclusive;   /* a slow measurement that could not be pinned on a node or link */
   int na;             /* nothing to search (one node, two nodes, off) */
-  double *jit;        /* jitter of every measurement so far (accept_measure_round) */
+  double *jit;        /* within-measurement jitter of every measurement (accept_measure_round) */
   int njit, capjit;
-  double noise;       /* their median: the share of a typical iteration lost to interference */
-  double eff;         /* the fraction applied: min(fraction, 1 - noise) */
+  double spread;      /* how far a healthy group's repeated measurements fall below its best */
+  double jitter;      /* median within-measurement jitter */
+  double noise;       /* the noise used: spread (jitter when no group was measured twice) */
+  double eff;         /* the fraction applied (accept_search_rule) */
+  char rule[ACCEPT_DETAIL_LEN]; /* the rule applied and why, for the reports */
   int fallback;       /* halving started because the ring named nobody */
 } accept_search_t;
 
+/** The fraction of the reference a group must reach, given the measured noise: pair_fraction
+ * when the noise is within what it tolerates, else lower so that only what stands out of the
+ * noise is flagged (never below ACCEPT_SEARCH_FLOOR). why (may be NULL) says which and why. */
+double accept_search_rule(double fraction, double noise, char *why, size_t len);
+#define ACCEPT_SEARCH_FLOOR 0.1
+
 /** Start a search over nnodes nodes (every node on a machine of its own until
- * accept_search_set_machines says otherwise). \return 0 or GPL_ENOMEM. */
+ * accept_search_set_machines says otherwise) with ACCEPT_SEARCH_PASSES passes.
+ * \return 0 or GPL_ENOMEM. */
 int accept_search_init(accept_search_t *s, int nnodes, double fraction, accept_search_mode_t mode);
 void accept_search_free(accept_search_t *s);
+/** Measure every group passes times (1..ACCEPT_PASSES_MAX); call before the first round. */
+void accept_search_set_passes(accept_search_t *s, int passes);
 /** Which nodes share a machine (machine[node], any numbering): groups that share one are put in
  * different rounds, since measuring them at once would have them compete for the same cores. */
 void accept_search_set_machines(accept_search_t *s, const int *machine);
 /** The next round: color[node] = group index or -1 (nnodes entries). \return the number of
  * groups (0: the search is over). phase (optional) gets "ring", "confirm" or "halving". */
 int accept_search_next(accept_search_t *s, int *color, const char **phase);
-/** The round's results: bw[g] in GB/s (< 0: failed), jitter[g] (may be NULL: none) the noise of
- * each measurement. A slowdown smaller than the noise is not evidence: pairs are flagged below
- * min(fraction, 1 - median jitter) x reference, and the note says when the fraction was lowered.
- * The report (may be NULL) gets the measurements. */
+/** The round's results: bw[g] in GB/s (< 0: failed), jitter[g] (may be NULL: none) the noise
+ * within each measurement. Groups are judged on the best of their repeated measurements, against
+ * accept_search_rule(pair_fraction, measured noise) x reference. The report (may be NULL) gets
+ * the measurements. */
 void accept_search_feed(accept_search_t *s, const double *bw, const double *jitter,
                         accept_report_t *rep, const char *const *hosts);
 /** Switch to halving when the ring named nobody (used when the job's busbw check failed). */
@@ -342,7 +386,8 @@ void accept_search_fallback_halving(accept_search_t *s);
 /** Nodes the search named (verdict bad) into bad (nnodes flags); returns their count. */
 int accept_search_bad_nodes(const accept_search_t *s, int *bad);
 /** The search's results as checks ("bad_node" in the named node's suite, "bad_link",
- * "pair_search" for the job) and the bad hosts/links of the report. */
+ * "pair_search" for the job), the bad hosts/links of the report, and the report's fraction,
+ * noise and rule. */
 void accept_search_report(const accept_search_t *s, const char *const *hosts, accept_report_t *rep);
 
 /* ---- Reports (accept_out_*.c) --------------------------------------------------------------- */

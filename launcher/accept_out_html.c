@@ -94,7 +94,12 @@ static void chart(strbuf_t *b, const accept_report_t *r) {
     strbuf_printf(b, "\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", left, y, w > 0 ? w : 1,
                   bh, m->flagged ? "#b3261e" : "#2e8b57");
     esc(b, m->label);
-    strbuf_printf(b, ": %.3f GB/s%s</title></rect>\n", m->busbw, m->flagged ? " (slow)" : "");
+    strbuf_printf(b, ": %.3f GB/s%s", m->busbw, m->flagged ? " (slow)" : "");
+    if (m->nsamples > 1) {
+      strbuf_printf(b, ", the best of %d tries:", m->nsamples);
+      for (int k = 0; k < m->nsamples && k < ACCEPT_PASSES_MAX; k++) strbuf_printf(b, " %.3f", m->samples[k]);
+    }
+    strbuf_append(b, "</title></rect>\n");
     if (m->reference > 0) {
       int tx = left + (int)(width * r->fraction * m->reference / max + 0.5);
       strbuf_printf(b, "<line class=\"threshold\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#111\" "
@@ -241,7 +246,9 @@ int accept_write_html(const accept_report_t *r, const char *path) {
                     "suspects paired again with a good node, or halves of the cluster. A <b style=\"color:#b3261e\">red</b> "
                     "bar is below ");
   strbuf_printf(&b, "%.0f%% of the reference (the median node score); the dashed tick on a bar marks the line it "
-                    "had to reach.</p>\n", 100 * r->fraction);
+                    "had to reach. Each group is measured several times, spread over the search, and its best "
+                    "try counts (interference only slows a transfer down; a bad link is slow every time).</p>\n",
+                100 * r->fraction);
   chart(&b, r);
   strbuf_append(&b, "<p>Threshold of the whole job: ");
   if (r->ar_threshold >= 0) strbuf_printf(&b, "%.3f GB/s", r->ar_threshold);
@@ -253,6 +260,10 @@ int accept_write_html(const accept_report_t *r, const char *path) {
     esc(&b, r->search_mode);
     strbuf_append(&b, "): ");
     esc(&b, r->search_summary);
+  }
+  if (r->search_rule[0]) {
+    strbuf_append(&b, "<br/>Rule: ");
+    esc(&b, r->search_rule);
   }
   strbuf_append(&b, "</p></div>\n");
 

@@ -200,9 +200,15 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
       fprintf(f, "%9.3f  ", m->busbw);
       bar(f, m->busbw, max, 30);
       if (m->flagged) fprintf(f, "  << below %.0f%% of %.3f", 100 * r->fraction, m->reference);
+      if (m->nsamples > 1) {
+        fprintf(f, "  (best of");
+        for (int k = 0; k < m->nsamples && k < ACCEPT_PASSES_MAX; k++) fprintf(f, " %.3g", m->samples[k]);
+        fputc(')', f);
+      }
       fputc('\n', f);
     }
     if (r->search_summary[0]) fprintf(f, "  search: %s\n", r->search_summary);
+    if (r->search_rule[0]) fprintf(f, "  rule: %s\n", r->search_rule);
   }
   int n[ACCEPT_NSTATUS];
   accept_report_counts(r, n);

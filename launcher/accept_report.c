@@ -312,6 +312,7 @@ cJSON *accept_report_json(const accept_report_t *r) {
   cJSON_AddNumberToObject(se, "pair_fraction", r->fraction);
   cJSON_AddStringToObject(se, "summary", r->search_summary);
   cJSON_AddNumberToObject(se, "noise", r->search_jitter);
+  cJSON_AddStringToObject(se, "rule", r->search_rule);
   cJSON *ms = cJSON_AddArrayToObject(se, "measurements");
   for (int i = 0; i < r->nmeas; i++) {
     const accept_meas_t *m = &r->meas[i];
@@ -327,6 +328,8 @@ cJSON *accept_report_json(const accept_report_t *r) {
     }
     cJSON_AddStringToObject(o, "label", m->label);
     cJSON_AddNumberToObject(o, "busbw_GBps", m->busbw);
+    cJSON *sm = cJSON_AddArrayToObject(o, "samples_GBps");
+    for (int k = 0; k < m->nsamples && k < ACCEPT_PASSES_MAX; k++) cJSON_AddItemToArray(sm, cJSON_CreateNumber(m->samples[k]));
     cJSON_AddNumberToObject(o, "reference_GBps", m->reference);
     cJSON_AddBoolToObject(o, "flagged", m->flagged);
     cJSON_AddItemToArray(ms, o);
@@ -433,8 +436,11 @@ int accept_report_from_json(const cJSON *doc, accept_report_t *r) {
   if (cJSON_IsObject(se)) {
     copy_str(se, "mode", r->search_mode, sizeof r->search_mode);
     copy_str(se, "summary", r->search_summary, sizeof r->search_summary);
+    copy_str(se, "rule", r->search_rule, sizeof r->search_rule);
     v = cJSON_GetObjectItemCaseSensitive(se, "pair_fraction");
     if (cJSON_IsNumber(v)) r->fraction = v->valuedouble;
+    v = cJSON_GetObjectItemCaseSensitive(se, "noise");
+    if (cJSON_IsNumber(v)) r->search_jitter = v->valuedouble;
     const cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(se, "measurements")) {
       accept_meas_t x;
@@ -445,6 +451,10 @@ int accept_report_from_json(const cJSON *doc, accept_report_t *r) {
       x.round = cJSON_IsNumber(v) ? v->valueint : 0;
       v = cJSON_GetObjectItemCaseSensitive(m, "busbw_GBps");
       x.busbw = cJSON_IsNumber(v) ? v->valuedouble : -1;
+      const cJSON *smp;
+      cJSON_ArrayForEach(smp, cJSON_GetObjectItemCaseSensitive(m, "samples_GBps")) {
+        if (cJSON_IsNumber(smp) && x.nsamples < ACCEPT_PASSES_MAX) x.samples[x.nsamples++] = smp->valuedouble;
+      }
       v = cJSON_GetObjectItemCaseSensitive(m, "reference_GBps");
       x.reference = cJSON_IsNumber(v) ? v->valuedouble : 0;
       x.flagged = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "flagged"));

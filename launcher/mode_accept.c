@@ -201,7 +201,8 @@ static int run_search(const job_t *job, const accept_opts_t *o, const accept_nod
     }
     if (job->rank == 0)
       accept_progress(progress, 6, NSTEPS, "bad-node search: %s round %d (%d group(s) of nodes)", phase, s.round, ng);
-    rc = accept_measure_round(job, color, ng, (size_t)bytes, o->iters, o->budget, bw, jit);
+    /* The budget is a group's: its tries share it. */
+    rc = accept_measure_round(job, color, ng, (size_t)bytes, o->iters, o->budget / s.passes, bw, jit);
     if (rc < 0) break;
     accept_search_feed(&s, bw, jit, job->rank == 0 ? rep : NULL, (const char *const *)hosts);
   }

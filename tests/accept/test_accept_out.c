@@ -118,10 +118,16 @@ static void test_json_round_trip(void **state) {
   m.nnodes = 2;
   m.nodes = nodes;
   m.busbw = 0.9;
+  m.nsamples = 3;
+  m.samples[0] = 0.5;
+  m.samples[1] = 0.9;
+  m.samples[2] = 0.75;
   m.reference = 1.0;
   m.flagged = 1;
   snprintf(m.label, sizeof m.label, "n0 + n1");
   accept_report_add_meas(&r, &m);
+  snprintf(r.search_rule, sizeof r.search_rule, "noise 35%%: flagging below 0.13 of the reference instead of 0.93");
+  r.search_jitter = 0.35;
   accept_report_add_bad_host(&r, "n1");
   r.exit_code = accept_exit_code(&r);
   cJSON *doc = accept_report_json(&r);
@@ -133,6 +139,12 @@ static void test_json_round_trip(void **state) {
   assert_int_equal(back.nchecks, 1);
   assert_string_equal(back.checks[0].detail, "quote \" backslash \\ newline\n<tag>");
   assert_int_equal(back.meas[0].flagged, 1);
+  /* Every try of a measurement, and the rule the search applied. */
+  assert_int_equal(back.meas[0].nsamples, 3);
+  assert_true(back.meas[0].samples[1] == 0.9 && back.meas[0].samples[2] == 0.75);
+  assert_string_equal(back.search_rule, r.search_rule);
+  assert_true(back.search_jitter == 0.35);
+  assert_non_null(strstr(a, "\"samples_GBps\":[0.5,0.9,0.75]"));
   /* What a reader of --json finds. */
   assert_non_null(strstr(a, "\"verdict\":\"pass\""));
   assert_non_null(strstr(a, "\"hosts\":[\"n0\",\"n1\"]"));
