@@ -179,8 +179,13 @@ int main(int argc, char **argv) {
   L.argv = rest;
   L.conf_path = config;
 
-  /* The config is validated before anything starts. */
-  if (conf_load(&L.conf, config) < 0) return GPL_EXIT_CONFIG;
+  /* The config is validated before anything starts. Rank 0 prints the errors; under mpirun the
+   * others leave a moment later, or mpirun (which kills the job at the first non-zero exit) could
+   * kill rank 0 before its message is out. */
+  if (conf_load(&L.conf, config) < 0) {
+    if (job_env_rank() > 0) util_sleep(0.5);
+    return GPL_EXIT_CONFIG;
+  }
   if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
   if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
 

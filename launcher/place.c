@@ -136,8 +136,9 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
 }
 
 /* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
- * (childenv's precedence). *source says where it came from. */
+ * (childenv's precedence). *source says where it came from ("[nccl] SOCKET_IFNAME", ...). */
 static const char *user_var(const launch_t *L, const char *name, const char **source) {
+  static char where[96];
   static const char *const sections[] = {"env", "nccl"};
   for (size_t s = 0; s < 2 && L->conf; s++) {
     int n = conf_free_count(L->conf, sections[s]);
@@ -145,7 +146,10 @@ static const char *user_var(const launch_t *L, const char *name, const char **so
       const char *k, *v;
       conf_free_entry(L->conf, sections[s], i, &k, &v);
       if (strcmp(k, name) == 0) {
-        if (source) *source = s == 0 ? "[env]" : "[nccl]";
+        /* [nccl] keys are written without their NCCL_ prefix, as users usually do. */
+        const char *shown = s == 1 && strncmp(k, "NCCL_", 5) == 0 ? k + 5 : k;
+        snprintf(where, sizeof where, "[%s] %s", sections[s], shown);
+        if (source) *source = where;
         return v;
       }
     }
