@@ -1,10 +1,13 @@
 /* The wire protocol between a wrapped program (the proxy client, in gpl_init) and its gpulaunch
  * rank (the proxy server): fixed-size messages on a SOCK_SEQPACKET Unix socket, one request and
- * one reply at a time; shared-memory regions (memfds passed with SCM_RIGHTS) hold the data. */
+ * one reply at a time; shared-memory regions (memfds passed with SCM_RIGHTS) hold the data. Both
+ * ends send and receive through proxy_send / proxy_recv (proxy_proto.c). */
 #ifndef GPL_COMM_PROXY_PROTO_H
 #define GPL_COMM_PROXY_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define PROXY_MAGIC 0x47504c50u /* "GPLP" */
 #define PROXY_VERSION 1
@@ -51,5 +54,13 @@ typedef struct proxy_rep_s {
   int32_t hostlen;  /* HELLO: bytes per name in the memfd of host names (size names) */
   double timeout;   /* HELLO: the job's deadline */
 } proxy_rep_t;
+
+/* One message of len bytes on the socket sock, with the descriptor fd attached (SCM_RIGHTS) when
+ * fd >= 0; flags go to sendmsg (MSG_NOSIGNAL is always added). Returns sendmsg's result (errno set
+ * when -1); the caller decides about EINTR and short writes. */
+ssize_t proxy_send(int sock, const void *msg, size_t len, int fd, int flags);
+/* One message of at most len bytes; *fd gets a descriptor that came with it, else -1. flags go to
+ * recvmsg (MSG_CMSG_CLOEXEC is always added). Returns recvmsg's result (errno set when -1). */
+ssize_t proxy_recv(int sock, void *msg, size_t len, int *fd, int flags);
 
 #endif

@@ -102,23 +102,7 @@ static void on_proxy_handle_closed(uv_handle_t *h) {
 /* ---- replies ---- */
 
 static int send_rep(client_t *cl, const proxy_rep_t *rep, int fd) {
-  struct msghdr mh;
-  struct iovec iov = {(void *)rep, sizeof *rep};
-  char ctl[CMSG_SPACE(sizeof(int))];
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (fd >= 0) {
-    memset(ctl, 0, sizeof ctl);
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  }
-  ssize_t n = sendmsg(cl->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+  ssize_t n = proxy_send(cl->fd, rep, sizeof *rep, fd, MSG_DONTWAIT);
   if (n != (ssize_t)sizeof *rep) {
     LOG_WARN("comm proxy: reply to the program failed: %s", n < 0 ? strerror(errno) : "short");
     cl->gone = 1;
@@ -358,24 +342,14 @@ static void on_client(uv_poll_t *h, int status, int events) {
   if (status < 0 || (events & UV_DISCONNECT)) cl->gone = 1;
   while (!cl->gone && (events & UV_READABLE)) {
     proxy_req_t q;
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {&q, sizeof q};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    ssize_t n = recvmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    int fd;
+    ssize_t n = proxy_recv(cl->fd, &q, sizeof q, &fd, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) { /* closed by the program (or an error) */
+      if (fd >= 0) close(fd);
       cl->gone = 1;
       break;
     }
-    int fd = -1;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-        memcpy(&fd, CMSG_DATA(cm), sizeof fd);
     handle(cl, &q, n, fd);
   }
   if (cl->gone) {

@@ -37,24 +37,8 @@ typedef struct xport_proxy_s {
 static int send_req(xport_proxy_t *x, proxy_req_t *q, int fd) {
   q->magic = PROXY_MAGIC;
   q->seq = ++x->seq;
-  struct iovec iov = {q, sizeof *q};
-  struct msghdr mh;
-  char ctl[CMSG_SPACE(sizeof(int))];
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (fd >= 0) {
-    memset(ctl, 0, sizeof ctl);
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-  }
   ssize_t n;
-  do n = sendmsg(x->fd, &mh, MSG_NOSIGNAL);
+  do n = proxy_send(x->fd, q, sizeof *q, fd, 0);
   while (n < 0 && errno == EINTR);
   if (n != (ssize_t)sizeof *q) {
     LOG_ERROR("comm proxy: cannot reach gpulaunch: %s", n < 0 ? strerror(errno) : "short write");
@@ -77,24 +61,15 @@ static int recv_rep(xport_proxy_t *x, uint64_t seq, double wait_s, proxy_rep_t *
     int pr = poll(&pf, 1, left > 1e6 ? 1000000000 : (int)(left * 1000) + 1);
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) continue;
-    char ctl[CMSG_SPACE(sizeof(int))];
-    struct iovec iov = {rep, sizeof *rep};
-    struct msghdr mh;
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    mh.msg_control = ctl;
-    mh.msg_controllen = sizeof ctl;
-    ssize_t n = recvmsg(x->fd, &mh, MSG_CMSG_CLOEXEC);
+    int fd;
+    ssize_t n = proxy_recv(x->fd, rep, sizeof *rep, &fd, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
+      if (fd >= 0) close(fd);
       LOG_ERROR("comm proxy: gpulaunch closed the connection%s%s", n < 0 ? ": " : "",
                 n < 0 ? strerror(errno) : "");
       return GPL_EPEER;
     }
-    int fd = -1;
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-      if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) memcpy(&fd, CMSG_DATA(cm), sizeof fd);
     if (n != (ssize_t)sizeof *rep || rep->magic != PROXY_MAGIC || rep->seq != seq) {
       if (fd >= 0) close(fd);
       LOG_ERROR("comm proxy: unexpected answer from gpulaunch");
