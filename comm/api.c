@@ -210,20 +210,6 @@ int gpl_comm_device(const gpl_comm_t *c) { return c ? c->device : -1; }
 
 /* ---- dispatch ---- */
 
-#define GUARD(c)                                                                           \
-  do {                                                                                     \
-    if (!(c) || !(c)->be) return GPL_EINVAL;                                               \
-    if ((c)->broken) return GPL_ESTATE;                                                    \
-  } while (0)
-
-/* Errors that mean the ranks are out of step: the communicator cannot be used again. */
-static int settle(gpl_comm_t *c, int rc) {
-  if (rc == GPL_ETIMEDOUT || rc == GPL_EMPI || rc == GPL_ENCCL || rc == GPL_EPEER ||
-      rc == GPL_ECUDA || rc == GPL_EPROTO || rc == GPL_EIO)
-    c->broken = 1;
-  return rc;
-}
-
 static int check_common(const gpl_comm_t *c, const void *send, const void *recv, size_t count,
                         gpl_dtype_t dt, int need_send) {
   (void)c;
@@ -247,7 +233,7 @@ static int check_op(gpl_redop_t op) {
 }
 
 int gpl_mem_alloc(gpl_comm_t *c, void **p, size_t bytes) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (!p) return GPL_EINVAL;
   *p = NULL;
   if (!bytes) return GPL_OK;
@@ -262,59 +248,59 @@ int gpl_mem_free(gpl_comm_t *c, void *p) {
 
 int gpl_memcpy(gpl_comm_t *c, void *dst, const void *src, size_t bytes, gpl_copy_t dir,
                void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   if ((unsigned)dir > GPL_COPY_COMM || (bytes && (!dst || !src))) return GPL_EINVAL;
   if (!bytes) return GPL_OK;
-  return settle(c, c->be->memcpy(c, dst, src, bytes, dir, stream));
+  return comm_settle(c, c->be->memcpy(c, dst, src, bytes, dir, stream));
 }
 
 int gpl_synchronize(gpl_comm_t *c, void *stream) {
-  GUARD(c);
-  return settle(c, c->be->synchronize(c, stream));
+  COMM_GUARD(c);
+  return comm_settle(c, c->be->synchronize(c, stream));
 }
 
 int gpl_allreduce(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                   gpl_redop_t op, void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   CHECK(check_common(c, send, recv, count, dt, 1));
   CHECK(check_op(op));
-  return settle(c, c->be->allreduce(c, send, recv, count, dt, op, stream));
+  return comm_settle(c, c->be->allreduce(c, send, recv, count, dt, op, stream));
 }
 
 int gpl_allgather(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                   void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   CHECK(check_common(c, send, recv, count, dt, 1));
-  return settle(c, c->be->allgather(c, send, recv, count, dt, stream));
+  return comm_settle(c, c->be->allgather(c, send, recv, count, dt, stream));
 }
 
 int gpl_reduce_scatter(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                        gpl_redop_t op, void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   CHECK(check_common(c, send, recv, count, dt, 1));
   CHECK(check_op(op));
-  return settle(c, c->be->reduce_scatter(c, send, recv, count, dt, op, stream));
+  return comm_settle(c, c->be->reduce_scatter(c, send, recv, count, dt, op, stream));
 }
 
 int gpl_broadcast(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                   int root, void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (root < 0 || root >= c->size) {
     LOG_WARN("broadcast root %d is not a rank (size %d)", root, c->size);
     return GPL_EINVAL;
   }
   CHECK(check_common(c, send, recv, count, dt, c->rank == root));
-  return settle(c, c->be->broadcast(c, send, recv, count, dt, root, stream));
+  return comm_settle(c, c->be->broadcast(c, send, recv, count, dt, root, stream));
 }
 
 int gpl_alltoall(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                  void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   CHECK(check_common(c, send, recv, count, dt, 1));
-  return settle(c, c->be->alltoall(c, send, recv, count, dt, stream));
+  return comm_settle(c, c->be->alltoall(c, send, recv, count, dt, stream));
 }
 
 int gpl_barrier(gpl_comm_t *c) {
-  GUARD(c);
-  return settle(c, c->be->barrier(c));
+  COMM_GUARD(c);
+  return comm_settle(c, c->be->barrier(c));
 }

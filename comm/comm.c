@@ -64,9 +64,12 @@ int comm_exchange_flags(gpl_comm_t *c, int mine, int *all, int *answered, double
 
 int comm_host_run(gpl_comm_t *c, const hostop_t *op, const char *what) {
   if (c->broken) return GPL_ESTATE;
-  int rc = c->xp->run(c, op, c->timeout, what);
-  if (rc == GPL_ETIMEDOUT || rc == GPL_EMPI || rc == GPL_EPEER || rc == GPL_EPROTO ||
-      rc == GPL_EIO)
+  return comm_settle(c, c->xp->run(c, op, c->timeout, what));
+}
+
+int comm_settle(gpl_comm_t *c, int rc) {
+  if (rc == GPL_ETIMEDOUT || rc == GPL_EMPI || rc == GPL_ENCCL || rc == GPL_EPEER ||
+      rc == GPL_ECUDA || rc == GPL_EPROTO || rc == GPL_EIO)
     c->broken = 1;
   return rc;
 }

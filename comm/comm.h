@@ -137,4 +137,16 @@ double comm_grace(double timeout);
 /* A host op on the transport, breaking the comm when it fails because of other ranks. */
 int comm_host_run(gpl_comm_t *c, const hostop_t *op, const char *what);
 
+/* rc, after marking c broken when rc means the ranks are out of step (a timeout, an MPI, NCCL,
+ * CUDA, peer, protocol or I/O failure): every later call then returns GPL_ESTATE. */
+int comm_settle(gpl_comm_t *c, int rc);
+
+/* First line of every public call on a communicator: GPL_EINVAL without one, GPL_ESTATE when it
+ * is broken. */
+#define COMM_GUARD(c)                                                                      \
+  do {                                                                                     \
+    if (!(c) || !(c)->be) return GPL_EINVAL;                                               \
+    if ((c)->broken) return GPL_ESTATE;                                                    \
+  } while (0)
+
 #endif

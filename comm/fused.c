@@ -18,24 +18,11 @@ struct gpl_scaler_s {
   kern_scaler_t *sc; /* comm memory */
 };
 
-#define GUARD(c)                                                                           \
-  do {                                                                                     \
-    if (!(c) || !(c)->be) return GPL_EINVAL;                                               \
-    if ((c)->broken) return GPL_ESTATE;                                                    \
-  } while (0)
-
-static int settle(gpl_comm_t *c, int rc) {
-  if (rc == GPL_ETIMEDOUT || rc == GPL_EMPI || rc == GPL_ENCCL || rc == GPL_EPEER ||
-      rc == GPL_ECUDA || rc == GPL_EPROTO || rc == GPL_EIO)
-    c->broken = 1;
-  return rc;
-}
-
 /* ---- loss scaler ---- */
 
 int gpl_scaler_create(gpl_comm_t *c, gpl_scaler_t **out, float init_scale, float growth_factor,
                       float backoff_factor, int growth_interval) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (!out || !(init_scale > 0) || !(growth_factor >= 1) || !(backoff_factor > 0) ||
       !(backoff_factor <= 1) || growth_interval < 1)
     return GPL_EINVAL;
@@ -49,23 +36,23 @@ int gpl_scaler_create(gpl_comm_t *c, gpl_scaler_t **out, float init_scale, float
   if (rc < 0) {
     if (s->sc) c->be->mem_free(c, s->sc);
     free(s);
-    return settle(c, rc);
+    return comm_settle(c, rc);
   }
   *out = s;
   return GPL_OK;
 }
 
 int gpl_scaler_update(gpl_comm_t *c, gpl_scaler_t *s, void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (!s) return GPL_EINVAL;
-  return settle(c, c->be->scaler_update(c, s->sc, stream));
+  return comm_settle(c, c->be->scaler_update(c, s->sc, stream));
 }
 
 int gpl_scaler_read(gpl_comm_t *c, const gpl_scaler_t *s, gpl_scaler_state_t *st, void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (!s || !st) return GPL_EINVAL;
   kern_scaler_t h;
-  CHECK(settle(c, c->be->memcpy(c, &h, s->sc, sizeof h, GPL_COPY_TO_HOST, stream)));
+  CHECK(comm_settle(c, c->be->memcpy(c, &h, s->sc, sizeof h, GPL_COPY_TO_HOST, stream)));
   st->scale = h.scale;
   st->found_inf = h.found_inf;
   st->skipped = h.skipped;
@@ -281,9 +268,9 @@ out:
 
 int gpl_fused_allreduce(gpl_comm_t *c, const gpl_tensor_t *t, int n, const gpl_fused_opts_t *o,
                         void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   CHECK(check_opts(t, n, o));
-  return settle(c, fused(c, t, n, o, stream));
+  return comm_settle(c, fused(c, t, n, o, stream));
 }
 
 static int unfused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_fused_opts_t *o,
@@ -307,7 +294,7 @@ static int unfused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_
 
 int gpl_unfused_allreduce(gpl_comm_t *c, const gpl_tensor_t *t, int n, const gpl_fused_opts_t *o,
                           void *stream) {
-  GUARD(c);
+  COMM_GUARD(c);
   if (n < 0 || (n > 0 && !t) || !o) return GPL_EINVAL;
-  return settle(c, unfused(c, t, n, o, stream));
+  return comm_settle(c, unfused(c, t, n, o, stream));
 }
