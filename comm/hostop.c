@@ -173,18 +173,6 @@ int hostop_local(const hostop_t *op) {
 
 /* ---- start / test ---- */
 
-#define MPI_RUNCHECK(call)                                                                 \
-  do {                                                                                     \
-    int mrc_ = (call);                                                                     \
-    if (mrc_ != MPI_SUCCESS) {                                                             \
-      char msg_[MPI_MAX_ERROR_STRING];                                                     \
-      int len_ = 0;                                                                        \
-      MPI_Error_string(mrc_, msg_, &len_);                                                 \
-      LOG_WARN("MPI call %s failed: %s", #call, msg_);                                     \
-      return GPL_EMPI;                                                                     \
-    }                                                                                      \
-  } while (0)
-
 static int flags_start(hostop_run_t *r) {
   int n = r->size;
   /* values[n], answered[n], and our own value to send (its own slot: the table is received into) */
@@ -195,13 +183,13 @@ static int flags_start(hostop_run_t *r) {
   r->table[n + r->rank] = 1;
   if (r->rank == 0) {
     for (int p = 1; p < n; p++)
-      MPI_RUNCHECK(MPI_Irecv(&r->table[p], 1, MPI_INT, p, r->tag, r->comm, &r->reqs[p - 1]));
+      MPICHECK(MPI_Irecv(&r->table[p], 1, MPI_INT, p, r->tag, r->comm, &r->reqs[p - 1]));
     r->nreqs = n - 1;
   } else {
     /* Sent from r->table so that a send the root never takes can outlive the caller's int. */
     r->table[2 * n] = r->table[r->rank];
-    MPI_RUNCHECK(MPI_Isend(&r->table[2 * n], 1, MPI_INT, 0, r->tag, r->comm, &r->reqs[0]));
-    MPI_RUNCHECK(MPI_Irecv(r->table, 2 * n, MPI_INT, 0, r->tag + 1, r->comm, &r->reqs[1]));
+    MPICHECK(MPI_Isend(&r->table[2 * n], 1, MPI_INT, 0, r->tag, r->comm, &r->reqs[0]));
+    MPICHECK(MPI_Irecv(r->table, 2 * n, MPI_INT, 0, r->tag + 1, r->comm, &r->reqs[1]));
     r->nreqs = 2;
   }
   return GPL_OK;
@@ -214,8 +202,8 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
   r->tag = tag;
   r->deadline = deadline;
   r->req = MPI_REQUEST_NULL;
-  MPI_RUNCHECK(MPI_Comm_rank(comm, &r->rank));
-  MPI_RUNCHECK(MPI_Comm_size(comm, &r->size));
+  MPICHECK(MPI_Comm_rank(comm, &r->rank));
+  MPICHECK(MPI_Comm_size(comm, &r->size));
   CHECK(hostop_validate(op, r->size));
   double left = deadline - util_now();
   r->grace = GPL_MAX(1.0, 0.25 * left);
@@ -228,7 +216,7 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
   size_t sb = hostop_send_bytes(op, r->size), rb = hostop_recv_bytes(op, r->size);
   switch (op->kind) {
     case HOP_ALLREDUCE:
-      MPI_RUNCHECK(MPI_Iallreduce(send == op->recv ? MPI_IN_PLACE : send, op->recv, n, t,
+      MPICHECK(MPI_Iallreduce(send == op->recv ? MPI_IN_PLACE : send, op->recv, n, t,
                                   hostop_mpi_op(op->dtype, op->op), comm, &r->req));
       break;
     case HOP_ALLGATHER:
@@ -239,7 +227,7 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
         memcpy(r->tmp, send, sb);
         send = r->tmp;
       }
-      MPI_RUNCHECK(MPI_Iallgather(send, n, t, op->recv, n, t, comm, &r->req));
+      MPICHECK(MPI_Iallgather(send, n, t, op->recv, n, t, comm, &r->req));
       break;
     case HOP_REDUCE_SCATTER:
       /* MPI's in-place reduce-scatter takes the input from recv, NCCL's puts the output inside the
@@ -249,18 +237,18 @@ int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, do
         memcpy(r->tmp, send, sb);
         send = r->tmp;
       }
-      MPI_RUNCHECK(MPI_Ireduce_scatter_block(send, op->recv, n, t, hostop_mpi_op(op->dtype, op->op), comm,
+      MPICHECK(MPI_Ireduce_scatter_block(send, op->recv, n, t, hostop_mpi_op(op->dtype, op->op), comm,
                                              &r->req));
       break;
     case HOP_BCAST:
       if (r->rank == op->root && send && send != op->recv) memmove(op->recv, send, rb);
-      MPI_RUNCHECK(MPI_Ibcast(op->recv, n, t, op->root, comm, &r->req));
+      MPICHECK(MPI_Ibcast(op->recv, n, t, op->root, comm, &r->req));
       break;
     case HOP_ALLTOALL:
-      MPI_RUNCHECK(MPI_Ialltoall(send, n, t, op->recv, n, t, comm, &r->req));
+      MPICHECK(MPI_Ialltoall(send, n, t, op->recv, n, t, comm, &r->req));
       break;
     case HOP_BARRIER:
-      MPI_RUNCHECK(MPI_Ibarrier(comm, &r->req));
+      MPICHECK(MPI_Ibarrier(comm, &r->req));
       break;
     default:
       return GPL_EINVAL;
@@ -279,7 +267,7 @@ static int flags_test(hostop_run_t *r) {
   int n = r->size, flag = 0, got_table = 0;
   double now = util_now(), limit = r->deadline + r->grace;
   if (r->rank == 0 && r->phase == 0) {
-    MPI_RUNCHECK(MPI_Testall(r->nreqs, r->reqs, &flag, MPI_STATUSES_IGNORE));
+    MPICHECK(MPI_Testall(r->nreqs, r->reqs, &flag, MPI_STATUSES_IGNORE));
     if (!flag && now < r->deadline) return GPL_OK;
     for (int p = 1; p < n; p++) {
       r->table[n + p] = 1;
@@ -292,16 +280,16 @@ static int flags_test(hostop_run_t *r) {
       r->table[n + p] = !cancelled;
     }
     for (int p = 1; p < n; p++)
-      MPI_RUNCHECK(MPI_Isend(r->table, 2 * n, MPI_INT, p, r->tag + 1, r->comm, &r->reqs[p - 1]));
+      MPICHECK(MPI_Isend(r->table, 2 * n, MPI_INT, p, r->tag + 1, r->comm, &r->reqs[p - 1]));
     r->phase = 1;
     return GPL_OK;
   }
   if (r->rank == 0) {
-    MPI_RUNCHECK(MPI_Testall(r->nreqs, r->reqs, &flag, MPI_STATUSES_IGNORE));
+    MPICHECK(MPI_Testall(r->nreqs, r->reqs, &flag, MPI_STATUSES_IGNORE));
     got_table = 1;
   } else {
-    MPI_RUNCHECK(MPI_Test(&r->reqs[1], &got_table, MPI_STATUS_IGNORE));
-    MPI_RUNCHECK(MPI_Test(&r->reqs[0], &flag, MPI_STATUS_IGNORE));
+    MPICHECK(MPI_Test(&r->reqs[1], &got_table, MPI_STATUS_IGNORE));
+    MPICHECK(MPI_Test(&r->reqs[0], &flag, MPI_STATUS_IGNORE));
     flag = got_table;
   }
   if (!flag && now < limit) return GPL_OK;
@@ -336,7 +324,7 @@ int hostop_test(hostop_run_t *r) {
   if (r->done) return GPL_OK;
   if (r->op.kind == HOP_FLAGS) return flags_test(r);
   int flag = 0;
-  MPI_RUNCHECK(MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE));
+  MPICHECK(MPI_Test(&r->req, &flag, MPI_STATUS_IGNORE));
   if (flag) {
     if ((r->op.kind == HOP_ALLREDUCE || r->op.kind == HOP_REDUCE_SCATTER) &&
         r->op.op == GPL_OP_AVG)
@@ -353,19 +341,24 @@ int hostop_test(hostop_run_t *r) {
   return GPL_OK;
 }
 
+void hostop_pause(unsigned i, double *nap) {
+  /* Spin briefly (a small collective finishes in microseconds), then yield the core (ranks are
+   * often oversubscribed), then sleep in growing naps up to 1 ms for long waits. */
+  if (i < 64) return;
+  if (i < 20000) {
+    sched_yield();
+    return;
+  }
+  if (*nap <= 0) *nap = 1e-5;
+  util_sleep(*nap);
+  if (*nap < 1e-3) *nap *= 2;
+}
+
 int hostop_wait(hostop_run_t *r) {
-  double nap = 1e-5;
+  double nap = 0;
   for (unsigned i = 0;; i++) {
     CHECK(hostop_test(r));
     if (r->done) return r->status;
-    /* Spin briefly (a small collective finishes in microseconds), then yield the core (ranks
-     * are often oversubscribed), then sleep in growing naps up to 1 ms for long waits. */
-    if (i < 64) continue;
-    if (i < 20000) {
-      sched_yield();
-      continue;
-    }
-    util_sleep(nap);
-    if (nap < 1e-3) nap *= 2;
+    hostop_pause(i, &nap);
   }
 }

@@ -78,8 +78,11 @@ MPI_Op hostop_mpi_op(gpl_dtype_t dt, gpl_redop_t op);
 int hostop_start(hostop_run_t *r, const hostop_t *op, MPI_Comm comm, int tag, double deadline);
 /* Make progress; sets r->done (and r->status) when finished or expired. Never blocks. */
 int hostop_test(hostop_run_t *r);
-/* Poll until done, yielding the CPU between polls. Returns r->status. */
+/* Poll until done, yielding the CPU between polls (hostop_pause). Returns r->status. */
 int hostop_wait(hostop_run_t *r);
+/* The pause after the i-th poll of a collective in flight (i from 0; *nap starts at 0 and is the
+ * pause's own state): nothing, then a yield of the core, then sleeps growing up to 1 ms. */
+void hostop_pause(unsigned i, double *nap);
 /* The op on a communicator of one rank (copies; avg of one value is itself). */
 int hostop_local(const hostop_t *op);
 

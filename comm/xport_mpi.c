@@ -3,7 +3,6 @@
  * a diagnosis that names the ranks that never came. */
 #include "comm/xport_mpi.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,7 +146,7 @@ static int mpi_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char
 }
 
 static int wait_op(xport_op_t *x) {
-  double nap = 1e-5;
+  double nap = 0;
   for (unsigned i = 0;; i++) {
     int rc = xport_mpi_test(x);
     if (rc < 0) {
@@ -155,15 +154,7 @@ static int wait_op(xport_op_t *x) {
       return rc;
     }
     if (x->done) return x->status;
-    /* Spin briefly (a small collective finishes in microseconds), then yield the core (ranks
-     * are often oversubscribed), then sleep in growing naps up to 1 ms for long waits. */
-    if (i < 64) continue;
-    if (i < 20000) {
-      sched_yield();
-      continue;
-    }
-    util_sleep(nap);
-    if (nap < 1e-3) nap *= 2;
+    hostop_pause(i, &nap);
   }
 }
 
