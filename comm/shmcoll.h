@@ -18,8 +18,8 @@ typedef struct shmcoll_s shmcoll_t;
  * latency for them is lower). */
 #define SHMCOLL_MIN_BYTES (32 * 1024)
 
-/* Set up on comm (every rank calls it; all must be known present, e.g. right after an
- * MPI_Comm_idup completed): one segment per node, created by the node's first rank and unlinked
+/* Set up on comm (every rank calls it; all must be known present, e.g. right after the bounded
+ * barrier of the MPI transport's set-up): one segment per node, created by the node's first rank and unlinked
  * once every rank of the node mapped it, and a cross-node communicator when there are several
  * nodes. *out is NULL (and the MPI path is used) unless every rank succeeded and every node has
  * the same number of ranks (GPULAUNCH_COMM_SHM=0 on any rank turns it off for all). c names ranks
