@@ -35,6 +35,12 @@ typedef struct kern_scaler_s {
 /* Total elements of n tensors (the bucket holds them back to back, no padding). */
 size_t kern_total_count(const kern_tensor_t *t, int n);
 
+/* The arguments of pack and unpack, checked alike by the C reference and the CUDA versions: a
+ * valid tensor list (n >= 0, data for every non-empty tensor), a wire type we convert to (GPL_FLOAT,
+ * GPL_BFLOAT16, GPL_HALF), and a bucket aligned to its element size when there is anything to
+ * move. 0, or GPL_EINVAL with the reason logged. */
+int kern_check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dtype_t wire);
+
 /* Initialise a scaler (host memory). */
 void kern_scaler_init(kern_scaler_t *s, float init_scale, float growth_factor, float backoff_factor,
                       int growth_interval);

@@ -27,31 +27,14 @@ int cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
     if (kern_e_ != cudaSuccess) return cuda_fail(kern_e_, #call, __FILE__, __LINE__);        \
   } while (0)
 
+/* The shared checks, and one of the launch's own: a tensor's chunk count fits the table's int. */
 int check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dtype_t wire) {
-  if (n < 0 || (n > 0 && t == NULL)) {
-    LOG_WARN("kern: bad tensor list (n=%d)", n);
-    return GPL_EINVAL;
-  }
-  if (wire != GPL_FLOAT && wire != GPL_BFLOAT16 && wire != GPL_HALF) {
-    LOG_WARN("kern: wire dtype %s is not one of float, bfloat16, half", gpl_dtype_name(wire));
-    return GPL_EINVAL;
-  }
-  size_t total = 0;
-  for (int i = 0; i < n; i++) {
-    if (t[i].count > 0 && t[i].data == NULL) {
-      LOG_WARN("kern: tensor %d has %zu elements and no data", i, t[i].count);
-      return GPL_EINVAL;
-    }
+  CHECK(kern_check_args(t, n, bucket, wire));
+  for (int i = 0; i < n; i++)
     if (t[i].count / kChunk >= 0x7fffffffull) {
       LOG_WARN("kern: tensor %d is too large (%zu elements)", i, t[i].count);
       return GPL_EINVAL;
     }
-    total += t[i].count;
-  }
-  if (total > 0 && (bucket == NULL || (uintptr_t)bucket % gpl_dtype_size(wire) != 0)) {
-    LOG_WARN("kern: bucket %p is NULL or not aligned to %zu bytes", bucket, gpl_dtype_size(wire));
-    return GPL_EINVAL;
-  }
   return 0;
 }
 

@@ -47,9 +47,7 @@ void kern_scaler_init(kern_scaler_t *s, float init_scale, float growth_factor, f
 
 void kern_scaler_update_ref(kern_scaler_t *sc) { mp_scaler_update(sc); }
 
-/* Arguments shared by pack and unpack: a valid tensor list, a wire type we can convert to, and a
- * bucket aligned to its element size when there is anything to move. */
-static int check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dtype_t wire) {
+int kern_check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dtype_t wire) {
   if (n < 0 || (n > 0 && t == NULL)) {
     LOG_WARN("kern: bad tensor list (n=%d, t=%p)", n, (const void *)t);
     return GPL_EINVAL;
@@ -125,7 +123,7 @@ KERN_LOOPS(_any, mp_mul)
 KERN_LOOPS(_plain, mul_plain)
 
 int kern_pack_ref(const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire, float prescale) {
-  CHECK(check_args(t, n, bucket, wire));
+  CHECK(kern_check_args(t, n, bucket, wire));
   const int plain = KERN_PLAIN_MUL_OK(prescale);
   size_t k = 0;
   for (int i = 0; i < n; i++) {
@@ -153,7 +151,7 @@ int kern_pack_ref(const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire,
 
 int kern_unpack_ref(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t, int n,
                     float postscale, kern_scaler_t *sc) {
-  CHECK(check_args(t, n, bucket, wire));
+  CHECK(kern_check_args(t, n, bucket, wire));
   /* The same product, in the same order, as the CUDA kernel forms on the device. */
   const float factor = sc ? postscale * sc->inv_scale : postscale;
   const int plain = KERN_PLAIN_MUL_OK(factor);
