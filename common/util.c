@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,13 @@ char *util_quote_word(const char *w) {
   *o++ = '\'';
   *o = 0;
   return out;
+}
+
+void util_fmt(char *dst, size_t len, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(dst, len, fmt, ap);
+  va_end(ap);
 }
 
 size_t util_strlcpy(char *dst, const char *src, size_t size) {

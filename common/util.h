@@ -47,6 +47,10 @@ void util_free_argv(char **argv);
 /* Quote a word for display so that util_split_words gives it back. Returns a malloc'd string. */
 char *util_quote_word(const char *w);
 
+/* snprintf into a fixed field for text that may be cut short (reasons, messages): cutting is
+ * fine, and unlike snprintf the compiler does not warn that the text may not fit. */
+void util_fmt(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* strlcpy: always NUL-terminates; returns strlen(src). */
 size_t util_strlcpy(char *dst, const char *src, size_t size);
 /* Trim spaces at both ends in place; returns s. */

@@ -1,7 +1,6 @@
 /* The interface agreement over MPI: leaders allgather inventories, decide per node, ranks pick by GPU, all choices shared. */
 #include "topology/net.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +11,6 @@
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/util.h"
-
-/* snprintf for messages that may be cut short (the compiler cannot prove they fit; cut is fine). */
-static void fmt(char *dst, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t len, const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(dst, len, f, ap);
-  va_end(ap);
-}
 
 /* What a leader sends: this header, then n iface_t as raw bytes (iface.h keeps them flat). */
 #define NET_WIRE_MAGIC 0x4e4c5047u /* "GPLN" */
@@ -293,7 +283,7 @@ int net_agree(const net_job_t *job, const topo_t *t, plan_rank_t *me, const char
       net_inv_free(&mine);
     }
     if (rc == 0) net_eval_node(inv, job->nnodes, node, ev, NULL);
-    else ev->status = rc, fmt(ev->reason, sizeof ev->reason, "exchange failed: %s", gpl_strerror(rc));
+    else ev->status = rc, util_fmt(ev->reason, sizeof ev->reason, "exchange failed: %s", gpl_strerror(rc));
   }
   /* 2. The leader hands the decision to its node's ranks (they wait as long as it may). */
   int brc = mpix_bcast(ev, (int)sizeof *ev, 0, job->node_comm, 2 * job->timeout + 2, "network agreement (node decision)");
@@ -313,9 +303,9 @@ int net_agree(const net_job_t *job, const topo_t *t, plan_rank_t *me, const char
     util_strlcpy(out->ifname, mine.ifname, sizeof out->ifname);
     util_strlcpy(out->addr, mine.addr, sizeof out->addr);
     if (ev->user) util_strlcpy(out->value, ev->value, sizeof out->value);
-    else fmt(out->value, sizeof out->value, "=%s", c->iface.name);
+    else util_fmt(out->value, sizeof out->value, "=%s", c->iface.name);
     if (ev->user) util_strlcpy(out->reason, ev->reason, sizeof out->reason);
-    else fmt(out->reason, sizeof out->reason, "%s %s/%d: %s%s%s", c->iface.name, c->addr.text, c->addr.prefix, why,
+    else util_fmt(out->reason, sizeof out->reason, "%s %s/%d: %s%s%s", c->iface.name, c->addr.text, c->addr.prefix, why,
              why[0] ? "; " : "", ev->reason);
     if (me) {
       int erc = net_apply(ev, t, me);

@@ -1,6 +1,5 @@
 /* One node's interface decision from every node's inventory: reach by subnet, tiers, speed; the user's NCCL_SOCKET_IFNAME checked. */
 #include <arpa/inet.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,15 +9,6 @@
 #include "common/util.h"
 #include "topology/net.h"
 #include "topology/path.h"
-
-/* snprintf for messages that may be cut short (the compiler cannot prove they fit; cut is fine). */
-static void fmt(char *dst, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t len, const char *f, ...) {
-  va_list ap;
-  va_start(ap, f);
-  vsnprintf(dst, len, f, ap);
-  va_end(ap);
-}
 
 /* The address NCCL takes on an interface: the first IPv4 one (getifaddrs lists all IPv4
  * addresses before any IPv6 one), else the first IPv6 one that is not ::1; family restricts. */
@@ -69,13 +59,13 @@ static const char *subnet_str(const iface_addr_t *a, char *buf, size_t len) {
   }
   char t[64];
   inet_ntop(a->family, n.bytes, t, sizeof t);
-  fmt(buf, len, "%s/%d", t, a->prefix);
+  util_fmt(buf, len, "%s/%d", t, a->prefix);
   return buf;
 }
 
 static const char *node_name(const net_inv_t *inv, char *buf, size_t len) {
-  if (inv->host[0]) fmt(buf, len, "node %d (%s)", inv->node, inv->host);
-  else fmt(buf, len, "node %d", inv->node);
+  if (inv->host[0]) util_fmt(buf, len, "node %d (%s)", inv->node, inv->host);
+  else util_fmt(buf, len, "node %d", inv->node);
   return buf;
 }
 
@@ -191,11 +181,11 @@ static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
       if (lo) {
         fill_cand(&out->cand[0], lo, nccl_addr(lo, me->family));
         out->ncand = 1;
-        fmt(out->value, sizeof out->value, "=%s", lo->name);
-        fmt(out->reason, sizeof out->reason, "a single node and no other usable interface (not usable: %s)",
+        util_fmt(out->value, sizeof out->value, "=%s", lo->name);
+        util_fmt(out->reason, sizeof out->reason, "a single node and no other usable interface (not usable: %s)",
                  strbuf_str(&skipped));
       } else {
-        fmt(out->reason, sizeof out->reason, "no usable interface on this single node; NCCL picks its own");
+        util_fmt(out->reason, sizeof out->reason, "no usable interface on this single node; NCCL picks its own");
       }
       goto done;
     }
@@ -214,16 +204,16 @@ static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
       list_ifaces(msg, me);
       strbuf_append(msg, ". If the nodes reach each other through routers, set NCCL_SOCKET_IFNAME.");
     }
-    fmt(out->reason, sizeof out->reason, "no interface shares a subnet with all %d other nodes", others);
+    util_fmt(out->reason, sizeof out->reason, "no interface shares a subnet with all %d other nodes", others);
     goto done;
   }
   /* The equally good ones (same reach, tier, speed): the rank's GPU decides among them. */
   for (int c = 0; c < nall && out->ncand < NET_MAX_CAND; c++)
     if (cand_cmp(&all[c], &all[0]) == 0) out->cand[out->ncand++] = all[c];
   const net_cand_t *b = &all[0];
-  fmt(out->value, sizeof out->value, "=%s", b->iface.name);
+  util_fmt(out->value, sizeof out->value, "=%s", b->iface.name);
   char speed[32] = "speed unknown";
-  if (b->iface.speed_mbps > 0) fmt(speed, sizeof speed, "%d Mb/s", b->iface.speed_mbps);
+  if (b->iface.speed_mbps > 0) util_fmt(speed, sizeof speed, "%d Mb/s", b->iface.speed_mbps);
   strbuf_t r = STRBUF_INIT;
   strbuf_printf(&r, "%s, %s, ", iface_kind_name(b->iface.kind), speed);
   if (nnodes > 2) strbuf_printf(&r, "shares a subnet with all %d other nodes", others);
@@ -236,9 +226,9 @@ static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
   for (int c = out->ncand; c < nall; c++) {
     if (c == out->ncand) strbuf_append(&r, "; also possible:");
     char why[64];
-    if (all[c].reach < others) fmt(why, sizeof why, "reaches %d of %d", all[c].reach, others);
-    else if (all[c].tier != b->tier) fmt(why, sizeof why, "%s", all[c].tier == IFACE_TIER_VIRTUAL ? "virtual" : "tier");
-    else fmt(why, sizeof why, "slower");
+    if (all[c].reach < others) util_fmt(why, sizeof why, "reaches %d of %d", all[c].reach, others);
+    else if (all[c].tier != b->tier) util_fmt(why, sizeof why, "%s", all[c].tier == IFACE_TIER_VIRTUAL ? "virtual" : "tier");
+    else util_fmt(why, sizeof why, "slower");
     strbuf_printf(&r, " %s (%s)", all[c].iface.name, why);
   }
   if (skipped.len) strbuf_printf(&r, "; not usable: %s", strbuf_str(&skipped));
@@ -291,7 +281,7 @@ static int eval_user(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
   net_iflist_t l;
   if (net_iflist_parse(me->user, &l, err, sizeof err) < 0) {
     if (msg) strbuf_printf(msg, "NCCL_SOCKET_IFNAME=%s (%s): %s", me->user, src, err);
-    fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s (%s): %s", me->user, src, err);
+    util_fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s (%s): %s", me->user, src, err);
     return GPL_ENET;
   }
   const iface_t *m[NET_IFLIST_MAX * 4];
@@ -304,7 +294,7 @@ static int eval_user(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
       strbuf_append(msg, "; ");
       list_ifaces(msg, me);
     }
-    fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s (%s) matches nothing here", me->user, src);
+    util_fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s (%s) matches nothing here", me->user, src);
     return GPL_ENET;
   }
   /* NCCL's bootstrap uses the first match; its socket transport uses them all. */
@@ -325,7 +315,7 @@ static int eval_user(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
       strbuf_append(msg, "; ");
       list_ifaces(msg, me);
     }
-    fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: the first match %s is %s", me->user, first->name,
+    util_fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: the first match %s is %s", me->user, first->name,
              a->link_local ? "link-local" : "loopback");
     return GPL_ENET;
   }
@@ -345,7 +335,7 @@ static int eval_user(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
         strbuf_printf(msg, "NCCL_SOCKET_IFNAME=%s (%s) on %s: NCCL's bootstrap would use %s (%s), the same address as on %s: "
                       "it cannot tell the nodes apart (a container bridge?)",
                       me->user, src, node_name(me, nn, sizeof nn), first->name, a->text, strbuf_str(&dups));
-      fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: %s has the same address %s as %d other nodes", me->user,
+      util_fmt(out->reason, sizeof out->reason, "NCCL_SOCKET_IFNAME=%s: %s has the same address %s as %d other nodes", me->user,
           first->name, a->text, ndup);
       strbuf_free(&dups);
       return GPL_ENET;
@@ -394,7 +384,7 @@ int net_eval_node(const net_inv_t *inv, int nnodes, int node, net_eval_t *out, s
   if (me->status < 0) {
     char nn[NET_HOST_LEN + 32];
     if (msg) strbuf_printf(msg, "%s could not list its network interfaces (%s)", node_name(me, nn, sizeof nn), gpl_strerror(me->status));
-    fmt(out->reason, sizeof out->reason, "interfaces unreadable: %s", gpl_strerror(me->status));
+    util_fmt(out->reason, sizeof out->reason, "interfaces unreadable: %s", gpl_strerror(me->status));
     return out->status = me->status;
   }
   out->status = me->user[0] ? eval_user(inv, nnodes, node, out, msg) : eval_auto(inv, nnodes, node, out, msg);
@@ -444,10 +434,10 @@ int net_pick(const net_eval_t *ev, const topo_t *t, const plan_rank_t *r, char *
     const char *who = r && r->gpu >= 0 ? "GPU" : "NUMA node";
     int idx = r ? (r->gpu >= 0 ? r->gpu : r->numa) : -1;
     if (have)
-      fmt(why, len, "nearest %s%d of %d equal interfaces (%s, %s)", who, idx, ev->ncand, path_class_name(bp.cls),
+      util_fmt(why, len, "nearest %s%d of %d equal interfaces (%s, %s)", who, idx, ev->ncand, path_class_name(bp.cls),
                path_class_desc(bp.cls));
     else
-      fmt(why, len, "first by name of %d equal interfaces (none has a PCI device in the topology)", ev->ncand);
+      util_fmt(why, len, "first by name of %d equal interfaces (none has a PCI device in the topology)", ev->ncand);
   }
   return best;
 }
@@ -461,8 +451,8 @@ int net_apply(const net_eval_t *ev, const topo_t *t, plan_rank_t *r) {
   } else {
     int c = net_pick(ev, t, r, why, sizeof why);
     const net_cand_t *k = &ev->cand[c];
-    fmt(value, sizeof value, "=%s", k->iface.name);
-    fmt(reason, sizeof reason, "%s %s/%d: %s%s%s", k->iface.name, k->addr.text, k->addr.prefix, why, why[0] ? "; " : "",
+    util_fmt(value, sizeof value, "=%s", k->iface.name);
+    util_fmt(reason, sizeof reason, "%s %s/%d: %s%s%s", k->iface.name, k->addr.text, k->addr.prefix, why, why[0] ? "; " : "",
              ev->reason);
   }
   return plan_env_set(r, "NCCL_SOCKET_IFNAME", value, reason);

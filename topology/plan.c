@@ -12,15 +12,6 @@
 #include "common/log.h"
 #include "common/util.h"
 
-/* Reasons are for people: cut rather than fail when one is longer than its field. */
-static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *buf, size_t len, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-}
-
 void plan_opts_default(plan_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->bind = PLAN_BIND_CORES;
@@ -177,9 +168,9 @@ static void domain_name(const topo_t *t, const plan_rank_t *r, char *buf, size_t
   if (r->gpu >= 0) {
     char numa[64];
     const topo_gpu_t *g = &t->gpus[r->gpu];
-    say(buf, len, "GPU%d's local CPUs %s (NUMA %s)", g->index, g->cpus, topo_numa_str(g->numa, g->nnuma, numa, sizeof numa));
+    util_fmt(buf, len, "GPU%d's local CPUs %s (NUMA %s)", g->index, g->cpus, topo_numa_str(g->numa, g->nnuma, numa, sizeof numa));
   } else {
-    say(buf, len, "NUMA %d's CPUs", r->numa);
+    util_fmt(buf, len, "NUMA %d's CPUs", r->numa);
   }
 }
 
@@ -216,7 +207,7 @@ static int assign_cpus(const topo_t *t, plan_t *p) {
       for (int k = 0; k < s; k++) {
         plan_rank_t *r = &p->ranks[members[k]];
         hwloc_bitmap_copy(r->cpuset, all);
-        say(r->why_cpus, sizeof r->why_cpus, "not bound (bind = none); %s", dname);
+        util_fmt(r->why_cpus, sizeof r->why_cpus, "not bound (bind = none); %s", dname);
       }
       continue;
     }
@@ -224,7 +215,7 @@ static int assign_cpus(const topo_t *t, plan_t *p) {
       for (int k = 0; k < s; k++) {
         plan_rank_t *r = &p->ranks[members[k]];
         hwloc_bitmap_copy(r->cpuset, dom);
-        say(r->why_cpus, sizeof r->why_cpus, "%s, whole (bind = numa)%s", dname,
+        util_fmt(r->why_cpus, sizeof r->why_cpus, "%s, whole (bind = numa)%s", dname,
                  s > 1 ? ", shared with the other ranks there" : "");
       }
       continue;
@@ -245,11 +236,11 @@ static int assign_cpus(const topo_t *t, plan_t *p) {
       hwloc_bitmap_or(taken, taken, sets[k]);
       int ncores = hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, sets[k], HWLOC_OBJ_CORE);
       if (s == 1)
-        say(r->why_cpus, sizeof r->why_cpus, "%s: all %d cores%s", dname, ncores, overlap);
+        util_fmt(r->why_cpus, sizeof r->why_cpus, "%s: all %d cores%s", dname, ncores, overlap);
       else if (hwloc_bitmap_isequal(sets[k], avail))
-        say(r->why_cpus, sizeof r->why_cpus, "%s shared by %d ranks (%s)%s", dname, s, how, overlap);
+        util_fmt(r->why_cpus, sizeof r->why_cpus, "%s shared by %d ranks (%s)%s", dname, s, how, overlap);
       else
-        say(r->why_cpus, sizeof r->why_cpus, "%s split among %d ranks (%s): share %d of %d, %d core(s)%s", dname, s,
+        util_fmt(r->why_cpus, sizeof r->why_cpus, "%s split among %d ranks (%s): share %d of %d, %d core(s)%s", dname, s,
                  how, k + 1, s, ncores, overlap);
     }
   }
@@ -293,12 +284,12 @@ static int count_ties(const path_entry_t *L, int n, int first) {
 static void describe_path(const topo_t *t, const plan_rank_t *r, const path_entry_t *e, char *buf, size_t len) {
   const topo_nic_t *nic = &t->nics[e->nic];
   char to[48], dist[48] = "";
-  if (r->gpu >= 0) say(to, sizeof to, "GPU%d", r->gpu);
-  else say(to, sizeof to, "NUMA %d", r->numa);
+  if (r->gpu >= 0) util_fmt(to, sizeof to, "GPU%d", r->gpu);
+  else util_fmt(to, sizeof to, "NUMA %d", r->numa);
   if ((e->path.cls == PATH_NODE || e->path.cls == PATH_SYS) && e->path.numa_dist)
-    say(dist, sizeof dist, ", NUMA distance %llu", e->path.numa_dist);
+    util_fmt(dist, sizeof dist, ", NUMA distance %llu", e->path.numa_dist);
   const char *desc = r->gpu >= 0 ? path_class_desc(e->path.cls) : e->path.cls == PATH_NODE ? "on this NUMA node" : "other NUMA node";
-  say(buf, len, "%s: %s to %s (%s%s)%s", nic->name, path_class_name(e->path.cls), to, desc, dist,
+  util_fmt(buf, len, "%s: %s to %s (%s%s)%s", nic->name, path_class_name(e->path.cls), to, desc, dist,
       nic->state == TOPO_LINK_DOWN ? ", link down" : "");
 }
 
@@ -334,9 +325,9 @@ static int assign_nics(const topo_t *t, plan_t *p, const plan_opts_t *o) {
     describe_path(t, r, &L[b], desc, sizeof desc);
     int ties = count_ties(L, t->nnics, 0);
     if (ties > 1)
-      say(r->why_nic, sizeof r->why_nic, "%s; one of %d equally good NICs (same class), least used first", desc, ties);
+      util_fmt(r->why_nic, sizeof r->why_nic, "%s; one of %d equally good NICs (same class), least used first", desc, ties);
     else
-      say(r->why_nic, sizeof r->why_nic, "%s; the nearest", desc);
+      util_fmt(r->why_nic, sizeof r->why_nic, "%s; the nearest", desc);
 
     /* NCCL_IB_HCA: the rank's RDMA devices. When its nearest NIC is a plain netdev, the
      * nearest RDMA device still carries NCCL's traffic. */
@@ -387,7 +378,7 @@ static int fill_env(const topo_t *t, plan_t *p) {
       char desc[PLAN_REASON_LEN / 2] = "";
       if (e) describe_path(t, r, e, desc, sizeof desc);
       const char *hca = t->nics[r->nics[0]].rdma;
-      say(why, sizeof why, "%s%s; '=' = exact names, else NCCL reads %s as a prefix (of %s0, %s1, ...)", desc,
+      util_fmt(why, sizeof why, "%s%s; '=' = exact names, else NCCL reads %s as a prefix (of %s0, %s1, ...)", desc,
           r->nics[0] != r->nic ? " (nearest RDMA device)" : "", hca, hca, hca);
       CHECK(plan_env_set(r, "NCCL_IB_HCA", val, why));
     }
@@ -457,12 +448,12 @@ int plan_make(const topo_t *t, const plan_opts_t *o_in, plan_t **out) {
     if (nuse > 0) {
       const topo_gpu_t *g = &t->gpus[use[i]];
       r->gpu = g->index;
-      say(r->why_gpu, sizeof r->why_gpu, "local rank %d -> GPU%d %s%s%s%s, #%d in PCI bus order", i, g->index, g->pci,
+      util_fmt(r->why_gpu, sizeof r->why_gpu, "local rank %d -> GPU%d %s%s%s%s, #%d in PCI bus order", i, g->index, g->pci,
                g->model[0] ? " (" : "", g->model, g->model[0] ? ")" : "", i);
     } else {
       r->gpu = -1;
       r->numa = numas[(int)((long)i * k / n)];
-      say(r->why_gpu, sizeof r->why_gpu, "no GPU: %s; placed on NUMA %d",
+      util_fmt(r->why_gpu, sizeof r->why_gpu, "no GPU: %s; placed on NUMA %d",
                o->no_gpus ? "GPUs disabled" : t->ngpus ? "no usable GPU (CUDA_VISIBLE_DEVICES)" : "this node has none",
                r->numa);
     }
@@ -484,11 +475,11 @@ fail:
 int plan_bind(const topo_t *t, const plan_rank_t *r, char *msg, size_t len) {
   if (len) msg[0] = 0;
   if (r->bind == PLAN_BIND_NONE) {
-    say(msg, len, "not bound (bind = none)");
+    util_fmt(msg, len, "not bound (bind = none)");
     return 0;
   }
   if (!t->live) {
-    say(msg, len, "the topology comes from %s, not from this machine: not binding", t->source);
+    util_fmt(msg, len, "the topology comes from %s, not from this machine: not binding", t->source);
     return GPL_ENOTSUP;
   }
   hwloc_bitmap_t cur = hwloc_bitmap_alloc();
@@ -497,29 +488,29 @@ int plan_bind(const topo_t *t, const plan_rank_t *r, char *msg, size_t len) {
   char *cur_s = NULL;
   if (have && hwloc_bitmap_list_asprintf(&cur_s, cur) < 0) cur_s = NULL;
   char whose[96];
-  if (r->gpu >= 0) say(whose, sizeof whose, "GPU%d's cores %s", r->gpu, t->gpus[r->gpu].cpus);
-  else say(whose, sizeof whose, "the rank's cores %s", r->cpus);
+  if (r->gpu >= 0) util_fmt(whose, sizeof whose, "GPU%d's cores %s", r->gpu, t->gpus[r->gpu].cpus);
+  else util_fmt(whose, sizeof whose, "the rank's cores %s", r->cpus);
   hwloc_const_bitmap_t need = r->gpu >= 0 ? t->gpus[r->gpu].cpuset : r->cpuset;
 
   int rc = hwloc_set_cpubind(t->hw, r->cpuset, HWLOC_CPUBIND_PROCESS);
   if (rc < 0) rc = hwloc_set_cpubind(t->hw, r->cpuset, 0); /* at least this thread; children inherit it */
   if (rc < 0) {
-    say(msg, len, "binding to %s failed: %s", r->cpus, strerror(errno));
+    util_fmt(msg, len, "binding to %s failed: %s", r->cpus, strerror(errno));
     LOG_WARN("%s", msg);
     free(cur_s);
     hwloc_bitmap_free(cur);
     return GPL_EHWLOC;
   }
   if (have && !hwloc_bitmap_isincluded(need, cur)) {
-    say(msg, len,
+    util_fmt(msg, len,
              "inherited binding %s %s %s (mpirun binds to package by default for more than 2 ranks; "
              "--bind-to none avoids it); replaced by %s",
              cur_s ? cur_s : "?", hwloc_bitmap_intersects(need, cur) ? "covers only part of" : "excludes", whose, r->cpus);
     LOG_WARN("%s", msg);
   } else if (have && !hwloc_bitmap_isequal(cur, hwloc_topology_get_topology_cpuset(t->hw))) {
-    say(msg, len, "inherited binding %s narrowed to %s", cur_s ? cur_s : "?", r->cpus);
+    util_fmt(msg, len, "inherited binding %s narrowed to %s", cur_s ? cur_s : "?", r->cpus);
   } else {
-    say(msg, len, "bound to %s (%s)", r->cpus, plan_bind_name(r->bind));
+    util_fmt(msg, len, "bound to %s (%s)", r->cpus, plan_bind_name(r->bind));
   }
   LOG_INFO(TOPO, "%s", msg);
   free(cur_s);
