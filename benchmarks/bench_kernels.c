@@ -47,16 +47,6 @@ static int make_sizes(size_t total, size_t **out) {
   return (int)n;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static const char *wire_name(gpl_dtype_t w) {
   return w == GPL_FLOAT ? "fp32" : w == GPL_BFLOAT16 ? "bf16" : "fp16";
 }
@@ -128,7 +118,8 @@ static int bench_cpu(const bench_opts_t *o, const size_t *sizes, int n, size_t t
       }
       if (r >= 0) tm[r] = t1 - t0, tp[r] = t2 - t1, tu[r] = t3 - t2;
     }
-    double m = median(tm, o->reps), p = median(tp, o->reps), u = median(tu, o->reps);
+    size_t reps = (size_t)o->reps;
+    double m = util_median(tm, reps), p = util_median(tp, reps), u = util_median(tu, reps);
     double mrate = mbytes / m / 1e9, pbytes = (double)total * (4 + ws);
     print_row("memcpy", "-", mbytes, m, mrate);
     print_row("pack", wire_name(wire), pbytes, p, mrate);
@@ -219,7 +210,8 @@ static int bench_gpu(const bench_opts_t *o, const size_t *sizes, int n, size_t t
       for (int k = 0; k < 3; k++) BCU(cudaEventElapsedTime(&ms[k], ev[k], ev[k + 1]));
       if (r >= 0) tm[r] = ms[0] * 1e-3, tp[r] = ms[1] * 1e-3, tu[r] = ms[2] * 1e-3;
     }
-    double m = median(tm, o->reps), p = median(tp, o->reps), u = median(tu, o->reps);
+    size_t reps = (size_t)o->reps;
+    double m = util_median(tm, reps), p = util_median(tp, reps), u = util_median(tu, reps);
     double mrate = mbytes / m / 1e9, pbytes = (double)total * (4 + ws);
     print_row("D2D copy", "-", mbytes, m, mrate);
     print_row("pack", wire_name(wire), pbytes, p, mrate);

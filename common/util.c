@@ -145,6 +145,21 @@ const char *util_signal_name(int signo) {
   return buf;
 }
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void util_sort_doubles(double *v, size_t n) {
+  if (n > 1) qsort(v, n, sizeof *v, cmp_double);
+}
+
+double util_median(double *v, size_t n) {
+  if (n == 0) return 0;
+  util_sort_doubles(v, n);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 int util_levenshtein(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   if (la > 255 || lb > 255) return (int)(la > lb ? la : lb);

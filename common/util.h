@@ -35,6 +35,12 @@ int util_parse_signal(const char *s, int *signo);
 /* "SIGTERM" for 15, or "SIG<n>" for unknown. */
 const char *util_signal_name(int signo);
 
+/* Sort n doubles ascending, in place. */
+void util_sort_doubles(double *v, size_t n);
+/* The median of n values: the middle one, or the mean of the two middle ones when n is even (0
+ * when n is 0). Sorts v in place. */
+double util_median(double *v, size_t n);
+
 /* Edit distance, and the candidate nearest to word (NULL when none is close enough). */
 int util_levenshtein(const char *a, const char *b);
 const char *util_nearest(const char *word, const char *const *cands, size_t n);

@@ -183,13 +183,8 @@ int bench_thresholds(const char *text, const uint64_t *sizes, int n, double *thr
   return rc;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 double bench_median(double *t, int n) {
   if (n <= 0) return 0.0;
-  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  util_sort_doubles(t, (size_t)n);
   return t[n / 2];
 }

@@ -20,16 +20,6 @@ int mon_gather(const mon_stats_t *mine, MPI_Comm comm, double timeout_s, mon_sta
   return mpix_allgather(mine, (int)sizeof *mine, all, comm, timeout_s, "GPU monitor summary");
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Who drags the job. In synchronous data parallelism every step ends in a collective, and NVML
  * counts a NCCL kernel that waits for a late peer as "a kernel running": the ranks that wait
  * show HIGH SM utilisation. The rank whose own GPU idles (low SM%) is the one whose input is
@@ -59,8 +49,8 @@ void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_
     snprintf(out->reason, sizeof out->reason, "no rank sampled its GPU (monitor off)");
     goto done;
   }
-  out->median_sm = median(sm, na);
-  double med_clk = nc ? median(clk, nc) : 0;
+  out->median_sm = util_median(sm, (size_t)na);
+  double med_clk = util_median(clk, (size_t)nc);
   out->index = low;
   if (na == 1) {
     snprintf(out->reason, sizeof out->reason, "the only rank with samples (mean SM %.1f%%)",

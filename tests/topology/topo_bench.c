@@ -8,11 +8,6 @@
 #include "topology/plan.h"
 #include "topology/topo.h"
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv) {
   log_init();
   if (argc < 2 || strcmp(argv[1], "-h") == 0) {
@@ -41,8 +36,8 @@ int main(int argc, char **argv) {
     plan_free(p);
     topo_free(t);
   }
-  qsort(load, (size_t)runs, sizeof *load, cmp_double);
-  qsort(total, (size_t)runs, sizeof *total, cmp_double);
+  util_sort_doubles(load, (size_t)runs);
+  util_sort_doubles(total, (size_t)runs);
   printf("%s: %d GPUs, %d NICs, %d ranks planned; %d runs\n", xml ? xml : "live", ngpus, nnics, nranks, runs);
   printf("load        median %.2f ms (min %.2f, max %.2f)\n", load[runs / 2], load[0], load[runs - 1]);
   printf("load + plan median %.2f ms (min %.2f, max %.2f)\n", total[runs / 2], total[0], total[runs - 1]);
