@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "comm/cudacheck.h"
+#include "comm/ncclcheck.h"
 #include "common/util.h"
 
 typedef struct nccl_state_s {

@@ -73,6 +73,29 @@ extern "C" {
     }                                                                                        \
   } while (0)
 
+/* CUDA runtime calls: log CUDA's message and name, return (or store in rc and jump) GPL_ECUDA.
+ * Include <cuda_runtime.h> before using. */
+#define CUDACHECK(call)                                                                      \
+  do {                                                                                       \
+    cudaError_t cuda_e_ = (call);                                                            \
+    if (cuda_e_ != cudaSuccess) {                                                            \
+      LOG_WARN("CUDA call %s failed: %s (%s)", #call, cudaGetErrorString(cuda_e_),           \
+               cudaGetErrorName(cuda_e_));                                                   \
+      return GPL_ECUDA;                                                                      \
+    }                                                                                        \
+  } while (0)
+
+#define CUDACHECKGOTO(call, rc, label)                                                       \
+  do {                                                                                       \
+    cudaError_t cuda_e_ = (call);                                                            \
+    if (cuda_e_ != cudaSuccess) {                                                            \
+      LOG_WARN("CUDA call %s failed: %s (%s)", #call, cudaGetErrorString(cuda_e_),           \
+               cudaGetErrorName(cuda_e_));                                                   \
+      (rc) = GPL_ECUDA;                                                                      \
+      goto label;                                                                            \
+    }                                                                                        \
+  } while (0)
+
 /* Asserts that matter stay compiled in and report file:line. */
 #define GPL_ASSERT(cond)                                                                     \
   do {                                                                                       \

@@ -9,16 +9,6 @@
 #include "launcher/bench.h"
 #include "launcher/bench_cuda.h"
 
-#define BENCH_CUDACHECK(call)                                                                \
-  do {                                                                                       \
-    cudaError_t bench_e_ = (call);                                                           \
-    if (bench_e_ != cudaSuccess) {                                                           \
-      LOG_WARN("CUDA call %s failed: %s (%s)", #call, cudaGetErrorString(bench_e_),          \
-               cudaGetErrorName(bench_e_));                                                  \
-      return GPL_ECUDA;                                                                      \
-    }                                                                                        \
-  } while (0)
-
 typedef struct cuda_events_s {
   int n;
   cudaEvent_t *ev;
@@ -36,11 +26,11 @@ void bench_cuda_events_destroy(void *p) {
 }
 
 static int events_init(cuda_events_t *e, int device, int iters) {
-  BENCH_CUDACHECK(cudaSetDevice(device));
-  BENCH_CUDACHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+  CUDACHECK(cudaSetDevice(device));
+  CUDACHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
   e->ev = calloc(2 * (size_t)iters, sizeof *e->ev);
   ALLOCCHECK(e->ev);
-  for (e->n = 0; e->n < 2 * iters; e->n++) BENCH_CUDACHECK(cudaEventCreate(&e->ev[e->n]));
+  for (e->n = 0; e->n < 2 * iters; e->n++) CUDACHECK(cudaEventCreate(&e->ev[e->n]));
   return GPL_OK;
 }
 
@@ -67,17 +57,17 @@ void bench_cuda_record(void *p, int k) {
 int bench_cuda_elapsed(void *p, int n, double *secs) {
   cuda_events_t *e = p;
   if (2 * n > e->n) return GPL_EINVAL;
-  if (n > 0) BENCH_CUDACHECK(cudaEventSynchronize(e->ev[2 * n - 1]));
+  if (n > 0) CUDACHECK(cudaEventSynchronize(e->ev[2 * n - 1]));
   for (int i = 0; i < n; i++) {
     float ms = 0;
-    BENCH_CUDACHECK(cudaEventElapsedTime(&ms, e->ev[2 * i], e->ev[2 * i + 1]));
+    CUDACHECK(cudaEventElapsedTime(&ms, e->ev[2 * i], e->ev[2 * i + 1]));
     secs[i] = ms * 1e-3;
   }
   return GPL_OK;
 }
 
 int bench_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
-  BENCH_CUDACHECK(cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
+  CUDACHECK(cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
   return GPL_OK;
 }
 
