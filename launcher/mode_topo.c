@@ -12,6 +12,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
+#include "launcher/place.h"
 #include "topology/net.h"
 #include "topology/plan.h"
 #include "topology/report.h"
@@ -119,18 +120,19 @@ static int parse_args(launch_t *L, topo_args_t *a) {
   return 0;
 }
 
+/* --json without FILE, or with "-": the document replaces the text on standard output. */
+static int json_to_stdout(const topo_args_t *a) {
+  return a->json && (!a->json_path || strcmp(a->json_path, "-") == 0);
+}
+
 static const char *conf_or_null(const launch_t *L, const char *key) {
   if (!L->conf) return NULL;
   const char *s = conf_str(L->conf, "topology", key);
   return s && *s ? s : NULL;
 }
 
-static int write_json(const topo_t *t, const plan_t *p, const char *path) {
-  cJSON *doc = report_json(t, p);
-  if (!doc) {
-    fprintf(stderr, "gpulaunch topo: out of memory building the JSON report\n");
-    return GPL_EXIT_INTERNAL;
-  }
+/* Write doc (and free it) to path, or to standard output for NULL or "-". An exit code. */
+static int write_doc(cJSON *doc, const char *path) {
   char *text = cJSON_Print(doc);
   cJSON_Delete(doc);
   if (!text) return GPL_EXIT_INTERNAL;
@@ -151,60 +153,16 @@ static int write_json(const topo_t *t, const plan_t *p, const char *path) {
   return GPL_EXIT_OK;
 }
 
-/* ---- the whole job (mpirun over several nodes) ---------------------------------------------- */
-
-/* Every rank learns the first failure of any rank (rank order), so all take the same path. */
-static int job_rc(const job_t *job, int rc) {
-  int *all = calloc((size_t)job->size, sizeof *all);
-  if (!all) return GPL_ENOMEM;
-  int arc = mpix_allgather(&rc, (int)sizeof rc, all, job->world, job->timeout, "gpulaunch topo");
-  for (int r = 0; arc == 0 && r < job->size; r++)
-    if (all[r] < 0) {
-      arc = all[r];
-      break;
-    }
-  free(all);
-  return arc;
-}
-
-/* NCCL_SOCKET_IFNAME as the program would get it: [env], then [nccl], then the environment. */
-static const char *user_ifname(const launch_t *L, const char **source) {
-  static const struct {
-    const char *section, *key, *what;
-  } where[] = {{"env", "NCCL_SOCKET_IFNAME", "[env] NCCL_SOCKET_IFNAME"},
-               {"nccl", "NCCL_SOCKET_IFNAME", "[nccl] NCCL_SOCKET_IFNAME"},
-               {"nccl", "SOCKET_IFNAME", "[nccl] SOCKET_IFNAME"}};
-  for (size_t w = 0; L->conf && w < GPL_ARRAY_LEN(where); w++) {
-    int n = conf_free_count(L->conf, where[w].section);
-    for (int i = 0; i < n; i++) {
-      const char *k, *v;
-      conf_free_entry(L->conf, where[w].section, i, &k, &v);
-      if (k && v && strcmp(k, where[w].key) == 0) {
-        *source = where[w].what;
-        return v;
-      }
-    }
+static int write_json(const topo_t *t, const plan_t *p, const char *path) {
+  cJSON *doc = report_json(t, p);
+  if (!doc) {
+    fprintf(stderr, "gpulaunch topo: out of memory building the JSON report\n");
+    return GPL_EXIT_INTERNAL;
   }
-  *source = "environment";
-  const char *e = getenv("NCCL_SOCKET_IFNAME");
-  return e && *e ? e : NULL;
+  return write_doc(doc, path);
 }
 
-static void net_job_of(const job_t *job, net_job_t *nj) {
-  memset(nj, 0, sizeof *nj);
-  nj->rank = job->rank;
-  nj->size = job->size;
-  nj->local_rank = job->local_rank;
-  nj->nnodes = job->nnodes;
-  nj->node_of = job->node_of;
-  nj->leader_of_node = job->leader_of_node;
-  nj->hosts = (const char *const *)job->hosts;
-  nj->comm = job->world;
-  nj->node_comm = job->node_comm;
-  nj->leaders = job->leaders;
-  nj->timeout = job->timeout;
-  nj->family = net_family_parse(getenv("NCCL_SOCKET_FAMILY"));
-}
+/* ---- the whole job (mpirun over several nodes) ---------------------------------------------- */
 
 /* One node's report as a string: its JSON document (plus host, interface) or its text. */
 static char *node_json(const job_t *job, const topo_t *t, const plan_t *p, const net_result_t *net) {
@@ -256,41 +214,31 @@ static int write_job_json(char **docs, const job_t *job, const net_result_t *net
   if (net->status == 0 && net->master_addr[0]) cJSON_AddStringToObject(top, "master_addr", net->master_addr);
   else cJSON_AddNullToObject(top, "master_addr");
   cJSON_AddItemToObject(top, "nodes", nodes);
-  char *text = cJSON_Print(top);
-  cJSON_Delete(top);
-  if (!text) return GPL_EXIT_INTERNAL;
-  int to_stdout = !path || strcmp(path, "-") == 0;
-  FILE *f = to_stdout ? stdout : fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "gpulaunch topo: cannot write %s: %s\n", path, strerror(errno));
-    free(text);
-    return GPL_EXIT_USAGE;
-  }
-  int ok = fputs(text, f) != EOF && fputc('\n', f) != EOF;
-  ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
-  free(text);
-  return ok ? GPL_EXIT_OK : GPL_EXIT_INTERNAL;
+  return write_doc(top, path);
 }
 
 /* Agree on the interfaces, gather every node leader's report, print the job from rank 0. */
 static int topo_job(launch_t *L, const topo_args_t *a, topo_t *t, plan_t *p, int rc) {
   const job_t *job = L->job;
-  rc = job_rc(job, rc); /* a node that could not plan: everybody stops here */
+  rc = job_agree(L->job, rc, "gpulaunch topo"); /* a node that could not plan: everybody stops here */
   if (rc < 0) return rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_TOPOLOGY;
   net_job_t nj;
-  net_job_of(job, &nj);
-  const char *source = NULL, *user = user_ifname(L, &source);
+  place_net_job(L, &nj);
+  const char *source = NULL, *user = place_user_var(L, "NCCL_SOCKET_IFNAME", &source);
   plan_rank_t *me = job->local_rank < p->nranks ? &p->ranks[job->local_rank] : NULL;
   net_result_t net;
   int nrc = net_agree(&nj, t, me, user, source, &net);
   if (nrc == 0 && job->local_rank == 0)
     for (int i = 0; i < p->nranks; i++) net_apply(&net.eval, t, &p->ranks[i]); /* the node's other local ranks */
-  int json_stdout = a->json && (!a->json_path || strcmp(a->json_path, "-") == 0);
-  int leader = job->local_rank == 0, exit_code = GPL_EXIT_OK;
-  char **docs = NULL, **texts = NULL;
-  char *mine = leader && a->json ? node_json(job, t, p, &net) : NULL;
-  int grc = mpix_allgather_str(mine ? mine : "", &docs, job->world, job->timeout, "gpulaunch topo (reports)");
-  free(mine);
+  int json_stdout = json_to_stdout(a);
+  int leader = job->local_rank == 0, exit_code = GPL_EXIT_OK, grc = 0;
+  char **docs = NULL, **texts = NULL, *mine;
+  /* Every rank has the same arguments, so all take part in the same exchanges. */
+  if (a->json) {
+    mine = leader ? node_json(job, t, p, &net) : NULL;
+    grc = mpix_allgather_str(mine ? mine : "", &docs, job->world, job->timeout, "gpulaunch topo (reports)");
+    free(mine);
+  }
   if (grc == 0 && !json_stdout) {
     mine = leader ? node_text(t, p) : NULL;
     grc = mpix_allgather_str(mine ? mine : "", &texts, job->world, job->timeout, "gpulaunch topo (reports)");
@@ -320,7 +268,7 @@ static int topo_job(launch_t *L, const topo_args_t *a, topo_t *t, plan_t *p, int
   mpix_free_strs(docs, docs ? job->size : 0);
   mpix_free_strs(texts, texts ? job->size : 0);
   net_result_free(&net);
-  if (nrc < 0) return nrc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : nrc == GPL_ENET || nrc == GPL_EUNREACH ? GPL_EXIT_NETWORK : GPL_EXIT_INTERNAL;
+  if (nrc < 0) return place_exit_code(nrc);
   return exit_code;
 }
 
@@ -359,7 +307,7 @@ int mode_topo(launch_t *L) {
   if (rc < 0) {
     /* topo_load said what is wrong with the file on stderr. */
     fprintf(stderr, "gpulaunch topo: cannot load the topology of %s (%s)\n", xml ? xml : "this machine", gpl_strerror(rc));
-    if (whole_job) job_rc(job, GPL_ETOPO);
+    if (whole_job) job_agree(L->job, GPL_ETOPO, "gpulaunch topo");
     return GPL_EXIT_TOPOLOGY;
   }
   if (t->live) o.visible = getenv("CUDA_VISIBLE_DEVICES");
@@ -368,15 +316,14 @@ int mode_topo(launch_t *L) {
   if (rc < 0) {
     if (!err[0]) fprintf(stderr, "gpulaunch topo: no plan: %s\n", gpl_strerror(rc));
     topo_free(t);
-    if (whole_job) job_rc(job, rc);
+    if (whole_job) job_agree(L->job, rc, "gpulaunch topo");
     return rc == GPL_ETOPO || rc == GPL_EINVAL ? GPL_EXIT_TOPOLOGY : GPL_EXIT_INTERNAL;
   }
   int exit_code = GPL_EXIT_OK;
   if (whole_job) {
     exit_code = topo_job(L, &a, t, p, 0);
   } else if (printer) {
-    int json_stdout = a.json && (!a.json_path || strcmp(a.json_path, "-") == 0);
-    if (!json_stdout && report_text(stdout, t, p) < 0) exit_code = GPL_EXIT_INTERNAL;
+    if (!json_to_stdout(&a) && report_text(stdout, t, p) < 0) exit_code = GPL_EXIT_INTERNAL;
     if (a.json && exit_code == GPL_EXIT_OK) exit_code = write_json(t, p, a.json_path);
   }
   plan_free(p);

@@ -135,9 +135,7 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   return GPL_OK;
 }
 
-/* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
- * (childenv's precedence). *source says where it came from ("[nccl] SOCKET_IFNAME", ...). */
-static const char *user_var(const launch_t *L, const char *name, const char **source) {
+const char *place_user_var(const launch_t *L, const char *name, const char **source) {
   static char where[96];
   static const char *const sections[] = {"env", "nccl"};
   for (size_t s = 0; s < 2 && L->conf; s++) {
@@ -158,19 +156,25 @@ static const char *user_var(const launch_t *L, const char *name, const char **so
   return getenv(name);
 }
 
-/* Every node's interface for NCCL_SOCKET_IFNAME and rank 0's address (MASTER_ADDR), then the
- * TCP preflight over them. Collective; the same result on every rank. */
-static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
-  job_t *job = L->job;
-  net_job_t nj = {
+void place_net_job(const launch_t *L, net_job_t *nj) {
+  const job_t *job = L->job;
+  *nj = (net_job_t){
       .rank = job->rank, .size = job->size, .local_rank = job->local_rank, .nnodes = job->nnodes,
       .node_of = job->node_of, .leader_of_node = job->leader_of_node,
       .hosts = (const char *const *)job->hosts, .comm = job->world, .node_comm = job->node_comm,
       .leaders = job->leaders, .timeout = job->timeout,
-      .family = net_family_parse(user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
+      .family = net_family_parse(place_user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
   };
+}
+
+/* Every node's interface for NCCL_SOCKET_IFNAME and rank 0's address (MASTER_ADDR), then the
+ * TCP preflight over them. Collective; the same result on every rank. */
+static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
+  job_t *job = L->job;
+  net_job_t nj;
+  place_net_job(L, &nj);
   const char *source = NULL;
-  const char *user = user_var(L, "NCCL_SOCKET_IFNAME", &source);
+  const char *user = place_user_var(L, "NCCL_SOCKET_IFNAME", &source);
   plan_rank_t *me = &out->plan->ranks[job->local_rank];
   net_result_t net;
   int rc = net_agree(&nj, out->topo, me, user, source, &net);

@@ -8,6 +8,7 @@
 
 struct topo_s;
 struct plan_s;
+struct net_job_s;
 
 typedef struct place_s {
   char master_addr[64]; /* rank 0's address on the agreed interface ("" if none) */
@@ -28,5 +29,14 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out);
 void place_free(place_t *p);
 /* The exit code for a place_rank error. */
 int place_exit_code(int err);
+
+/* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
+ * (childenv's precedence); NULL when unset. *source (optional) says where it came from, as the
+ * user wrote it ("[nccl] SOCKET_IFNAME", "[env] NCCL_SOCKET_IFNAME", "the environment"); valid
+ * until the next call. */
+const char *place_user_var(const launch_t *L, const char *name, const char **source);
+/* The job as the interface agreement and the preflight see it (topology/net.h), with the
+ * program's NCCL_SOCKET_FAMILY. L->job must be set. */
+void place_net_job(const launch_t *L, struct net_job_s *nj);
 
 #endif

@@ -5,26 +5,6 @@
 #include "common/log.h"
 #include "launcher/launcher.h"
 
-/* mode_topo reads [topology] and [nccl] settings only when L->conf is set; this driver never
- * sets it, so the real config module is not linked. The weak stand-ins satisfy the linker and
- * are never called (they say so loudly if they ever are). */
-__attribute__((weak)) const char *conf_str(const conf_t *c, const char *section, const char *key) {
-  (void)c;
-  fprintf(stderr, "topo_cli: conf_str(%s, %s) called without a config\n", section, key);
-  return "";
-}
-
-__attribute__((weak)) int conf_free_count(const conf_t *c, const char *section) {
-  (void)c;
-  fprintf(stderr, "topo_cli: conf_free_count(%s) called without a config\n", section);
-  return 0;
-}
-
-__attribute__((weak)) void conf_free_entry(const conf_t *c, const char *section, int i, const char **key, const char **value) {
-  (void)c, (void)section, (void)i;
-  *key = *value = NULL;
-}
-
 int main(int argc, char **argv) {
   log_init();
   launch_t L;
