@@ -25,15 +25,9 @@
 #include "launcher/diag_int.h"
 #include "launcher/diag_redact.h"
 #include "launcher/monitor.h"
-#ifdef GPL_OPS_HAVE_TOPOLOGY
 #include "topology/plan.h"
 #include "topology/report.h"
 #include "topology/topo.h"
-#endif
-
-#ifndef GPULAUNCH_VERSION
-#define GPULAUNCH_VERSION "0.1.0"
-#endif
 
 extern char **environ;
 
@@ -414,7 +408,6 @@ int diag_collect_topology(const char *xml, char **out) {
 }
 
 void diag_collect_plan(const char *xml, int local_size, strbuf_t *b) {
-#ifdef GPL_OPS_HAVE_TOPOLOGY
   topo_t *t = NULL;
   int rc = topo_load(&t, xml);
   if (rc < 0) {
@@ -449,11 +442,4 @@ void diag_collect_plan(const char *xml, int local_size, strbuf_t *b) {
   }
   plan_free(p);
   topo_free(t);
-#else
-  /* PLAN: the topology module (topology/topo.h, plan.h) is not built as a library in this
-   * build; when it is, launcher/ops.cmake defines GPL_OPS_HAVE_TOPOLOGY and the plan is here. */
-  (void)xml;
-  strbuf_printf(b, "placement plan not available: this gpulaunch was built without the topology "
-                "module (%d local rank(s) asked)\n", local_size);
-#endif
 }

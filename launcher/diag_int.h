@@ -27,6 +27,8 @@ void diag_collect_env(strbuf_t *b);
 int diag_collect_kernel(strbuf_t *b, double timeout, char *last_xid, size_t xlen);
 /* malloc'd XML of the file or of this machine. 0 or a negative code. */
 int diag_collect_topology(const char *xml, char **out);
+/* The placement plan for local_size ranks on the topology of xml (NULL: this machine), as
+ * `gpulaunch topo` prints it; what went wrong instead when it cannot be made. */
 void diag_collect_plan(const char *xml, int local_size, strbuf_t *b);
 
 #endif
