@@ -14,10 +14,6 @@
 #include "launcher/diag.h"
 #include "launcher/diag_int.h"
 
-#ifndef GPULAUNCH_VERSION
-#define GPULAUNCH_VERSION "0.1.0"
-#endif
-
 #define VERDICT_WIRE 4096 /* bytes of verdict text each rank sends to rank 0 */
 
 void diag_opts_default(diag_opts_t *o) {

@@ -10,10 +10,6 @@
 #include "common/util.h"
 #include "launcher/launcher.h"
 
-#ifndef GPULAUNCH_VERSION
-#define GPULAUNCH_VERSION "0.1.0"
-#endif
-
 static const char g_usage[] =
     "usage: gpulaunch [options] CONFIG                 run the job CONFIG describes\n"
     "       gpulaunch [options] -- PROGRAM [ARGS...]   wrap and supervise a program, no config\n"

@@ -18,10 +18,6 @@
 #include "launcher/launcher.h"
 #include "launcher/place.h"
 
-#ifndef GPULAUNCH_VERSION
-#define GPULAUNCH_VERSION "0.1.0"
-#endif
-
 static const char g_bench_usage[] =
     "usage: mpirun -np N gpulaunch bench [CONFIG] [options]\n"
     "Collective bandwidth, nccl-tests style (all_reduce_perf's columns, bus bandwidth and -J JSON).\n"
