@@ -20,8 +20,10 @@ if(NOT _gpl_cuda STREQUAL "OFF")
     find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{NCCL_HOME}/lib)
     if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
       set(GPULAUNCH_HAVE_NCCL ON)
+      # nccl.h declares ncclGroupStart() without (void): a system include keeps
+      # -Wstrict-prototypes quiet.
       add_library(gpl_nccl INTERFACE)
-      target_include_directories(gpl_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+      target_include_directories(gpl_nccl SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
       target_link_libraries(gpl_nccl INTERFACE ${NCCL_LIBRARY})
     elseif(_gpl_cuda STREQUAL "ON")
       message(FATAL_ERROR "GPULAUNCH_CUDA=ON but NCCL was not found (set NCCL_HOME)")
