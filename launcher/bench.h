@@ -90,8 +90,6 @@ typedef struct bench_data_s {
   uint32_t seed; /* changes between sizes so a stale result from the last size is caught */
 } bench_data_t;
 
-/* The input value of rank `rank` at element `index` of its send buffer. */
-double bench_input(const bench_data_t *d, int rank, size_t index);
 /* The value element `index` of rank `rank`'s receive buffer must hold (count: the collective's
  * count argument, for the collectives whose output is made of per-rank blocks). */
 double bench_expected(const bench_data_t *d, int rank, size_t index, size_t count);

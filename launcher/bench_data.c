@@ -147,18 +147,6 @@ static double move_value(const bench_data_t *d, int rank, uint64_t i) {
   return (double)((mix(d, i) % 100 + 37u * (uint64_t)rank) % 100);
 }
 
-double bench_input(const bench_data_t *d, int rank, size_t index) {
-  switch (d->op) {
-    case BENCH_ALLGATHER:
-    case BENCH_BROADCAST:
-    case BENCH_ALLTOALL: return move_value(d, rank, index);
-    default: {
-      red_t p = red_params(d);
-      return red_input(d, &p, rank, index);
-    }
-  }
-}
-
 double bench_expected(const bench_data_t *d, int rank, size_t index, size_t count) {
   switch (d->op) {
     case BENCH_ALLGATHER: return count ? move_value(d, (int)(index / count), index % count) : NAN;

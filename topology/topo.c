@@ -517,16 +517,6 @@ void topo_free(topo_t *t) {
 
 /* ---- look-ups ------------------------------------------------------------------------------ */
 
-const topo_gpu_t *topo_gpu_by_pci(const topo_t *t, const char *busid) {
-  unsigned d, b, v, f;
-  if (topo_parse_busid(busid, &d, &b, &v, &f) < 0) return NULL;
-  for (int i = 0; i < t->ngpus; i++) {
-    const topo_gpu_t *g = &t->gpus[i];
-    if (g->domain == d && g->bus == b && g->dev == v && g->func == f) return g;
-  }
-  return NULL;
-}
-
 const topo_nic_t *topo_nic_by_pci(const topo_t *t, const char *busid) {
   unsigned d, b, v, f;
   if (topo_parse_busid(busid, &d, &b, &v, &f) < 0) return NULL;

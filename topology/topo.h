@@ -103,8 +103,7 @@ unsigned long long topo_numa_distance(const topo_t *t, int os_a, int os_b);
  * \return 0 or GPL_EINVAL. */
 int topo_parse_busid(const char *s, unsigned *domain, unsigned *bus, unsigned *dev, unsigned *func);
 
-/** The GPU / NIC with this bus id (any accepted spelling), or NULL. */
-const topo_gpu_t *topo_gpu_by_pci(const topo_t *t, const char *busid);
+/** The NIC with this bus id (any accepted spelling), or NULL. */
 const topo_nic_t *topo_nic_by_pci(const topo_t *t, const char *busid);
 /** The NIC whose RDMA name or one of whose netdevs is \p name, or NULL. */
 const topo_nic_t *topo_nic_by_name(const topo_t *t, const char *name);
