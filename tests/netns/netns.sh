@@ -8,6 +8,7 @@
 #   netns_setup 4                 # hosts h0..h3; teardown is armed on EXIT/INT/TERM
 #   netns_exec h1 ip -br addr     # run a command on a host (its namespace and its UTS name)
 #   netns_mpirun -np 4 --host h0,h1,h2,h3 prog args...   # mpirun started on h0
+#   netns_run 4 h0,h1,h2,h3 prog args...   # the same, output in $NETNS_DIR/out and err, $RC, $SECS
 #   netns_teardown                # optional: also runs from the trap, even after a failure
 #
 # What each host hN gets (defaults; override with the variables below before netns_setup):
@@ -186,6 +187,23 @@ netns_setup() {
 # netns_mpirun ARGS...: mpirun started on the first host with the harness's options.
 netns_mpirun() {
   netns_exec "${NETNS_HOSTS[0]}" env NETNS_MAP="$NETNS_MAP" "${MPIEXEC:-mpirun}" "${NETNS_MPI_ARGS[@]}" "$@"
+}
+
+# netns_run NP HOSTS PROG ARGS...: netns_mpirun -np NP --host HOSTS PROG ARGS..., passing
+# GPULAUNCH_TIMEOUT and NCCL_SOCKET_IFNAME to the ranks when they are set; stdout in
+# $NETNS_DIR/out, stderr in $NETNS_DIR/err, the exit status in RC, the wall time (s) in SECS.
+# A failing job does not end a `set -e` script.
+# shellcheck disable=SC2034 # RC and SECS are for the caller
+netns_run() {
+  local np=$1 hosts=$2 t0
+  shift 2
+  local -a x=()
+  [ -n "${GPULAUNCH_TIMEOUT:-}" ] && x+=(-x GPULAUNCH_TIMEOUT)
+  [ -n "${NCCL_SOCKET_IFNAME:-}" ] && x+=(-x NCCL_SOCKET_IFNAME)
+  t0=$(date +%s.%N)
+  RC=0
+  netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$@" >"$NETNS_DIR/out" 2>"$NETNS_DIR/err" || RC=$?
+  SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 
 netns_block_new_tcp() {

@@ -20,17 +20,7 @@ NETNS_IFNAMES="eth0 ens5" netns_setup 4
 T=$NETNS_DIR
 HOSTS=h0:2,h1:2,h2:2,h3:2
 export GPULAUNCH_TIMEOUT=15
-launch() { # launch GPULAUNCH-ARGS... -> $T/out, $T/err, $RC, $SECS
-  local -a x=(-x GPULAUNCH_TIMEOUT)
-  [ -n "${NCCL_SOCKET_IFNAME:-}" ] && x+=(-x NCCL_SOCKET_IFNAME)
-  local t0
-  t0=$(date +%s.%N)
-  set +e
-  netns_mpirun -np 8 --host "$HOSTS" "${x[@]}" "$GPULAUNCH" "$@" >"$T/out" 2>"$T/err"
-  RC=$?
-  set -e
-  SECS=$(echo "$(date +%s.%N) - $t0" | bc)
-}
+launch() { netns_run 8 "$HOSTS" "$GPULAUNCH" "$@"; } # GPULAUNCH-ARGS -> $T/out, $T/err, $RC, $SECS
 conf() { # conf FILE [nccl-lines] [topology-lines]
   printf '[job]\ncommand = %s env\n[nccl]\n%b\n[topology]\n%b\n' "$PROG" "${2:-}" "${3:-}" >"$1"
 }

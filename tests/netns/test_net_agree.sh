@@ -25,15 +25,7 @@ export GPULAUNCH_TIMEOUT=10
 drive() {
   local np=$1 hosts=$2
   shift 2
-  local t0
-  t0=$(date +%s.%N)
-  set +e
-  local -a x=(-x GPULAUNCH_TIMEOUT)
-  [ -n "${NCCL_SOCKET_IFNAME:-}" ] && x+=(-x NCCL_SOCKET_IFNAME)
-  netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$DRIVER" "$@" >"$T/out" 2>"$T/err"
-  RC=$?
-  set -e
-  SECS=$(echo "$(date +%s.%N) - $t0" | bc)
+  netns_run "$np" "$hosts" "$DRIVER" "$@"
 }
 
 # 1. Auto choice, one rank per host, ring preflight: the routable link on every host, whatever

@@ -17,15 +17,10 @@ ok() { echo "ok - $*"; }
 NETNS_IFNAMES="eth0 ens5" netns_setup 3
 T=$NETNS_DIR
 export GPULAUNCH_TIMEOUT=10
-topo() { # topo NP HOSTS ARGS...
+topo() { # topo NP HOSTS ARGS... -> $T/out, $T/err, $RC
   local np=$1 hosts=$2
   shift 2
-  local -a x=(-x GPULAUNCH_TIMEOUT)
-  [ -n "${NCCL_SOCKET_IFNAME:-}" ] && x+=(-x NCCL_SOCKET_IFNAME)
-  set +e
-  netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$GPULAUNCH" topo --no-gpus "$@" >"$T/out" 2>"$T/err"
-  RC=$?
-  set -e
+  netns_run "$np" "$hosts" "$GPULAUNCH" topo --no-gpus "$@"
 }
 
 # 1. JSON: rank 0's node at the top level as alone, plus nodes[] with every node's interface.
