@@ -66,12 +66,13 @@ typedef struct mode_s {
   const char *name;
   mode_fn fn;
   int needs_mpi; /* 0: never, 1: always, 2: only under a launcher (mpirun/srun) */
+  int own_help;  /* -h/--help after the mode word goes to the mode */
 } mode_t_;
 
 static const mode_t_ g_modes[] = {
-    {"run", mode_run, 1},     {"check", mode_check, 0}, {"env", mode_env, 1},
-    {"topo", mode_topo, 2},   {"bench", mode_bench, 1}, {"accept", mode_accept, 1},
-    {"diag", mode_diag, 2},
+    {"run", mode_run, 1, 0},     {"check", mode_check, 0, 0}, {"env", mode_env, 1, 0},
+    {"topo", mode_topo, 2, 1},   {"bench", mode_bench, 1, 1}, {"accept", mode_accept, 1, 1},
+    {"diag", mode_diag, 2, 1},
 };
 
 static const mode_t_ *find_mode(const char *w) {
@@ -116,9 +117,7 @@ int main(int argc, char **argv) {
       continue;
     }
     int has_val = i + 1 < argc;
-    if ((strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) && mode &&
-        (strcmp(mode->name, "topo") == 0 || strcmp(mode->name, "bench") == 0 ||
-         strcmp(mode->name, "accept") == 0 || strcmp(mode->name, "diag") == 0)) {
+    if ((strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) && mode && mode->own_help) {
       rest[nrest++] = argv[i]; /* the mode's own options */
     } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
       fputs(g_usage, stdout);
