@@ -69,7 +69,7 @@ static const conf_key_t g_schema[] = {
      "clean steps before the loss scale grows"},
     /* [bench]: gpulaunch bench (nccl-tests options). */
     {"bench", "op", CONF_STR, "allreduce", NULL, 0, 0,
-     "allreduce|allgather|reducescatter|broadcast|alltoall|fused (comma list allowed)"},
+     "allreduce|allgather|reducescatter|broadcast|alltoall|fused|unfused (comma list allowed)"},
     {"bench", "minbytes", CONF_SIZE, "32M", NULL, 0, 0, "smallest size (-b)"},
     {"bench", "maxbytes", CONF_SIZE, "32M", NULL, 0, 0, "largest size (-e)"},
     {"bench", "stepfactor", CONF_DOUBLE, "2", NULL, 1.0001, 1e9, "size multiplier (-f)"},
