@@ -2,14 +2,8 @@
 # The netns harness: 3 hosts with different interface names, decoys in place, mpirun across
 # them with private host names, a blocked path that spares MPI, and a teardown that leaves nothing.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# shellcheck disable=SC1091 # the harness, next to this script
-. "$HERE/netns.sh"
-netns_require
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-ok() { echo "ok - $*"; }
+# shellcheck source-path=SCRIPTDIR source=testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 NETNS_IFNAMES="eth0 ens5" netns_setup 3
 [ "${#NETNS_HOSTS[@]}" = 3 ] || bad "hosts: ${NETNS_HOSTS[*]}"

@@ -5,15 +5,8 @@
 # and a path blocked after MPI is up (or a value that picks the decoy) is named by the preflight.
 set -euo pipefail
 DRIVER=${1:?usage: test_net_agree.sh NET_DRIVER}
-HERE=$(cd "$(dirname "$0")" && pwd)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset NCCL_SOCKET_IFNAME
-# shellcheck disable=SC1091 # the harness, next to this script
-. "$HERE/netns.sh"
-netns_require
-fail=0
-bad() { echo "FAIL: $*"; for f in out err; do echo "---- $f"; tail -n 40 "$T/$f"; done; fail=1; }
-ok() { echo "ok - $*"; }
+# shellcheck source-path=SCRIPTDIR source=testlib.sh
+. "$(dirname "$0")/testlib.sh"
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p"; }
 sum() { grep "^$1 " "$T/out" | field "$2" | paste -sd+ | bc; }
 

@@ -4,15 +4,8 @@
 # NCCL_SOCKET_IFNAME still prints the plans (no interface) and exits 67.
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
-HERE=$(cd "$(dirname "$0")" && pwd)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-unset NCCL_SOCKET_IFNAME
-# shellcheck disable=SC1091 # the harness, next to this script
-. "$HERE/netns.sh"
-netns_require
-fail=0
-bad() { echo "FAIL: $*"; for f in out err; do echo "---- $f"; tail -n 30 "$T/$f"; done; fail=1; }
-ok() { echo "ok - $*"; }
+# shellcheck source-path=SCRIPTDIR source=testlib.sh
+. "$(dirname "$0")/testlib.sh"
 
 NETNS_IFNAMES="eth0 ens5" netns_setup 3
 T=$NETNS_DIR
