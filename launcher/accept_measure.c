@@ -1,7 +1,6 @@
 /* Bandwidth measurements of `gpulaunch accept` over MPI: the job-wide allreduce through comm/
  * and the search's rounds, where groups of nodes each run an allreduce in a sub-communicator of
  * their own at the same time. Every wait has a deadline. */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,9 +76,17 @@ done:
 
 /* ---- the search's rounds ---- */
 
-/* Wait for one request until the deadline: spin, then yield the core (ranks are often more than
- * cores); a measurement should not sleep through its own transfer. On timeout mpix_wait names
- * the ranks that did not answer. */
+/* Between polls of a long wait: short enough that a transfer is not slept through (MPI moves
+ * data only inside MPI_Test, and the kernel's socket buffers hold far more than a link moves in
+ * this time), long enough to leave the core. Sleeping rather than sched_yield() matters on shared
+ * cores: a rank that yields to a CPU hog on its core hands it a whole time slice per poll and its
+ * transfer stalls (a healthy pair measured 3-6x slow for seconds next to a busy loop), while a
+ * rank that wakes from a sleep preempts the hog at once. Measured on 2 cores with a busy loop:
+ * the slowest healthy pair's best try went from 0.15-0.53 of the reference to 0.44-0.81. */
+#define POLL_NAP_S 50e-6
+
+/* Wait for one request until the deadline: poll, then poll with naps. On timeout mpix_wait
+ * names the ranks that did not answer. */
 static int wait_req(MPI_Request *r, MPI_Comm comm, double timeout, const char *what) {
   double deadline = util_now() + timeout;
   for (long spins = 0;; spins++) {
@@ -87,7 +94,7 @@ static int wait_req(MPI_Request *r, MPI_Comm comm, double timeout, const char *w
     MPICHECK(MPI_Test(r, &done, MPI_STATUS_IGNORE));
     if (done) return GPL_OK;
     if (util_now() > deadline) return mpix_wait(r, 1, NULL, comm, 0.0, what);
-    if (spins > 64) sched_yield();
+    if (spins > 64) util_sleep(POLL_NAP_S);
   }
 }
 

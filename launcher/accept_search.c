@@ -57,10 +57,11 @@ enum { L_OK = 0, L_FLAGGED, L_BAD, L_NOT_REPRODUCED };
 
 /* How many times the measured noise the limit stays below the reference. The noise is the
  * largest spread among 3 tries per group, but a healthy group can also stay slow for all of its
- * tries (on shared cores a node or a pair kept ~3x slow for seconds while its tries varied only
- * ~40%: measured on a 2-core machine with a busy loop); 2.5 x the spread covers that, and on a
- * quiet fabric (tries within 1-3%) it keeps pair_fraction 0.93. */
-#define NOISE_MARGIN 2.5
+ * tries: on shared cores a pair kept at ~0.6-0.8 of the reference for seconds while tries varied
+ * only ~20% (measured on a 2-core machine shared with other jobs, 4 namespaces as hosts; 70 runs
+ * with and without a busy loop: the closest healthy result was 2.4x above the limit at 3 x, 1.8x
+ * at 2.5 x). On a quiet fabric, with tries within 2.3%, pair_fraction 0.93 still holds. */
+#define NOISE_MARGIN 3.0
 
 double accept_search_rule(double fraction, double noise, char *why, size_t len) {
   if (noise < 0) noise = 0;

@@ -352,8 +352,8 @@ static void test_rule(void **state) {
   assert_true(fabs(accept_search_rule(0.93, 0.0, why, sizeof why) - 0.93) < 1e-9);
   assert_non_null(strstr(why, "pair_fraction 0.93"));
   assert_true(fabs(accept_search_rule(0.93, 0.02, why, sizeof why) - 0.93) < 1e-9);
-  assert_true(fabs(accept_search_rule(0.93, 0.10, why, sizeof why) - 0.75) < 1e-9);
-  assert_non_null(strstr(why, "noise 10%: flagging below 0.75 of the reference instead of 0.93"));
+  assert_true(fabs(accept_search_rule(0.93, 0.10, why, sizeof why) - 0.70) < 1e-9);
+  assert_non_null(strstr(why, "noise 10%: flagging below 0.70 of the reference instead of 0.93"));
   assert_true(fabs(accept_search_rule(0.93, 0.5, why, sizeof why) - ACCEPT_SEARCH_FLOOR) < 1e-9);
   assert_non_null(strstr(why, "order of magnitude"));
   assert_true(fabs(accept_search_rule(0.3, 0.1, why, sizeof why) - 0.3) < 1e-9);
@@ -550,9 +550,9 @@ static void test_one_pass_uses_the_jitter(void **state) {
   accept_search_report(&s, g_hosts, &rep);
   assert_int_equal(rounds, 2 + 1); /* ring, then confirmation and control at once */
   assert_true(fabs(s.noise - 0.2) < 1e-9);
-  assert_true(fabs(s.eff - 0.5) < 1e-9);
+  assert_true(fabs(s.eff - 0.4) < 1e-9);
   assert_true(named(&rep, "n03"));
-  assert_true(fabs(rep.fraction - 0.5) < 1e-9);
+  assert_true(fabs(rep.fraction - 0.4) < 1e-9);
   accept_search_free(&s);
   accept_report_free(&rep);
 }
