@@ -97,19 +97,11 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   LOG_INFO(TOPO, "%s", me->why_cpus);
   if (me->why_nic[0]) LOG_INFO(TOPO, "%s", me->why_nic);
 
-  /* Bind gpulaunch (and so the program it starts) to the rank's cores. */
+  /* Bind gpulaunch (and so the program it starts) to the rank's cores. plan_bind logs what it
+   * did (a replaced or failed binding as a warning); an unbound rank still runs. */
   if (out->plan->bind != PLAN_BIND_NONE) {
-    char msg[512] = "";
-    rc = plan_bind(out->topo, me, msg, sizeof msg);
-    if (rc == GPL_ENOTSUP) {
-      LOG_INFO(TOPO, "not binding: %s", msg[0] ? msg : "the topology comes from a file");
-    } else if (rc < 0) {
-      LOG_WARN("rank %d: binding failed: %s", rank, msg);
-    } else if (strstr(msg, "replac")) {
-      LOG_WARN("rank %d: %s", rank, msg);
-    } else {
-      LOG_INFO(TOPO, "%s", msg);
-    }
+    char msg[512];
+    (void)plan_bind(out->topo, me, msg, sizeof msg);
   }
   /* Cores available to the rank: its share, counted in whole cores. */
   int cores = hwloc_get_nbobjs_inside_cpuset_by_type(out->topo->hw, me->cpuset, HWLOC_OBJ_CORE);

@@ -480,6 +480,7 @@ int plan_bind(const topo_t *t, const plan_rank_t *r, char *msg, size_t len) {
   }
   if (!t->live) {
     util_fmt(msg, len, "the topology comes from %s, not from this machine: not binding", t->source);
+    LOG_INFO(TOPO, "%s", msg);
     return GPL_ENOTSUP;
   }
   hwloc_bitmap_t cur = hwloc_bitmap_alloc();
@@ -507,12 +508,13 @@ int plan_bind(const topo_t *t, const plan_rank_t *r, char *msg, size_t len) {
              "--bind-to none avoids it); replaced by %s",
              cur_s ? cur_s : "?", hwloc_bitmap_intersects(need, cur) ? "covers only part of" : "excludes", whose, r->cpus);
     LOG_WARN("%s", msg);
-  } else if (have && !hwloc_bitmap_isequal(cur, hwloc_topology_get_topology_cpuset(t->hw))) {
-    util_fmt(msg, len, "inherited binding %s narrowed to %s", cur_s ? cur_s : "?", r->cpus);
   } else {
-    util_fmt(msg, len, "bound to %s (%s)", r->cpus, plan_bind_name(r->bind));
+    if (have && !hwloc_bitmap_isequal(cur, hwloc_topology_get_topology_cpuset(t->hw)))
+      util_fmt(msg, len, "inherited binding %s narrowed to %s", cur_s ? cur_s : "?", r->cpus);
+    else
+      util_fmt(msg, len, "bound to %s (%s)", r->cpus, plan_bind_name(r->bind));
+    LOG_INFO(TOPO, "%s", msg);
   }
-  LOG_INFO(TOPO, "%s", msg);
   free(cur_s);
   hwloc_bitmap_free(cur);
   return 0;

@@ -94,7 +94,8 @@ const char *plan_env_get(const plan_rank_t *r, const char *name);
 /** Apply the rank's CPU binding to the calling process (all its threads; children inherit it)
  * with hwloc. When the binding the process already had (e.g. mpirun's bind-to-package) excludes
  * the rank's CPUs -- the GPU's cores -- msg says so and that it was replaced; otherwise msg says
- * what was done. bind none leaves the binding alone. A topology read from a file cannot bind
+ * what was done. msg is also logged: a replaced binding and a failure as warnings, the rest at
+ * info level. bind none leaves the binding alone. A topology read from a file cannot bind
  * this machine: GPL_ENOTSUP. \return 0 or a negative GPL_E* code (msg explains). */
 int plan_bind(const topo_t *t, const plan_rank_t *r, char *msg, size_t len);
 
