@@ -2,6 +2,8 @@
 #ifndef GPL_LAUNCHER_EXITCODE_H
 #define GPL_LAUNCHER_EXITCODE_H
 
+#include "gpulaunch/error.h"
+
 /* 0: success. 1-125: the wrapped program's own exit status (the first rank that failed);
  * 128+N: the wrapped program was killed by signal N. gpulaunch's own failures use 64-79. */
 enum {
@@ -19,5 +21,21 @@ enum {
   GPL_EXIT_ACCEPT_ERROR = 74, /* accept: the checks could not run */
   GPL_EXIT_PREEMPTED = 75,    /* stopped by SIGTERM (preemption); requeue the job */
 };
+
+/* The exit code that says what a gpulaunch error code is about: 0 for 0; config, topology,
+ * network, timeout or no GPU; anything else is internal. */
+static inline int exitcode_of(int err) {
+  switch (err) {
+    case GPL_OK: return GPL_EXIT_OK;
+    case GPL_ECONFIG: return GPL_EXIT_CONFIG;
+    case GPL_ETOPO: return GPL_EXIT_TOPOLOGY;
+    case GPL_ENET:
+    case GPL_EUNREACH: return GPL_EXIT_NETWORK;
+    case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
+    case GPL_ENOGPU:
+    case GPL_ENOCUDA: return GPL_EXIT_NOGPU;
+    default: return GPL_EXIT_INTERNAL;
+  }
+}
 
 #endif

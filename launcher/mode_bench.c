@@ -433,15 +433,6 @@ static int write_text(const char *path, const char *text) {
   return fclose(f) == 0 ? GPL_OK : GPL_ESYS;
 }
 
-static int exit_for(int rc) {
-  switch (rc) {
-    case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
-    case GPL_ENOGPU:
-    case GPL_ENOCUDA: return GPL_EXIT_NOGPU;
-    default: return GPL_EXIT_INTERNAL;
-  }
-}
-
 /* Run every op, print and collect; returns the exit code. */
 static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t *pl) {
   job_t *j = L->job;
@@ -452,7 +443,7 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
   int rc = gather_ranks(L, pl, comm, &ri);
   if (rc < 0) {
     free(ri);
-    return exit_for(rc);
+    return exitcode_of(rc);
   }
   bench_ctx_t ctx = {.comm = comm, .mpi = j->world, .timeout = j->timeout, .rank = j->rank,
                      .nranks = j->size, .cuda = gpl_comm_backend(comm) == GPL_BACKEND_NCCL,
@@ -487,7 +478,7 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
     rc = bench_run(&ctx, &cfg, o->sizes, o->nsizes, rows);
     if (rc < 0) {
       if (rank0) fprintf(stderr, "gpulaunch bench: %s failed: %s\n", bench_op_name(cfg.op), gpl_strerror(rc));
-      code = exit_for(rc);
+      code = exitcode_of(rc);
       break;
     }
     int64_t wrong = bench_total_wrong(rows, o->nsizes);
@@ -566,7 +557,7 @@ int mode_bench(launch_t *L) {
     place_free(&pl);
     free(o.sizes);
     free(o.thr);
-    return place_exit_code(rc);
+    return exitcode_of(rc);
   }
   job_t *j = L->job;
   comm_job_t cj;
@@ -583,7 +574,7 @@ int mode_bench(launch_t *L) {
     if (j->rank == 0)
       fprintf(stderr, "gpulaunch bench: no communicator (backend %s): %s\n",
               gpl_backend_name(o.backend), gpl_strerror(rc));
-    code = exit_for(rc);
+    code = exitcode_of(rc);
   } else {
     code = run_all(L, &o, comm, &pl);
   }

@@ -44,7 +44,7 @@ int mode_env(launch_t *L) {
   if (rc < 0) {
     childenv_free(&ce);
     place_free(&pl);
-    return place_exit_code(rc);
+    return exitcode_of(rc);
   }
   ce.omp_threads = pl.cores;
   rdv_t rdv;
@@ -52,7 +52,7 @@ int mode_env(launch_t *L) {
   if (rc < 0) {
     childenv_free(&ce);
     place_free(&pl);
-    return place_exit_code(rc);
+    return exitcode_of(rc);
   }
   util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);
   ce.master_port = rdv.master_port;

@@ -140,14 +140,14 @@ int mode_run(launch_t *L) {
   double t0 = util_now();
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
-    code = place_exit_code(rc);
+    code = exitcode_of(rc);
     goto out;
   }
   double t1 = util_now();
   ce.omp_threads = pl.cores;
   rc = rdv_agree(job, pl.master_addr, (int)conf_int(c, "job", "master_port"), &rdv);
   if (rc < 0) {
-    code = place_exit_code(rc);
+    code = exitcode_of(rc);
     goto out;
   }
   util_strlcpy(ce.master_addr, rdv.master_addr, sizeof ce.master_addr);

@@ -268,7 +268,7 @@ static int topo_job(launch_t *L, const topo_args_t *a, topo_t *t, plan_t *p, int
   mpix_free_strs(docs, docs ? job->size : 0);
   mpix_free_strs(texts, texts ? job->size : 0);
   net_result_free(&net);
-  if (nrc < 0) return place_exit_code(nrc);
+  if (nrc < 0) return exitcode_of(nrc);
   return exit_code;
 }
 

@@ -206,14 +206,3 @@ void place_free(place_t *p) {
   p->plan = NULL;
   p->topo = NULL;
 }
-
-int place_exit_code(int err) {
-  switch (err) {
-    case GPL_ETOPO: return GPL_EXIT_TOPOLOGY;
-    case GPL_ENET:
-    case GPL_EUNREACH: return GPL_EXIT_NETWORK;
-    case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
-    case GPL_ECONFIG: return GPL_EXIT_CONFIG;
-    default: return GPL_EXIT_INTERNAL;
-  }
-}

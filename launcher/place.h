@@ -24,12 +24,9 @@ typedef struct place_s {
  * (ce may be NULL: modes that run in gpulaunch itself, such as bench, get the variables set in
  * their own environment instead). Collective: every rank calls it, and every rank returns the
  * same result; a failing rank prints why (with its host). Returns 0 or a negative code
- * (exit with place_exit_code). */
+ * (exit with exitcode_of). */
 int place_rank(launch_t *L, childenv_t *ce, place_t *out);
 void place_free(place_t *p);
-/* The exit code for a place_rank error. */
-int place_exit_code(int err);
-
 /* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
  * (childenv's precedence); NULL when unset. *source (optional) says where it came from, as the
  * user wrote it ("[nccl] SOCKET_IFNAME", "[env] NCCL_SOCKET_IFNAME", "the environment"); valid

@@ -183,18 +183,6 @@ static int evaluate(stage_t *s, const mlp_t *m, const mlp_t *teacher, uint64_t s
   return GPL_OK;
 }
 
-static int exit_code_of(int rc) {
-  switch (rc) {
-    case GPL_OK: return GPL_EXIT_OK;
-    case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
-    case GPL_ENOGPU:
-    case GPL_ENOCUDA: return GPL_EXIT_NOGPU;
-    case GPL_EINVAL:
-    case GPL_ECONFIG: return GPL_EXIT_CONFIG;
-    default: return GPL_EXIT_INTERNAL;
-  }
-}
-
 typedef struct tconf_s {
   long steps, batch, hidden, log_every, seed, growth_interval;
   double lr, loss_scale, bucket_mb, init_timeout;
@@ -377,5 +365,5 @@ int trainer_run(launch_t *L) {
   int frc = gpl_finalize(c);
   if (rc == GPL_OK) rc = frc;
   conf_free(own);
-  return exit_code_of(rc);
+  return rc == GPL_EINVAL ? GPL_EXIT_CONFIG : exitcode_of(rc); /* EINVAL: settings comm refused */
 }
