@@ -41,7 +41,6 @@ void job_test_stall(const job_t *job, const char *stage) {
 typedef struct rank_info_s {
   char host[64];
   int local_rank;
-  int local_size;
   int leader; /* world rank of local rank 0 of this rank's node */
 } rank_info_t;
 
@@ -81,16 +80,12 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(&me, 0, sizeof me);
   util_strlcpy(me.host, job->host, sizeof me.host);
   me.local_rank = job->local_rank;
-  me.local_size = job->local_size;
   me.leader = leader;
   rank_info_t *all = calloc((size_t)job->size, sizeof *all);
   job->hosts = calloc((size_t)job->size, sizeof *job->hosts);
   job->node_of = calloc((size_t)job->size, sizeof *job->node_of);
-  job->local_rank_of = calloc((size_t)job->size, sizeof *job->local_rank_of);
   job->leader_of_node = calloc((size_t)job->size, sizeof *job->leader_of_node);
-  job->local_size_of_node = calloc((size_t)job->size, sizeof *job->local_size_of_node);
-  if (!all || !job->hosts || !job->node_of || !job->local_rank_of || !job->leader_of_node ||
-      !job->local_size_of_node) {
+  if (!all || !job->hosts || !job->node_of || !job->leader_of_node) {
     free(all);
     return GPL_ENOMEM;
   }
@@ -102,12 +97,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   /* Nodes are numbered in the order of their first rank, so node 0 holds rank 0. */
   for (int r = 0; r < job->size; r++) {
     job->hosts[r] = strdup(all[r].host);
-    job->local_rank_of[r] = all[r].local_rank;
-    if (all[r].local_rank == 0) {
-      job->leader_of_node[job->nnodes] = r;
-      job->local_size_of_node[job->nnodes] = all[r].local_size;
-      job->nnodes++;
-    }
+    if (all[r].local_rank == 0) job->leader_of_node[job->nnodes++] = r;
   }
   for (int r = 0; r < job->size; r++)
     for (int n = 0; n < job->nnodes; n++)
@@ -139,11 +129,9 @@ void job_finalize(job_t *job) {
     for (int r = 0; r < job->size; r++) free(job->hosts[r]);
   free(job->hosts);
   free(job->node_of);
-  free(job->local_rank_of);
   free(job->leader_of_node);
-  free(job->local_size_of_node);
   job->hosts = NULL;
-  job->node_of = job->local_rank_of = job->leader_of_node = job->local_size_of_node = NULL;
+  job->node_of = job->leader_of_node = NULL;
 }
 
 void job_to_comm(const job_t *job, comm_job_t *out) {

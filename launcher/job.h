@@ -11,8 +11,6 @@ typedef struct job_s {
   char host[256];             /* this rank's host name */
   char **hosts;               /* host name of each world rank (size entries) */
   int *node_of;               /* node index of each world rank */
-  int *local_rank_of;         /* local rank of each world rank */
-  int *local_size_of_node;    /* ranks on each node (nnodes entries) */
   int *leader_of_node;        /* world rank of local rank 0 of each node (nnodes entries) */
   MPI_Comm world;             /* a duplicate of MPI_COMM_WORLD for gpulaunch's own messages */
   MPI_Comm node_comm;         /* the ranks of this node (MPI_COMM_TYPE_SHARED) */
