@@ -28,9 +28,9 @@ typedef struct place_s {
 int place_rank(launch_t *L, childenv_t *ce, place_t *out);
 void place_free(place_t *p);
 /* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
- * (childenv's precedence); NULL when unset. *source (optional) says where it came from, as the
- * user wrote it ("[nccl] SOCKET_IFNAME", "[env] NCCL_SOCKET_IFNAME", "the environment"); valid
- * until the next call. */
+ * (childenv's precedence); NULL when unset. *source (optional) says where it came from, as users
+ * write it ("[nccl] SOCKET_IFNAME": [nccl] keys without their NCCL_ prefix, "[env]
+ * NCCL_SOCKET_IFNAME", "the environment"); valid until the next call. */
 const char *place_user_var(const launch_t *L, const char *name, const char **source);
 /* The job as the interface agreement and the preflight see it (topology/net.h), with the
  * program's NCCL_SOCKET_FAMILY. L->job must be set. */
