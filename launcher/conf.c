@@ -372,6 +372,11 @@ static char *read_line(char *buf, int size, void *stream) {
       *end = 0;
       char *name = util_trim(t + 1);
       if (!known_section(c, name)) suggest_section(c, c->line, name);
+      char **seen = realloc(c->sections_seen, (size_t)(c->nsections_seen + 1) * sizeof *seen);
+      if (seen) {
+        c->sections_seen = seen;
+        if ((seen[c->nsections_seen] = strdup(name))) c->nsections_seen++;
+      }
       c->prev_key[0] = 0;
       return buf;
     }
@@ -458,6 +463,8 @@ void conf_free(conf_t *c) {
     free(c->free[i].value);
   }
   free(c->free);
+  for (int i = 0; i < c->nsections_seen; i++) free(c->sections_seen[i]);
+  free(c->sections_seen);
   free(c->vals);
   free(c->path);
   free(c->dir);
@@ -546,6 +553,12 @@ const char *conf_origin(const conf_t *c, const char *section, const char *key) {
   return v && v->origin ? v->origin : "default";
 }
 const char *conf_path(const conf_t *c) { return c ? c->path : NULL; }
+
+int conf_has_section(const conf_t *c, const char *section) {
+  for (int i = 0; c && i < c->nsections_seen; i++)
+    if (strcmp(c->sections_seen[i], section) == 0) return 1;
+  return 0;
+}
 
 int conf_free_count(const conf_t *c, const char *section) {
   int n = 0;

@@ -54,6 +54,8 @@ char *const *conf_command(const conf_t *c, const char *section, const char *key,
 int conf_is_set(const conf_t *c, const char *section, const char *key);
 /* Where the value came from: "train.conf:12", "--op" or "default". */
 const char *conf_origin(const conf_t *c, const char *section, const char *key);
+/* 1 when the file has a [section] header (even an empty one). */
+int conf_has_section(const conf_t *c, const char *section);
 /* The config file's path (NULL when none). */
 const char *conf_path(const conf_t *c);
 

@@ -20,8 +20,9 @@ int mode_check(launch_t *L) {
   int argc = 0;
   conf_command(L->conf, "job", "command", &argc);
   int has_job = argc > 0 || conf_is_set(L->conf, "job", "builtin");
-  int other = conf_is_set(L->conf, "bench", "op") || conf_is_set(L->conf, "accept", "gpus") ||
-              conf_is_set(L->conf, "accept", "min_busbw");
+  /* A file for bench or accept needs no [job]; a file with a [job] needs something to run. */
+  int other = !conf_has_section(L->conf, "job") &&
+              (conf_has_section(L->conf, "bench") || conf_has_section(L->conf, "accept"));
   if (!has_job && !other) {
     fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
             L->conf_path);
