@@ -474,8 +474,12 @@ static void ring_evaluate(accept_search_t *s, accept_report_t *rep, const char *
              s->link_state[l] == L_FLAGGED, hosts);
   }
   if (nflag == 0 || !sus) {
-    snprintf(s->note, sizeof s->note, "%d ring pairs (best of %d tries each), all at or above %.0f%% "
-             "of the median node score %.3f GB/s", s->nlinks, s->passes, 100 * s->eff, s->reference);
+    if (nflag == 0)
+      snprintf(s->note, sizeof s->note, "%d ring pairs (best of %d tries each), all at or above %.0f%% "
+               "of the median node score %.3f GB/s", s->nlinks, s->passes, 100 * s->eff, s->reference);
+    else
+      snprintf(s->note, sizeof s->note, "%d slow ring pair(s) not confirmed: out of memory", nflag);
+    s->inconclusive = nflag > 0;
     s->phase = P_DONE;
     free(sus);
     return;

@@ -77,6 +77,11 @@ fail() {
   exit 1
 }
 [ -s "$OUT/a.json" ] || fail "no JSON report"
+# A sanitizer build reports on the ranks' stderr; that is a failure even when the verdict is right.
+if grep -qE 'runtime error:|ERROR: (Address|Undefined|Leak)Sanitizer' "$OUT/err"; then
+  grep -E -A5 'runtime error:|Sanitizer' "$OUT/err" | head -n 20
+  fail "sanitizer report from a rank"
+fi
 bad=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["bad_hosts"]))' "$OUT/a.json")
 echo "exit $rc, bad hosts: '$bad'"
 if [ "$CASE" != blocked ]; then
