@@ -101,7 +101,11 @@ int accept_pick_iface(const char *want, accept_if_t *out) {
   }
   util_strlcpy(out->name, ifc->name, sizeof out->name);
   util_strlcpy(out->addr, a->text, sizeof out->addr);
-  out->speed_mbps = ifc->speed_mbps;
+  /* The speed of a veth, bridge or tunnel (veth says 10000) is a number its driver made up, not a
+   * link: min_busbw = auto must not derive a threshold from it (a bond's or vlan's is real). */
+  int nominal = ifc->kind == IFACE_VETH || ifc->kind == IFACE_BRIDGE || ifc->kind == IFACE_TUNNEL ||
+                ifc->kind == IFACE_LOOPBACK;
+  out->speed_mbps = nominal ? -1 : ifc->speed_mbps;
   snprintf(out->why, sizeof out->why, "%s (%s)", ifc->name, from);
   iface_list_free(&l);
   return GPL_OK;
