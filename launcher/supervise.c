@@ -19,7 +19,9 @@
 #include "launcher/exitcode.h"
 #include "launcher/output.h"
 
-#define POLL_MS 10           /* control message polling */
+#define POLL_MS 10           /* control message polling while nothing happens */
+#define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
+#define HOT_S 0.5
 #define DRAIN_MS 500         /* after exit, wait this long for the pipes' EOF (grandchildren) */
 #define STOP_MARGIN_S 5.0    /* coordinator: extra time for ranks to report a stop */
 #define FWD_CHUNK (64 << 10) /* forwarded output is sent in messages of up to this size */
@@ -64,6 +66,7 @@ typedef struct sup_s {
   ctl_msg_t exit_msg;
   char exec_path[PATH_MAX];
   double t0;
+  double hot_until;     /* poll every POLL_HOT_MS until then */
   strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
   int paused;           /* reading the program's pipes is paused (forwarding backlog) */
 } sup_t;
@@ -104,6 +107,8 @@ static void kill_group(sup_t *s, int sig) {
   }
 }
 
+static void poll_pace(sup_t *s, int busy);
+
 static void send_event(sup_t *s, int type, int flags) {
   ctl_msg_t m;
   memset(&m, 0, sizeof m);
@@ -118,6 +123,7 @@ static void send_event(sup_t *s, int type, int flags) {
   output_tail(&s->out, m.tail, sizeof m.tail);
   if (type == CTL_EV_SIGNAL) m.signo = s->sig_received;
   ctl_send(&s->ctl, 0, &m);
+  poll_pace(s, 1);
 }
 
 static void on_handle_closed(uv_handle_t *h) {
@@ -568,15 +574,27 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
   }
 }
 
+/* Poll fast while the job is changing state (the end of a job is a few round trips between the
+ * ranks and rank 0), slowly while it just runs. */
+static void poll_pace(sup_t *s, int busy) {
+  double now = util_now();
+  if (busy) s->hot_until = now + HOT_S;
+  uint64_t want = now < s->hot_until ? POLL_HOT_MS : POLL_MS;
+  if (uv_timer_get_repeat(&s->poll_timer) != want) uv_timer_set_repeat(&s->poll_timer, want);
+}
+
 static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
   fwd_flush(s, 0);
   fwd_flush(s, 1);
+  int busy = s->exited && !s->reported;
   while (!s->done && ctl_poll(&s->ctl, &m, on_forwarded, s)) {
+    busy = 1;
     if (m.type >= CTL_STOP) on_command(s, &m);
     else if (s->job->rank == 0) co_event(s, &m);
   }
+  poll_pace(s, busy);
   if (s->pending_start && s->open_handles == 0) {
     s->pending_start = 0;
     spawn(s);
