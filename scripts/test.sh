@@ -30,6 +30,6 @@ if [[ ${#san[@]} -eq 0 ]]; then
   # with CUDA". The multi-host (network namespace) tests run the same code in both builds and are
   # not repeated.
   echo "== build and tests without CUDA"
-  "$here/build.sh" "$GPL_ROOT/build-nocuda" -DGPULAUNCH_WERROR=ON -DGPULAUNCH_CUDA=OFF
+  "$here/build.sh" "$GPL_ROOT/build-nocuda" -DGPULAUNCH_WERROR=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_TESTS=ON
   (cd "$GPL_ROOT/build-nocuda" && ctest --output-on-failure --timeout 600 -LE multinode "$@")
 fi
