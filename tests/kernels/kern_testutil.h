@@ -126,13 +126,17 @@ static inline int kt_close(double got, double want, double rel, double abs_tol) 
 /* ---- poison: a NaN with a payload no conversion produces (signalling, so never a result) ---- */
 
 #define KT_POISON_F32 0x7fa5a5a5u
-#define KT_POISON_16 0x7da5u /* a signalling NaN in both fp16 and bf16 */
+/* Signalling NaNs, which no conversion produces (every NaN they output is quieted). One pattern
+ * cannot serve both 16-bit types: 0x7da5 is a NaN in fp16 but a finite number (~2^124) in bf16. */
+#define KT_POISON_F16 0x7da5u
+#define KT_POISON_BF16 0x7fa5u
+#define KT_POISON_16(wire) ((wire) == GPL_HALF ? KT_POISON_F16 : KT_POISON_BF16)
 
 static inline void kt_poison(void *p, size_t count, gpl_dtype_t wire) {
   if (wire == GPL_FLOAT) {
     for (size_t i = 0; i < count; i++) ((uint32_t *)p)[i] = KT_POISON_F32;
   } else {
-    for (size_t i = 0; i < count; i++) ((uint16_t *)p)[i] = KT_POISON_16;
+    for (size_t i = 0; i < count; i++) ((uint16_t *)p)[i] = (uint16_t)KT_POISON_16(wire);
   }
 }
 
@@ -140,7 +144,7 @@ static inline void kt_poison(void *p, size_t count, gpl_dtype_t wire) {
 static inline size_t kt_find_poison(const void *p, size_t count, gpl_dtype_t wire) {
   for (size_t i = 0; i < count; i++) {
     if (wire == GPL_FLOAT ? ((const uint32_t *)p)[i] == KT_POISON_F32
-                          : ((const uint16_t *)p)[i] == KT_POISON_16)
+                          : ((const uint16_t *)p)[i] == KT_POISON_16(wire))
       return i;
   }
   return count;
@@ -151,7 +155,7 @@ static inline size_t kt_count_poison(const void *p, size_t count, gpl_dtype_t wi
   size_t c = 0;
   for (size_t i = 0; i < count; i++)
     c += wire == GPL_FLOAT ? ((const uint32_t *)p)[i] == KT_POISON_F32
-                           : ((const uint16_t *)p)[i] == KT_POISON_16;
+                           : ((const uint16_t *)p)[i] == KT_POISON_16(wire);
   return c;
 }
 
