@@ -21,4 +21,9 @@ void reduce_many(void *dst, const void *const *src, int nsrc, size_t n, gpl_dtyp
  * 16-bit floats (then rounded to nearest even). The second step of NCCL's avg. */
 void reduce_divide(void *buf, size_t n, gpl_dtype_t dt, int k);
 
+/* Convert half through the CPU's F16C instructions (on = 1, the default where the CPU has them) or
+ * through mpmath.h's portable code (on = 0); both give the same bits. Returns whether F16C is used.
+ * For tests and benchmarks; not thread-safe against concurrent reductions. */
+int reduce_use_f16c(int on);
+
 #endif
