@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,7 +91,7 @@ int util_parse_long(const char *s, long min, long max, long *out) {
   if (!s || !*s) return GPL_EINVAL;
   char *end;
   errno = 0;
-  long v = strtol(s, &end, 0);
+  long v = strtol(s, &end, 10); /* decimal only: "010" is ten, as people mean it, not octal */
   if (end == s || *end) return GPL_EINVAL;
   if (errno == ERANGE || v < min || v > max) return GPL_ERANGE;
   *out = v;
@@ -373,5 +374,22 @@ int util_read_file(const char *path, char **out, size_t *len) {
   buf[n] = 0;
   *out = buf;
   if (len) *len = n;
+  return GPL_OK;
+}
+
+int util_mkdir_p(const char *path, unsigned mode) {
+  char tmp[4096];
+  if (!path || !*path || strlen(path) >= sizeof tmp) return errno = EINVAL, GPL_ESYS;
+  util_strlcpy(tmp, path, sizeof tmp);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, (mode_t)mode) < 0 && errno != EEXIST) return GPL_ESYS;
+    *p = '/';
+  }
+  if (mkdir(tmp, (mode_t)mode) < 0 && errno != EEXIST) return GPL_ESYS;
+  struct stat st;
+  if (stat(tmp, &st) < 0) return GPL_ESYS;
+  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, GPL_ESYS;
   return GPL_OK;
 }

@@ -140,6 +140,14 @@ static void suggest_key(conf_t *c, int line, const char *section, const char *ke
   }
 }
 
+static int nccl_var_known(const char *name) {
+  size_t n;
+  const char *const *vars = conf_nccl_vars(&n);
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(vars[i], name) == 0) return 1;
+  return 0;
+}
+
 static int env_name_ok(const char *k) {
   if (!(isalpha((unsigned char)k[0]) || k[0] == '_')) return 0;
   for (const char *p = k; *p; p++)
@@ -265,9 +273,13 @@ static free_ent_t *free_find(const conf_t *c, const char *section, const char *k
 }
 
 /* inih handler: one key = value in a section. */
-static int on_value(void *user, const char *section, const char *name, const char *value) {
+static int on_value(void *user, const char *section_raw, const char *name, const char *value) {
   conf_t *c = user;
   int line = c->line;
+  /* inih keeps the spaces of "[ env ]"; read_line trims them too, so both agree on the name */
+  char section_buf[64];
+  util_strlcpy(section_buf, section_raw, sizeof section_buf);
+  const char *section = util_trim(section_buf);
   int continuation = c->line_indented && strcmp(section, c->prev_section) == 0 &&
                      strcmp(name, c->prev_key) == 0;
   util_strlcpy(c->prev_section, section, sizeof c->prev_section);
@@ -285,6 +297,18 @@ static int on_value(void *user, const char *section, const char *name, const cha
       util_strlcpy(key, name, sizeof key);
     if (!env_name_ok(key)) {
       add_error(c, line, "[%s] '%s' is not a valid environment variable name", section, name);
+      return 1;
+    }
+    if (strcmp(section, "nccl") == 0 && !nccl_var_known(key + 5)) {
+      size_t n;
+      const char *const *vars = conf_nccl_vars(&n);
+      const char *near = util_nearest(key + 5, vars, n);
+      if (near)
+        add_error(c, line, "[nccl] unknown NCCL variable '%s' (did you mean '%s'?)", name, near);
+      else
+        add_error(c, line,
+                  "[nccl] unknown NCCL variable '%s' (not one NCCL 2.28 reads; to pass it anyway, "
+                  "set %s in [env])", name, key);
       return 1;
     }
     free_ent_t *e = free_find(c, section, key);
@@ -330,6 +354,29 @@ static int on_value(void *user, const char *section, const char *name, const cha
   return 1;
 }
 
+/* Cut an inline comment: '#' after white space and outside quotes starts one, as it starts a
+ * comment at the beginning of a word in a POSIX shell (inih itself cuts at " ;"). */
+static void strip_hash_comment(char *buf) {
+  char q = 0;
+  for (char *p = buf; *p; p++) {
+    if (q) {
+      if (*p == q) q = 0;
+      else if (*p == '\\' && q == '"' && p[1]) p++;
+    } else if (*p == '\'' || *p == '"') {
+      q = *p;
+    } else if (*p == '\\' && p[1]) {
+      p++;
+    } else if (*p == '#' && p > buf && (p[-1] == ' ' || p[-1] == '\t')) {
+      const char *t = buf;
+      while (*t == ' ' || *t == '\t') t++;
+      if (t == p) return; /* a whole-line comment: inih skips it */
+      p[0] = '\n';
+      p[1] = 0;
+      return;
+    }
+  }
+}
+
 typedef struct reader_s {
   FILE *f;
   conf_t *c;
@@ -356,6 +403,10 @@ static char *read_line(char *buf, int size, void *stream) {
       buf[1] = 0;
       return buf;
     }
+    if (c->line == 1 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
+        (unsigned char)buf[2] == 0xbf)
+      memmove(buf, buf + 3, strlen(buf + 3) + 1); /* a UTF-8 byte-order mark */
+    strip_hash_comment(buf);
     c->line_indented = buf[0] == ' ' || buf[0] == '\t';
     char tmp[512];
     util_strlcpy(tmp, buf, sizeof tmp);
@@ -415,7 +466,8 @@ int conf_load(conf_t **out, const char *path) {
     char *tmp = strdup(path);
     c->dir = strdup(tmp ? dirname(tmp) : ".");
     free(tmp);
-    FILE *f = fopen(path, "r");
+    struct stat st;
+    FILE *f = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? (errno = EISDIR, NULL) : fopen(path, "r");
     if (!f) {
       add_error(c, 0, "cannot open the config file: %s", strerror(errno));
     } else {
@@ -428,6 +480,12 @@ int conf_load(conf_t **out, const char *path) {
       conf_val_t *v = &c->vals[i];
       if (!v->text) continue;
       char msg[PATH_MAX + 200];
+      int typed = v->k->type != CONF_STR && v->k->type != CONF_FREE && v->k->type != CONF_COMMAND;
+      if (typed && !*v->text) {
+        add_error(c, v->line, "[%s] %s: empty value (remove the line for the default, '%s')",
+                  v->k->section, v->k->key, v->k->def);
+        continue;
+      }
       if (parse_value(c, v, v->text, msg, sizeof msg))
         add_error(c, v->line, "[%s] %s: %s", v->k->section, v->k->key, msg);
     }
@@ -598,6 +656,14 @@ void conf_print(FILE *f, const conf_t *c) {
     }
     const conf_val_t *v = &c->vals[i];
     const char *text = v->text ? v->text : k->def;
+    /* the value in effect, as the program reads it (a number as parsed, not as written) */
+    char eff[64];
+    if (k->type == CONF_INT && *text) snprintf(eff, sizeof eff, "%ld", v->i), text = eff;
+    else if (k->type == CONF_BOOL) snprintf(eff, sizeof eff, "%s", v->b ? "true" : "false"), text = eff;
+    else if (k->type == CONF_DOUBLE && *text) snprintf(eff, sizeof eff, "%g", v->d), text = eff;
+    else if (k->type == CONF_DURATION && *text) snprintf(eff, sizeof eff, "%gs", v->d), text = eff;
+    else if (k->type == CONF_SIZE && *text)
+      snprintf(eff, sizeof eff, "%llu", (unsigned long long)v->size), text = eff;
     fprintf(f, "%-18s = %-30s # %s\n", k->key, text, v->origin ? v->origin : "default");
   }
 }

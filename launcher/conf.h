@@ -67,5 +67,7 @@ void conf_free_entry(const conf_t *c, const char *section, int i, const char **k
 void conf_print(FILE *f, const conf_t *c);
 /* The schema (for --help and the docs). */
 const conf_key_t *conf_schema(int *n);
+/* The NCCL variables [nccl] accepts, without their NCCL_ prefix (conf_nccl.c). */
+const char *const *conf_nccl_vars(size_t *n);
 
 #endif

@@ -22,19 +22,6 @@ void diag_opts_default(diag_opts_t *o) {
   o->cmd_timeout = 20.0;
 }
 
-static int mkdir_p(const char *path) {
-  char tmp[4096];
-  util_strlcpy(tmp, path, sizeof tmp);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, 0755) < 0 && errno != EEXIST) return GPL_ESYS;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0755) < 0 && errno != EEXIST) return GPL_ESYS;
-  return 0;
-}
-
 /* Run a command into a file of the bundle; a missing tool or a hang is a line in the file. */
 static void capture(const char *dir, const char *file, char *const argv[], double timeout) {
   strbuf_t b = STRBUF_INIT;
@@ -242,7 +229,7 @@ int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_
   snprintf(host_dir, sizeof host_dir, "%s/%s", out, job ? job->host : util_hostname());
   int rc = 0;
   if (leader) {
-    if (mkdir_p(host_dir) < 0) {
+    if (util_mkdir_p(host_dir, 0755) < 0) {
       LOG_WARN("diag: cannot create %s: %s", host_dir, strerror(errno));
       rc = GPL_ESYS;
     } else {

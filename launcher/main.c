@@ -166,6 +166,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", g_usage);
     return GPL_EXIT_USAGE;
   }
+  if (strcmp(mode->name, "run") == 0 && after_dashdash && nrest == 0 && !config) {
+    fprintf(stderr, "gpulaunch: nothing after '--': give the program to run, e.g. gpulaunch -- python train.py\n");
+    return GPL_EXIT_USAGE;
+  }
   if (strcmp(mode->name, "run") == 0 && nrest > 0 && !after_dashdash) {
     fprintf(stderr, "gpulaunch: unexpected argument '%s'\n", rest[0]);
     return GPL_EXIT_USAGE;

@@ -1,5 +1,6 @@
 /* `gpulaunch check CONF` (validate, print the effective settings) and `gpulaunch env CONF`
  * (each rank's environment for the program, nothing run). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "launcher/launcher.h"
 #include "launcher/place.h"
 #include "launcher/rendezvous.h"
+#include "launcher/supervise.h"
 
 int mode_check(launch_t *L) {
   if (!L->conf_path) {
@@ -27,6 +29,31 @@ int mode_check(launch_t *L) {
     fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
             L->conf_path);
     return GPL_EXIT_CONFIG;
+  }
+  /* The program and its folder, as a run on this machine would find them. */
+  char *const *argv = conf_command(L->conf, "job", "command", &argc);
+  if (argc > 0) {
+    const char *path = NULL;
+    for (int i = 0; i < conf_free_count(L->conf, "env"); i++) {
+      const char *k, *v;
+      conf_free_entry(L->conf, "env", i, &k, &v);
+      if (strcmp(k, "PATH") == 0) path = v;
+    }
+    if (!path) path = getenv("PATH");
+    const char *wd = conf_str(L->conf, "job", "workdir");
+    char found[PATH_MAX];
+    int wd_errno = 0;
+    int rc = sup_locate(argv[0], path, wd, found, sizeof found, &wd_errno);
+    if (wd_errno) {
+      fprintf(stderr, "gpulaunch: %s: [job] workdir: '%s': %s\n", conf_origin(L->conf, "job", "workdir"),
+              wd, strerror(wd_errno));
+      return GPL_EXIT_CONFIG;
+    }
+    if (rc < 0) {
+      fprintf(stderr, "gpulaunch: %s: [job] command: cannot run '%s' here: %s\n",
+              conf_origin(L->conf, "job", "command"), argv[0], sup_locate_reason(argv[0], rc));
+      return GPL_EXIT_CONFIG;
+    }
   }
   printf("# %s: OK\n", L->conf_path);
   conf_print(stdout, L->conf);

@@ -20,6 +20,7 @@
 
 typedef struct resolve_s {
   int rc;
+  int wd_errno;
   char path[240];
 } resolve_t;
 
@@ -31,23 +32,33 @@ static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
   ALLOCCHECK(all);
   memset(&me, 0, sizeof me);
   const char *path = childenv_get(ce, 0, "PATH");
-  me.rc = sup_resolve(argv[0], path, me.path, sizeof me.path);
+  const char *wd = L->conf ? conf_str(L->conf, "job", "workdir") : "";
+  me.rc = sup_locate(argv[0], path, wd, me.path, sizeof me.path, &me.wd_errno);
   int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (program check)");
   if (rc < 0) {
     free(all);
     return rc;
   }
-  int bad = 0;
+  /* where the command came from, when a config file gave it */
+  char from[PATH_MAX + 40] = "";
+  if (!L->argc && L->conf && conf_is_set(L->conf, "job", "command"))
+    snprintf(from, sizeof from, " (%s: [job] command)", conf_origin(L->conf, "job", "command"));
+  int bad = 0, bad_wd = 0;
   for (int r = 0; r < job->size; r++) {
     if (all[r].rc == GPL_OK) continue;
-    if (job->rank == 0 && bad < 8)
-      fprintf(stderr, "gpulaunch: rank %d (host %s): cannot run '%s': %s\n", r, job->hosts[r], argv[0],
-              all[r].rc == GPL_ENOENT ? (strchr(argv[0], '/') ? "no such file" : "not found in PATH")
-                                      : "not executable");
+    if (job->rank == 0 && bad < 8) {
+      if (all[r].wd_errno)
+        fprintf(stderr, "gpulaunch: rank %d (host %s): [job] workdir '%s': %s (%s)\n", r, job->hosts[r],
+                wd, strerror(all[r].wd_errno), conf_origin(L->conf, "job", "workdir"));
+      else
+        fprintf(stderr, "gpulaunch: rank %d (host %s): cannot run '%s': %s%s\n", r, job->hosts[r],
+                argv[0], sup_locate_reason(argv[0], all[r].rc), from);
+    }
+    bad_wd += all[r].wd_errno != 0;
     bad++;
   }
   free(all);
-  return bad ? GPL_ENOENT : GPL_OK;
+  return bad_wd ? GPL_ECONFIG : bad ? GPL_ENOENT : GPL_OK;
 }
 
 static int make_env(void *arg, int attempt, char ***envp) { return childenv_build(arg, attempt, envp); }
@@ -157,7 +168,7 @@ int mode_run(launch_t *L) {
   double t2 = util_now();
   rc = check_program(L, &ce, argv);
   if (rc < 0) {
-    code = rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_SPAWN;
+    code = rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : rc == GPL_ECONFIG ? GPL_EXIT_CONFIG : GPL_EXIT_SPAWN;
     goto out;
   }
   LOG_INFO(JOB, "start-up: placement %.1f ms, rendezvous %.1f ms, program check %.1f ms",

@@ -98,6 +98,28 @@ int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
   return found_noexec ? GPL_ESYS : GPL_ENOENT;
 }
 
+int sup_locate(const char *prog, const char *path_env, const char *workdir, char *out, size_t len,
+               int *wd_errno) {
+  *wd_errno = 0;
+  if (workdir && *workdir) {
+    struct stat st;
+    if (stat(workdir, &st) < 0) *wd_errno = errno;
+    else if (!S_ISDIR(st.st_mode)) *wd_errno = ENOTDIR;
+    if (*wd_errno) return GPL_ECONFIG;
+    if (strchr(prog, '/') && prog[0] != '/') {
+      char full[PATH_MAX];
+      snprintf(full, sizeof full, "%s/%s", workdir, prog);
+      return sup_resolve(full, path_env, out, len);
+    }
+  }
+  return sup_resolve(prog, path_env, out, len);
+}
+
+const char *sup_locate_reason(const char *prog, int rc) {
+  if (rc == GPL_ENOENT) return strchr(prog, '/') ? "no such file" : "not found in PATH";
+  return "not executable";
+}
+
 /* ---- the program ---- */
 
 static void kill_group(sup_t *s, int sig) {
@@ -637,8 +659,10 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
 
   char logpath[PATH_MAX] = "";
   if (o->log_dir && *o->log_dir) {
-    mkdir(o->log_dir, 0755);
-    snprintf(logpath, sizeof logpath, "%s/rank-%d.log", o->log_dir, o->job->rank);
+    if (util_mkdir_p(o->log_dir, 0755) < 0)
+      LOG_WARN("cannot create the log folder %s: %s; no per-rank log file", o->log_dir, strerror(errno));
+    else
+      snprintf(logpath, sizeof logpath, "%s/rank-%d.log", o->log_dir, o->job->rank);
   }
   CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines,
                         logpath[0] ? logpath : NULL), rc, fail_out);

@@ -66,5 +66,12 @@ int sup_run(const sup_opts_t *o, sup_result_t *res);
 /* Find the program as execvp would (PATH search for names without '/'). 0, GPL_ENOENT or
  * GPL_ESYS (found but not executable); the path found goes to out. */
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len);
+/* Can the program start from workdir (NULL or "": the current folder)? The workdir must be a
+ * folder (else GPL_ECONFIG, with errno's reason in *wd_errno); a relative path with a '/' is taken
+ * from there, as the child's chdir + execvp will. Otherwise sup_resolve's result. */
+int sup_locate(const char *prog, const char *path_env, const char *workdir, char *out, size_t len,
+               int *wd_errno);
+/* A message for sup_locate's result: "not found in PATH", "no such file", "not executable". */
+const char *sup_locate_reason(const char *prog, int rc);
 
 #endif

@@ -95,6 +95,81 @@ assert_eq "$RC" 65 "missing config file"
 assert_grep "$T/err" "$T/does-not-exist.conf: cannot open the config file" "missing config named"
 pass "typo, unknown section, bad number/range/choice/quoting, duplicate, missing command/file: 65 with file:line"
 
+# Spaces inside a section header name the same section (inih keeps them; we must not lose keys).
+conf spaced.conf <<CONF
+[job]
+command = $PROG signals 1
+[ topology ]
+bind = bogus
+CONF
+check_bad spaced.conf "$T/spaced.conf:4: \[topology\] bind: 'bogus' is not one of" "a bad value under '[ topology ]'"
+
+conf empty_value.conf <<CONF
+[job]
+command = $PROG signals 1
+restarts =
+CONF
+check_bad empty_value.conf "$T/empty_value.conf:3: \[job\] restarts: empty value" "an empty number"
+
+conf nccl_typo.conf <<CONF
+[job]
+command = $PROG signals 1
+[nccl]
+SOCKET_IFNAM = eth0
+CONF
+check_bad nccl_typo.conf "$T/nccl_typo.conf:4: \[nccl\] unknown NCCL variable 'SOCKET_IFNAM' \(did you mean 'SOCKET_IFNAME'\?\)" "a typo in [nccl]"
+
+conf workdir.conf <<CONF
+[job]
+command = $PROG signals 1
+workdir = $T/no-such-folder
+CONF
+run_mpi 2 "$GPULAUNCH" "$T/workdir.conf"
+assert_eq "$RC" 65 "a missing workdir: exit status"
+assert_grep "$T/err" "rank 0 \(host [^)]*\): \[job\] workdir '$T/no-such-folder': No such file or directory \($T/workdir.conf:3\)" "a missing workdir named with file:line"
+run_one "$GPULAUNCH" check "$T/workdir.conf"
+assert_eq "$RC" 65 "a missing workdir: check"
+assert_grep "$T/err" "$T/workdir.conf:3: \[job\] workdir" "a missing workdir: check names file:line"
+
+conf noprog.conf <<CONF
+[job]
+command = $T/no-such-trainer --lr 3
+CONF
+run_one "$GPULAUNCH" check "$T/noprog.conf"
+assert_eq "$RC" 65 "a missing program: check"
+assert_grep "$T/err" "$T/noprog.conf:2: \[job\] command: cannot run '$T/no-such-trainer' here: no such file" "a missing program: check names file:line"
+run_mpi 2 "$GPULAUNCH" "$T/noprog.conf"
+assert_eq "$RC" 71 "a missing program: run"
+assert_grep "$T/err" "cannot run '$T/no-such-trainer': no such file \($T/noprog.conf:2: \[job\] command\)" "a missing program: the run names file:line"
+
+run_one "$GPULAUNCH" check "$T"
+assert_eq "$RC" 65 "a folder as config"
+assert_grep "$T/err" "cannot open the config file: Is a directory" "a folder as config named"
+run_one "$GPULAUNCH" --
+assert_eq "$RC" 64 "'--' and nothing after it is a usage error"
+pass "spaced section headers, empty values, [nccl] typos, workdir and program checked: file:line"
+
+# Numbers are decimal ("010" is ten), '#' after a space starts a comment, a UTF-8 BOM is skipped;
+# check shows the values in effect.
+printf '\xef\xbb\xbf' >"$T/decimal.conf"
+cat >>"$T/decimal.conf" <<CONF
+[job]
+command = $PROG 'x # y' z # not an argument
+restarts = 010 # ten
+master_port = 020000
+[env]
+[ env ]
+GPL_SPACED = 1
+CONF
+run_one "$GPULAUNCH" check "$T/decimal.conf"
+assert_eq "$RC" 0 "check of decimal.conf"
+assert_grep "$T/out" "^restarts += 10 +# $T/decimal.conf:3\$" "010 is ten"
+assert_grep "$T/out" "^master_port += 20000 " "020000 is twenty thousand"
+assert_grep "$T/out" "^GPL_SPACED += 1 " "a key under '[ env ]' kept"
+run_one "$GPULAUNCH" env "$T/decimal.conf"
+assert_grep "$T/out" ": $PROG 'x # y' z\$" "an inline '#' comment is cut, a quoted '#' is kept"
+pass "decimal numbers, inline '#' comments, BOM, spaced headers"
+
 conf good.conf <<CONF
 # a comment
 [job]
