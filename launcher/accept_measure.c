@@ -14,6 +14,8 @@
 
 /* ---- the job-wide allreduce ---- */
 
+#define WARMUP_BYTES_AR (4u << 20)
+
 int accept_allreduce(const job_t *job, const char *backend, uint64_t size, int iters, double budget,
                      accept_ar_t *out) {
   memset(out, 0, sizeof *out);
@@ -46,9 +48,11 @@ int accept_allreduce(const job_t *job, const char *backend, uint64_t size, int i
   out->nranks = job->size;
   CHECKGOTO(gpl_mem_alloc(c, &buf, (size_t)bytes), rc, done);
   if (be == GPL_BACKEND_CPU) memset(buf, 0, (size_t)bytes); /* zeros: no denormal slow path */
-  /* Warm-up (connections, registration), then one timed iteration decides how many fit the
+  /* Warm-up (connections, registration) on a small piece: at full size it would cost a whole
+   * iteration, tens of seconds on a slow link. Then one timed iteration decides how many fit the
    * budget: every rank must run the same count, so the slowest rank's time decides. */
-  CHECKGOTO(gpl_allreduce(c, buf, buf, count, GPL_FLOAT, GPL_OP_SUM, NULL), rc, done);
+  size_t wcount = count < (WARMUP_BYTES_AR / 4) ? count : (WARMUP_BYTES_AR / 4);
+  CHECKGOTO(gpl_allreduce(c, buf, buf, wcount, GPL_FLOAT, GPL_OP_SUM, NULL), rc, done);
   CHECKGOTO(gpl_synchronize(c, NULL), rc, done);
   double t0 = util_now();
   CHECKGOTO(gpl_allreduce(c, buf, buf, count, GPL_FLOAT, GPL_OP_SUM, NULL), rc, done);
@@ -57,13 +61,18 @@ int accept_allreduce(const job_t *job, const char *backend, uint64_t size, int i
   CHECKGOTO(mpix_allreduce_double(&t1, MPI_MAX, job->world, job->timeout, "accept: allreduce timing"), rc, done);
   int k = iters;
   if (t1 > 0 && budget > 0 && t1 * iters > budget) k = (int)(budget / t1);
-  if (k < 1) k = 1;
-  CHECKGOTO(gpl_barrier(c), rc, done);
-  t0 = util_now();
-  for (int i = 0; i < k; i++) CHECKGOTO(gpl_allreduce(c, buf, buf, count, GPL_FLOAT, GPL_OP_SUM, NULL), rc, done);
-  CHECKGOTO(gpl_synchronize(c, NULL), rc, done);
-  double t = (util_now() - t0) / k;
-  CHECKGOTO(mpix_allreduce_double(&t, MPI_MAX, job->world, job->timeout, "accept: allreduce timing"), rc, done);
+  double t = t1;
+  if (k < 2 && budget > 0 && t1 * 2 > budget) {
+    k = 1; /* one iteration is all the budget holds: the one just timed is the measurement */
+  } else {
+    if (k < 1) k = 1;
+    CHECKGOTO(gpl_barrier(c), rc, done);
+    t0 = util_now();
+    for (int i = 0; i < k; i++) CHECKGOTO(gpl_allreduce(c, buf, buf, count, GPL_FLOAT, GPL_OP_SUM, NULL), rc, done);
+    CHECKGOTO(gpl_synchronize(c, NULL), rc, done);
+    t = (util_now() - t0) / k;
+    CHECKGOTO(mpix_allreduce_double(&t, MPI_MAX, job->world, job->timeout, "accept: allreduce timing"), rc, done);
+  }
   out->iters = k;
   out->seconds = t;
   out->algbw = t > 0 ? (double)bytes / t / 1e9 : 0;
@@ -107,8 +116,17 @@ static int cmp_double(const void *a, const void *b) {
  * several times, and a full-size warm-up on a slow link costs as much as a try). */
 #define WARMUP_BYTES (64u << 10)
 
-/* The group's bus bandwidth (the same on its ranks): a small warm-up, one timed iteration to fit
- * the budget, then the best iteration of the slowest rank. */
+/* A slow path must not spend the budget on a few full-size iterations (64 MiB at 50 Mbit/s is
+ * 11 s a try, and the search makes several): when a 1 MiB probe says a full-size iteration would
+ * not fit budget / iters, the group measures a size that takes about SLOW_ITER_S instead, at most
+ * SLOW_ITERS times. A path that slow is link-bound at that size, so its bandwidth is the same; a
+ * healthy path is never shrunk below what SLOW_ITER_S moves on it. */
+#define PROBE_BYTES (1u << 20)
+#define SLOW_ITER_S 0.5
+#define SLOW_ITERS 3
+
+/* The group's bus bandwidth (the same on its ranks): a small warm-up, a probe on large sizes,
+ * one timed iteration to fit the budget, then the best iteration of the slowest rank. */
 static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, double timeout, double *bw,
                          double *jitter) {
   int n, rc = GPL_OK;
@@ -129,6 +147,25 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
   size_t wcount = count < WARMUP_BYTES / sizeof(float) ? count : WARMUP_BYTES / sizeof(float);
   MPICHECK(MPI_Iallreduce(a, b, (int)wcount, MPI_FLOAT, MPI_SUM, sub, &req));
   CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+  int shrunk = 0;
+  if (budget > 0 && count > 2 * (PROBE_BYTES / sizeof(float))) {
+    size_t pcount = PROBE_BYTES / sizeof(float);
+    double tp0 = util_now(), tp = 0, tpmax = 0;
+    MPICHECK(MPI_Iallreduce(a, b, (int)pcount, MPI_FLOAT, MPI_SUM, sub, &req));
+    CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+    tp = util_now() - tp0;
+    MPICHECK(MPI_Iallreduce(&tp, &tpmax, 1, MPI_DOUBLE, MPI_MAX, sub, &req));
+    CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+    double projected = tpmax * (double)count / (double)pcount;
+    if (tpmax > 0 && projected > budget / iters) {
+      double fit = (double)pcount * SLOW_ITER_S / tpmax;
+      if (fit < (double)pcount) fit = (double)pcount;
+      if (fit < (double)count) {
+        count = (size_t)fit;
+        shrunk = 1;
+      }
+    }
+  }
   double t0 = util_now();
   MPICHECK(MPI_Iallreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, sub, &req));
   CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
@@ -137,6 +174,7 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
   CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
   int k = iters;
   if (tmax > 0 && budget > 0 && tmax * iters > budget) k = (int)(budget / tmax);
+  if (shrunk && k > SLOW_ITERS) k = SLOW_ITERS;
   if (k < 1) k = 1;
   times[0] = t1;
   int nt = 1;

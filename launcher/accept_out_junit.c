@@ -140,9 +140,10 @@ int accept_write_junit(const accept_report_t *r, const char *path) {
     s += skip;
   }
   strbuf_append(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpulaunch accept\"");
-  strbuf_printf(&b, " tests=\"%d\" failures=\"%d\" errors=\"%d\" skipped=\"%d\" time=\"%.3f\"", t, f, e, s, r->seconds);
-  attr(&b, "timestamp", r->started);
-  strbuf_append(&b, ">\n");
+  /* The root holds only what every common schema allows there (Jenkins' junit-10.xsd has no
+   * skipped or timestamp on <testsuites>); each <testsuite> carries its own. */
+  (void)s;
+  strbuf_printf(&b, " tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.3f\">\n", t, f, e, r->seconds);
   for (int node = 0; node < r->nnodes; node++) suite(&b, r, node);
   suite(&b, r, -1);
   strbuf_append(&b, "</testsuites>\n");

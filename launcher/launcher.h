@@ -18,6 +18,7 @@ typedef struct launch_s {
   char **argv;
   cJSON *summary;           /* the job summary; modes add their objects ("train", "bench", ...);
                              * main writes it to summary_path from rank 0 */
+  char root_cause[512];     /* why the job failed, when a mode knows (the audit log's end line) */
 } launch_t;
 
 /* Each mode returns a process exit code (launcher/exitcode.h). */
@@ -32,5 +33,8 @@ int mode_accept(launch_t *L); /* cluster acceptance checks */
 int mode_diag(launch_t *L);   /* diagnostics bundle */
 /* Built-in jobs selected by [job] builtin (run from mode_run). */
 int trainer_run(launch_t *L); /* builtin = mlp: data-parallel demo trainer on comm/ + kernels/ */
+/* The audit log ([audit] log) around a run, bench or accept job, from rank 0 (audit_job.c). */
+void audit_job_begin(launch_t *L, const char *mode);
+void audit_job_finish(launch_t *L, int code);
 
 #endif

@@ -212,7 +212,9 @@ int main(int argc, char **argv) {
       cJSON_AddItemToArray(hosts, cJSON_CreateString(job.hosts[job.leader_of_node[n]]));
   }
 
+  audit_job_begin(&L, mode->name);
   int code = mode->fn(&L);
+  audit_job_finish(&L, code);
   write_summary(&L, code);
   cJSON_Delete(L.summary);
   conf_free(L.conf);

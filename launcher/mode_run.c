@@ -7,7 +7,6 @@
 
 #include "common/mpix.h"
 #include "common/util.h"
-#include "launcher/audit.h"
 #include "launcher/childenv.h"
 #include "launcher/monitor.h"
 #include "launcher/launcher.h"
@@ -145,8 +144,6 @@ int mode_run(launch_t *L) {
   sup_opts_t o;
   sup_result_t res;
   monitor_t *mon = NULL;
-  audit_info_t audit;
-  const char *audit_log = conf_str(c, "audit", "log");
   int code;
   double t0 = util_now();
   int rc = place_rank(L, &ce, &pl);
@@ -206,19 +203,6 @@ int mode_run(launch_t *L) {
     else
       mon_hooks_fill(&o.hooks, mon);
   }
-  if (job->rank == 0 && *audit_log) {
-    audit_info_init(&audit);
-    audit.ranks = job->size;
-    audit.nodes = job->nnodes;
-    audit.argv = argv;
-    audit.argc = argc;
-    audit.mode = "run";
-    audit.conf_path = L->conf_path;
-    const char **hosts = calloc((size_t)job->nnodes, sizeof *hosts);
-    for (int n = 0; hosts && n < job->nnodes; n++) hosts[n] = job->hosts[job->leader_of_node[n]];
-    audit.hosts = hosts;
-    audit_job_start(audit_log, &audit);
-  }
   rc = sup_run(&o, &res);
   if (rc < 0) {
     code = GPL_EXIT_INTERNAL;
@@ -226,10 +210,11 @@ int mode_run(launch_t *L) {
   }
   add_summary(L, &o, &res);
   code = res.exit_code;
-  if (job->rank == 0 && *audit_log) {
-    audit_job_end(audit_log, &audit, code, res.root_cause[0] ? res.root_cause : NULL);
-    free((void *)audit.hosts);
-  }
+  if (res.root_cause[0]) util_strlcpy(L->root_cause, res.root_cause, sizeof L->root_cause);
+  /* A recorded stream is played at the sampling interval while the job runs; what the job did not
+   * last long enough to play is played now, so the warnings and the summary cover the whole
+   * recording however short the program was. */
+  if (mon && *conf_str(c, "monitor", "replay")) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
   mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
 out:

@@ -33,6 +33,20 @@ PY
 [[ $(wc -l <"$T/metrics.jsonl") -gt 10 ]] || fail "metrics lines written"
 pass "replayed stream: one warning naming rank 2, rank 2 named slowest in table and JSON"
 
+# A program much shorter than the recording, at the default interval: the rest plays at the end.
+cat >"$T/short.conf" <<CONF
+[job]
+command = $PROG sleep 0
+[monitor]
+replay = $DATA/four_ranks_one_low.jsonl
+CONF
+run_mpi 4 "$GPULAUNCH" "$T/short.conf"
+assert_eq "$RC" 0 "short program: exit status"
+n=$(grep -c "SM utilisation stayed under 80%" "$T/err" || true)
+assert_eq "$n" 1 "short program: one low-utilisation warning"
+assert_grep "$T/out" "^slowest rank: 2 " "short program: summary names the slowest rank"
+pass "a program shorter than the recording: the whole recording is judged"
+
 mode=$(stat -c %a "$T/audit.log")
 assert_eq "$mode" 600 "audit log mode"
 assert_eq "$(wc -l <"$T/audit.log")" 2 "audit lines (start + end)"
@@ -62,3 +76,29 @@ assert_grep "$T/err" "^gpulaunch: rank 1 \(host [^)]*\) exited with status 1: CU
 [[ $(wc -l <"$T/audit.log") == 4 ]] || fail "audit: 2 more lines"
 assert_grep "$T/audit.log" "CUDA out of memory" "audit end line has the root cause"
 pass "CUDA OOM named in the root cause with the monitor's peak memory; audited"
+
+# Every job is audited: a bench job, and a run that fails at start-up (no program to run).
+cat >"$T/abench.conf" <<CONF
+[bench]
+minbytes = 64K
+maxbytes = 64K
+[audit]
+log = $T/audit2.log
+CONF
+run_mpi 2 "$GPULAUNCH" bench "$T/abench.conf"
+assert_eq "$RC" 0 "audited bench: exit status"
+cat >"$T/anoprog.conf" <<CONF
+[job]
+command = $T/no-such-program
+[audit]
+log = $T/audit2.log
+CONF
+run_mpi 2 "$GPULAUNCH" "$T/anoprog.conf"
+assert_eq "$RC" 71 "audited start-up failure: exit status"
+python3 - "$T/audit2.log" <<'PY' || fail "audit of bench and of a start-up failure"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [(l["event"], l["mode"]) for l in lines] == [("start", "bench"), ("end", "bench"), ("start", "run"), ("end", "run")], lines
+assert lines[1]["exit_status"] == 0 and lines[3]["exit_status"] == 71 and lines[3]["root_cause"], lines
+PY
+pass "bench jobs and start-up failures are audited too"
