@@ -8,6 +8,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/childenv.h"
+#include "launcher/diag_redact.h"
 #include "launcher/launcher.h"
 #include "launcher/place.h"
 #include "launcher/rendezvous.h"
@@ -102,7 +103,10 @@ int mode_env(launch_t *L) {
   strbuf_append(&mine, "\n");
   childenv_describe(&ce, 0, &mine);
   char **all = NULL;
-  rc = mpix_allgather_str(strbuf_str(&mine), &all, job->world, job->timeout, "env (gather)");
+  /* Printed, so credentials are redacted: by name, URL passwords, and secret values anywhere. */
+  char *clean = diag_redact_text(strbuf_str(&mine), strlen(strbuf_str(&mine)));
+  rc = mpix_allgather_str(clean ? clean : strbuf_str(&mine), &all, job->world, job->timeout, "env (gather)");
+  free(clean);
   strbuf_free(&mine);
   childenv_free(&ce);
   place_free(&pl);

@@ -16,6 +16,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/ctl.h"
+#include "launcher/diag_redact.h"
 #include "launcher/exitcode.h"
 #include "launcher/output.h"
 
@@ -143,6 +144,13 @@ static void send_event(sup_t *s, int type, int flags) {
   m.peak_mem_mib = s->o->hooks.peak_mem_mib ? s->o->hooks.peak_mem_mib(s->o->hooks.arg) : -1;
   util_strlcpy(m.host, s->job->host, sizeof m.host);
   output_tail(&s->out, m.tail, sizeof m.tail);
+  /* The tail is quoted in the root-cause report: no credential the program printed goes with it
+   * (this rank's environment is the program's, so its secret values are known here). */
+  char *clean = m.tail[0] ? diag_redact_text(m.tail, strlen(m.tail)) : NULL;
+  if (clean) {
+    util_strlcpy(m.tail, clean, sizeof m.tail);
+    free(clean);
+  }
   if (type == CTL_EV_SIGNAL) m.signo = s->sig_received;
   ctl_send(&s->ctl, 0, &m);
   poll_pace(s, 1);

@@ -102,3 +102,36 @@ assert [(l["event"], l["mode"]) for l in lines] == [("start", "bench"), ("end", 
 assert lines[1]["exit_status"] == 0 and lines[3]["exit_status"] == 71 and lines[3]["root_cause"], lines
 PY
 pass "bench jobs and start-up failures are audited too"
+
+# gpulaunch's own reports carry no credential: the stderr lines quoted in the root cause, and
+# `gpulaunch env` (by name, URL password, and a secret's value wherever it appears).
+cat >"$T/leak.sh" <<'SH'
+#!/bin/sh
+if [ "$RANK" = 1 ]; then
+  echo "HF_TOKEN=$HF_TOKEN" >&2
+  echo "connecting to postgres://admin:pw-in-url-42@db:5432/x" >&2
+  echo "token is $HF_TOKEN" >&2
+  exit 3
+fi
+sleep 30
+SH
+chmod +x "$T/leak.sh"
+export HF_TOKEN=hf_testSECRETvalue123
+run_mpi 2 -x HF_TOKEN "$GPULAUNCH" -- "$T/leak.sh"
+assert_eq "$RC" 3 "leaking rank: exit status"
+sed -n '/last lines of rank 1/,$p' "$T/err" >"$T/tail"
+assert_grep "$T/tail" "HF_TOKEN=<redacted>" "root cause: secret by name redacted"
+assert_grep "$T/tail" "postgres://admin:<redacted>@db" "root cause: URL password redacted"
+! grep -q "hf_testSECRETvalue123\|pw-in-url-42" "$T/tail" || fail "a credential in the root-cause report"
+cat >"$T/sec.conf" <<CONF
+[job]
+command = /bin/echo --db postgres://u:pw-in-arg-42@h/x
+[env]
+MY_DB_URL = postgres://admin:pw-in-env-42@db/x
+CONF
+run_one "$GPULAUNCH" env "$T/sec.conf"
+assert_eq "$RC" 0 "env of a config with credentials"
+! grep -q "pw-in-arg-42\|pw-in-env-42\|hf_testSECRETvalue123" "$T/out" || fail "a credential in gpulaunch env's output"
+assert_grep "$T/out" "MY_DB_URL=postgres://admin:<redacted>@db/x" "env: URL password redacted"
+unset HF_TOKEN
+pass "credentials redacted from the root-cause report and gpulaunch env"
