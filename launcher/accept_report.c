@@ -383,8 +383,8 @@ int accept_write_exclude(const accept_report_t *r, const char *path) {
     LOG_WARN("cannot write %s: %s", path, strerror(errno));
     return GPL_ESYS;
   }
-  fprintf(f, "# gpulaunch accept %s: %d bad host(s); one per line (scripts/hostfile --exclude)\n",
-          r->started, r->nbad);
+  /* Host names only, one per line (an empty file when none): `wc -l`, `grep -vxFf` and
+   * scripts/hostfile --exclude all read it as is. */
   for (int i = 0; i < r->nbad; i++) fprintf(f, "%s\n", r->bad_hosts[i]);
   if (fclose(f) != 0) return GPL_ESYS;
   return GPL_OK;

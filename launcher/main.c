@@ -153,8 +153,10 @@ int main(int argc, char **argv) {
           strcmp(mode->name, "topo") != 0)
         config = argv[++i];
       else if (i + 1 < argc && argv[i + 1][0] != '-' &&
-               (strcmp(mode->name, "check") == 0 || strcmp(mode->name, "env") == 0))
-        config = argv[++i]; /* a missing file: conf_load says so with its name */
+               (strcmp(mode->name, "check") == 0 || strcmp(mode->name, "env") == 0 ||
+                strcmp(mode->name, "bench") == 0 || strcmp(mode->name, "accept") == 0))
+        config = argv[++i]; /* a missing file: conf_load says so with its name (these modes take
+                             * no other word) */
     } else if (!mode && !config && a[0] != '-') {
       config = a; /* gpulaunch train.conf */
     } else {
