@@ -2,7 +2,7 @@
 # link into gpulaunch; launcher/mode_bench.c (the mode itself) is picked up by CMakeLists.txt.
 # Included from launcher/CMakeLists.txt after add_executable(gpulaunch).
 set(_bench ${CMAKE_CURRENT_LIST_DIR})
-set(_bench_sources ${_bench}/bench_geom.c ${_bench}/bench_data.c ${_bench}/bench_run.c
+set(_bench_sources ${_bench}/bench_progress.c ${_bench}/bench_geom.c ${_bench}/bench_data.c ${_bench}/bench_run.c
     ${_bench}/bench_out.c ${_bench}/bench_timer.c)
 if(GPULAUNCH_HAVE_CUDA)
   list(APPEND _bench_sources ${_bench}/bench_cuda.c)

@@ -138,11 +138,17 @@ typedef struct bench_cfg_s {
   size_t tensor_bytes; /* fused/unfused: split the buffer into tensors of this size (0: one) */
   double bucket_mb;    /* fused: bucket size */
   int corrupt_rank;    /* test hook: this rank flips one output element before each check (-1) */
-  int progress;        /* rank 0 prints a progress line on stderr */
+  int progress;        /* rank 0 prints a progress line on progress_fp */
+  FILE *progress_fp;   /* a terminal: rank 0's stderr, or mpirun's (bench_progress.c) */
   /* Called on every rank after each size, with its row complete (rank 0 prints it). */
   void (*on_row)(const struct bench_row_s *row, int index, void *arg);
   void *on_row_arg;
 } bench_cfg_t;
+
+/* Where the progress line goes: rank 0's stderr when it is a terminal, else the terminal that
+ * mpirun's stderr is (the ranks' own stderr is a pipe to mpirun), else nowhere (NULL): output
+ * redirected to a file or a batch job gets no progress line. */
+FILE *bench_progress_stream(void);
 
 /* One placement's measurement of one size. */
 typedef struct bench_cell_s {

@@ -182,9 +182,9 @@ static int combine_times(cell_args_t *a, double *median) {
 
 static void progress(const cell_args_t *a, int idx, int n, uint64_t size) {
   if (!a->cfg->progress || a->ctx->rank != 0) return;
-  fprintf(stderr, "\r\033[K# bench %s: size %d/%d, %llu bytes, %s", bench_op_name(a->cfg->op),
+  fprintf(a->cfg->progress_fp, "\r\033[K# bench %s: size %d/%d, %llu bytes, %s", bench_op_name(a->cfg->op),
           idx + 1, n, (unsigned long long)size, a->inplace ? "in-place" : "out-of-place");
-  fflush(stderr);
+  fflush(a->cfg->progress_fp);
 }
 
 static int measure(cell_args_t *a, bench_cell_t *out) {
@@ -306,11 +306,11 @@ int bench_run(const bench_ctx_t *ctx, const bench_cfg_t *cfg, const uint64_t *si
       progress(&a, i, n, row->g.bytes);
       CHECKGOTO(measure(&a, ip ? &row->inplace : &row->oop), rc, out);
     }
-    if (cfg->progress && ctx->rank == 0) fprintf(stderr, "\r\033[K");
+    if (cfg->progress && ctx->rank == 0) fprintf(cfg->progress_fp, "\r\033[K"), fflush(cfg->progress_fp);
     if (cfg->on_row) cfg->on_row(row, i, cfg->on_row_arg);
   }
 out:
-  if (cfg->progress && ctx->rank == 0) fprintf(stderr, "\r\033[K");
+  if (cfg->progress && ctx->rank == 0) fprintf(cfg->progress_fp, "\r\033[K"), fflush(cfg->progress_fp);
   bench_timer_destroy(a.timer);
   free(a.times);
   free(a.all);

@@ -187,7 +187,8 @@ static int read_settings(launch_t *L, bench_opts_t *o) {
   c->corrupt_rank = -1;
   const char *corrupt = getenv("GPULAUNCH_TEST_CORRUPT"); /* test hook, see bench_run.c */
   if (corrupt && *corrupt) c->corrupt_rank = atoi(corrupt);
-  c->progress = L->job->rank == 0 && isatty(STDERR_FILENO);
+  c->progress_fp = L->job->rank == 0 ? bench_progress_stream() : NULL;
+  c->progress = c->progress_fp != NULL;
   if (gpl_backend_parse(conf_str(cf, "comm", "backend"), &o->backend) < 0) return GPL_EXIT_CONFIG;
 
   uint64_t lo = conf_size(cf, "bench", "minbytes"), hi = conf_size(cf, "bench", "maxbytes");

@@ -40,5 +40,12 @@ if command -v script >/dev/null; then
   assert_grep "$T/tty" '# bench allreduce: size [0-9]/3, [0-9]+ bytes, (out-of-place|in-place)' "progress line on a terminal"
   assert_grep "$T/tty" ' +65536 +16384 +float +sum' "table under a terminal"
   pass "progress line on a terminal"
+  # Under mpirun the ranks' stderr is a pipe to mpirun: the progress line goes to mpirun's
+  # terminal, and nowhere when mpirun's own output is redirected (run_mpi above: none).
+  script -qec "$MPIEXEC -np 2 --oversubscribe --bind-to none $GPULAUNCH bench -b 64K -e 256K -f 2 -n 2 -w 1" \
+    /dev/null >"$T/tty2" 2>&1 </dev/null || fail "mpirun bench under a pseudo-terminal: status $?"
+  assert_grep "$T/tty2" '# bench allreduce: size [0-9]/3, [0-9]+ bytes, (out-of-place|in-place)' "progress line under mpirun on a terminal"
+  assert_grep "$T/tty2" ' +65536 +16384 +float +sum' "table under mpirun on a terminal"
+  pass "progress line under mpirun on a terminal"
 fi
 echo "all $TESTS_RUN passed"
