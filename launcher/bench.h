@@ -140,6 +140,8 @@ typedef struct bench_cfg_s {
   int corrupt_rank;    /* test hook: this rank flips one output element before each check (-1) */
   int progress;        /* rank 0 prints a progress line on progress_fp */
   FILE *progress_fp;   /* a terminal: rank 0's stderr, or mpirun's (bench_progress.c) */
+  int progress_via_mpirun; /* progress_fp is mpirun's terminal and mpirun's stdout is on it too:
+                            * rows (which reach it later, through mpirun) clear the line first */
   /* Called on every rank after each size, with its row complete (rank 0 prints it). */
   void (*on_row)(const struct bench_row_s *row, int index, void *arg);
   void *on_row_arg;
@@ -148,7 +150,7 @@ typedef struct bench_cfg_s {
 /* Where the progress line goes: rank 0's stderr when it is a terminal, else the terminal that
  * mpirun's stderr is (the ranks' own stderr is a pipe to mpirun), else nowhere (NULL): output
  * redirected to a file or a batch job gets no progress line. */
-FILE *bench_progress_stream(void);
+FILE *bench_progress_stream(int *via_mpirun);
 
 /* One placement's measurement of one size. */
 typedef struct bench_cell_s {

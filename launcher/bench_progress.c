@@ -36,18 +36,25 @@ static int is_mpirun(pid_t pid) {
          strcmp(name, "prterun") == 0 || strcmp(name, "prte") == 0;
 }
 
-FILE *bench_progress_stream(void) {
+/* The terminal device that pid's file descriptor fd is, into out; 0, or -1 when it is none. */
+static int tty_of(pid_t pid, int fd, char *out, size_t len) {
+  char link[64];
+  snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, fd);
+  ssize_t n = readlink(link, out, len - 1);
+  if (n <= 0) return -1;
+  out[n] = 0;
+  return strncmp(out, "/dev/pts/", 9) == 0 || strncmp(out, "/dev/tty", 8) == 0 ? 0 : -1;
+}
+
+FILE *bench_progress_stream(int *via_mpirun) {
+  *via_mpirun = 0;
   if (isatty(STDERR_FILENO)) return stderr;
   /* mpirun forks the ranks of its own node: the first mpirun among our ancestors */
   pid_t pid = getppid();
   for (int depth = 0; depth < 4 && pid > 1; depth++, pid = parent_of(pid)) {
     if (!is_mpirun(pid)) continue;
-    char link[64], target[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/%d/fd/2", (int)pid);
-    ssize_t n = readlink(link, target, sizeof target - 1);
-    if (n <= 0) return NULL;
-    target[n] = 0;
-    if (strncmp(target, "/dev/pts/", 9) != 0 && strncmp(target, "/dev/tty", 8) != 0) return NULL;
+    char target[PATH_MAX], out[PATH_MAX];
+    if (tty_of(pid, 2, target, sizeof target) < 0) return NULL;
     int fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return NULL;
     if (!isatty(fd)) {
@@ -56,6 +63,7 @@ FILE *bench_progress_stream(void) {
     }
     FILE *f = fdopen(fd, "w");
     if (!f) close(fd);
+    *via_mpirun = f && tty_of(pid, 1, out, sizeof out) == 0 && strcmp(out, target) == 0;
     return f;
   }
   return NULL;

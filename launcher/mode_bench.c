@@ -187,7 +187,7 @@ static int read_settings(launch_t *L, bench_opts_t *o) {
   c->corrupt_rank = -1;
   const char *corrupt = getenv("GPULAUNCH_TEST_CORRUPT"); /* test hook, see bench_run.c */
   if (corrupt && *corrupt) c->corrupt_rank = atoi(corrupt);
-  c->progress_fp = L->job->rank == 0 ? bench_progress_stream() : NULL;
+  c->progress_fp = L->job->rank == 0 ? bench_progress_stream(&c->progress_via_mpirun) : NULL;
   c->progress = c->progress_fp != NULL;
   if (gpl_backend_parse(conf_str(cf, "comm", "backend"), &o->backend) < 0) return GPL_EXIT_CONFIG;
 
@@ -385,7 +385,9 @@ typedef struct row_printer_s {
 static void print_row_cb(const bench_row_t *row, int index, void *arg) {
   row_printer_t *p = arg;
   (void)index;
-  if (p->rank == 0) bench_print_row(stdout, p->cfg, row);
+  if (p->rank != 0) return;
+  if (p->cfg->progress_via_mpirun) fputs("\r\033[K", stdout); /* over the progress line */
+  bench_print_row(stdout, p->cfg, row);
 }
 
 /* --min-busbw: each threshold against the out-of-place column (in-place for the fused ops).
