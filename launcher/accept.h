@@ -360,7 +360,7 @@ typedef struct accept_search_s {
  * when the noise is within what it tolerates, else lower so that only what stands out of the
  * noise is flagged (never below ACCEPT_SEARCH_FLOOR). why (may be NULL) says which and why. */
 double accept_search_rule(double fraction, double noise, char *why, size_t len);
-#define ACCEPT_SEARCH_FLOOR 0.1
+#define ACCEPT_SEARCH_FLOOR 0.15
 
 /** Start a search over nnodes nodes (every node on a machine of its own until
  * accept_search_set_machines says otherwise) with ACCEPT_SEARCH_PASSES passes.
