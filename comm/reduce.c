@@ -119,32 +119,23 @@ ACC_F32(f_acc_sum, OP_SUM)
 ACC_F32(f_acc_prod, OP_PROD)
 ACC_F32(f_acc_max, OP_MAX)
 ACC_F32(f_acc_min, OP_MIN)
-/* b[i] = OP(a[i], b[i]) in float: reduce_into's rule */
-#define INTO_F32(name, OP)                                                               \
-  RED_SIMD static void name(float *restrict b, const float *restrict a, size_t n) {     \
-    for (size_t i = 0; i < n; i++) b[i] = OP(a[i], b[i]);                               \
-  }
-INTO_F32(f_into_sum, OP_SUM)
-INTO_F32(f_into_prod, OP_PROD)
-INTO_F32(f_into_max, OP_MAX)
-INTO_F32(f_into_min, OP_MIN)
-
 typedef void (*f_op_fn)(float *restrict, const float *restrict, size_t);
 
-static void h_into(uint16_t *b, const uint16_t *a, size_t n, f_op_fn op) {
+/* b[i] = OP(a[i], b[i]), reduce_into's rule: the accumulation step with a in the accumulator */
+static void h_into(uint16_t *b, const uint16_t *a, size_t n, f_op_fn acc) {
   float fa[BLOCK], fb[BLOCK];
   for (size_t at = 0; at < n; at += BLOCK) {
     size_t m = n - at < BLOCK ? n - at : BLOCK;
     g_h_to_f(fa, a + at, m);
     g_h_to_f(fb, b + at, m);
-    op(fb, fa, m);
-    g_h_from_f(b + at, fb, m);
+    acc(fa, fb, m);
+    g_h_from_f(b + at, fa, m);
   }
 }
-static void h_sum(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_into_sum); }
-static void h_prod(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_into_prod); }
-static void h_max(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_into_max); }
-static void h_min(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_into_min); }
+static void h_sum(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_acc_sum); }
+static void h_prod(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_acc_prod); }
+static void h_max(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_acc_max); }
+static void h_min(uint16_t *b, const uint16_t *a, size_t n) { h_into(b, a, n, f_acc_min); }
 
 typedef void (*red_fn)(void *restrict, const void *restrict, size_t);
 #define ROW(tag) {(red_fn)tag##_sum, (red_fn)tag##_prod, (red_fn)tag##_max, (red_fn)tag##_min}

@@ -20,16 +20,7 @@ int accept_allreduce(const job_t *job, const char *backend, uint64_t size, int i
                      accept_ar_t *out) {
   memset(out, 0, sizeof *out);
   comm_job_t cj;
-  memset(&cj, 0, sizeof cj);
-  cj.rank = job->rank;
-  cj.size = job->size;
-  cj.local_rank = job->local_rank;
-  cj.local_size = job->local_size;
-  cj.node = job->node;
-  cj.nnodes = job->nnodes;
-  cj.comm = job->world;
-  cj.hosts = (const char *const *)job->hosts;
-  cj.timeout = job->timeout;
+  job_to_comm(job, &cj);
   gpl_init_opts_t io;
   gpl_init_opts_default(&io);
   io.timeout = job->timeout;

@@ -23,9 +23,8 @@ void audit_job_begin(launch_t *L, const char *mode) {
     for (int n = 0; g_hosts && n < job->nnodes; n++) g_hosts[n] = job->hosts[job->leader_of_node[n]];
     g_info.hosts = g_hosts;
   }
-  int argc = 0;
+  int argc = L->argc;
   char *const *argv = L->argv;
-  argc = L->argc;
   /* a run from a config: the program it wraps (a built-in job has none) */
   if (strcmp(mode, "run") == 0 && argc == 0) argv = conf_command(L->conf, "job", "command", &argc);
   g_info.argv = argc > 0 ? argv : NULL;
