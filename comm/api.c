@@ -4,7 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 #include "comm/proxy.h"
 #include "common/log.h"
 #include "common/mpix.h"

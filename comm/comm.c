@@ -1,6 +1,6 @@
 /* Communicator set-up from a job: host transport, agreement on the backend by all ranks, backend
  * start; and the helpers every part of comm/ uses to name ranks and exchange flags. */
-#include "comm/comm.h"
+#include "comm/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

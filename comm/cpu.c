@@ -2,7 +2,7 @@
  * gpulaunch proxy), and the fused allreduce's elementwise steps from the kernels' C reference. */
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 
 static int cpu_probe(gpl_comm_t *c, int device, char *why, size_t len) {
   (void)c;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 #include "comm/xport_mpi.h"
 
 /* gpl_tensor_t is the public twin of kern_tensor_t: the same layout, so a list of one is a list of

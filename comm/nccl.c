@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 #include "comm/ncclcheck.h"
 #include "common/util.h"
 

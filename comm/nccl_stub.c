@@ -1,7 +1,7 @@
 /* The nccl backend of a build without CUDA/NCCL: it says so, and auto falls back to cpu. */
 #include <stdio.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 
 static int stub_probe(gpl_comm_t *c, int device, char *why, size_t len) {
   (void)c;

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 #include "comm/reduce.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"

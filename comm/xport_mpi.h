@@ -3,7 +3,7 @@
 #ifndef GPL_COMM_XPORT_MPI_H
 #define GPL_COMM_XPORT_MPI_H
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 #include "comm/shmcoll.h"
 
 typedef struct xport_op_s {

@@ -1,7 +1,7 @@
 /* Host transport of a job of one rank: every collective is a local copy; no MPI needed. */
 #include <stdlib.h>
 
-#include "comm/comm.h"
+#include "comm/internal.h"
 
 static int self_run(gpl_comm_t *c, const hostop_t *op, double timeout, const char *what) {
   (void)timeout;

@@ -4,9 +4,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "launcher/conf.h"
-#include "launcher/exitcode.h"
-#include "launcher/job.h"
+#include "launcher/core/conf.h"
+#include "launcher/core/exitcode.h"
+#include "launcher/core/job.h"
 
 typedef struct launch_s {
   job_t *job;               /* initialised (MPI up) before a mode runs, except `check`/`help` */
@@ -21,7 +21,7 @@ typedef struct launch_s {
   char root_cause[512];     /* why the job failed, when a mode knows (the audit log's end line) */
 } launch_t;
 
-/* Each mode returns a process exit code (launcher/exitcode.h). */
+/* Each mode returns a process exit code (launcher/core/exitcode.h). */
 typedef int (*mode_fn)(launch_t *L);
 
 int mode_run(launch_t *L);    /* wrap and supervise [job] command, or run [job] builtin */

@@ -7,12 +7,12 @@
 
 #include "common/mpix.h"
 #include "common/util.h"
-#include "launcher/childenv.h"
-#include "launcher/diag_redact.h"
+#include "launcher/core/childenv.h"
+#include "common/redact.h"
 #include "launcher/launcher.h"
-#include "launcher/place.h"
-#include "launcher/rendezvous.h"
-#include "launcher/supervise.h"
+#include "launcher/core/place.h"
+#include "launcher/core/rendezvous.h"
+#include "launcher/core/supervise.h"
 
 int mode_check(launch_t *L) {
   if (!L->conf_path) {
@@ -104,7 +104,7 @@ int mode_env(launch_t *L) {
   childenv_describe(&ce, 0, &mine);
   char **all = NULL;
   /* Printed, so credentials are redacted: by name, URL passwords, and secret values anywhere. */
-  char *clean = diag_redact_text(strbuf_str(&mine), strlen(strbuf_str(&mine)));
+  char *clean = redact_text(strbuf_str(&mine), strlen(strbuf_str(&mine)));
   rc = mpix_allgather_str(clean ? clean : strbuf_str(&mine), &all, job->world, job->timeout, "env (gather)");
   free(clean);
   strbuf_free(&mine);

@@ -12,7 +12,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
-#include "launcher/place.h"
+#include "launcher/core/place.h"
 #include "topology/net.h"
 #include "topology/plan.h"
 #include "topology/report.h"

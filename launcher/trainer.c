@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "common/check.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "gpulaunch/gpulaunch.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "launcher/accept.h"
+#include "launcher/accept/accept.h"
 
 static void sample(accept_report_t *r) {
   accept_report_init(r);

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "launcher/accept.h"
+#include "launcher/accept/accept.h"
 
 static const char *g_dir;
 static const char *g_fake_nvml; /* argv[1]: a stand-in libnvidia-ml, or absent */

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "launcher/accept.h"
+#include "launcher/accept/accept.h"
 
 #define MAXN 64
 #define MAXR 512

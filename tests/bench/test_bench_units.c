@@ -17,7 +17,7 @@
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "kernels/mpmath.h"
-#include "launcher/bench.h"
+#include "launcher/bench/bench.h"
 
 /* ---- formulas ---- */
 

@@ -14,9 +14,9 @@
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/childenv.h"
-#include "launcher/conf.h"
-#include "launcher/output.h"
+#include "launcher/core/childenv.h"
+#include "launcher/core/conf.h"
+#include "launcher/core/output.h"
 
 static char g_dir[64];
 

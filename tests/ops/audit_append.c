@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
-#include "launcher/audit.h"
+#include "launcher/ops/audit.h"
 
 int main(int argc, char **argv) {
   if (argc < 4) {

@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "launcher/diag.h"
+#include "launcher/ops/diag.h"
 
 /* Stands in for conf_print: echoes the config file as "section.key = value   # origin" lines. */
 static void write_config(FILE *f, void *ctx) {

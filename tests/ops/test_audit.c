@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/audit.h"
+#include "launcher/ops/audit.h"
 
 static char g_tmp[64];
 

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "gpulaunch/error.h"
-#include "launcher/diag.h"
+#include "launcher/ops/diag.h"
 
 static void test_cuda_versions(void **state) {
   (void)state;

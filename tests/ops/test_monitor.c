@@ -16,9 +16,9 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/monitor.h"
-#include "launcher/monitor_int.h"
-#include "launcher/supervise.h"
+#include "launcher/ops/monitor.h"
+#include "launcher/ops/monitor_int.h"
+#include "launcher/core/supervise.h"
 
 static const char *g_data; /* tests/ops/data */
 static char g_tmp[256];    /* a fresh folder per run */

@@ -12,7 +12,7 @@
 
 #include "common/log.h"
 #include "gpulaunch/error.h"
-#include "launcher/monitor.h"
+#include "launcher/ops/monitor.h"
 
 static const char *g_lib;
 static int (*fake_count)(const char *);

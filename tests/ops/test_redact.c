@@ -10,10 +10,10 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "launcher/diag_redact.h"
+#include "common/redact.h"
 
 static void check(const char *in, const char *want) {
-  char *out = diag_redact_text(in, strlen(in));
+  char *out = redact_text(in, strlen(in));
   assert_non_null(out);
   if (strcmp(out, want) != 0) fail_msg("redact(%s)\n  got  %s\n  want %s", in, out, want);
   free(out);
@@ -62,7 +62,7 @@ static void test_env_values_anywhere(void **state) {
 static void test_argv(void **state) {
   (void)state;
   char *argv[] = {"prog", "--token", "t-99", "--api-secret=zz", "-v", "--password", "--next", "x", NULL};
-  char **r = diag_redact_argv(argv, 8);
+  char **r = redact_argv(argv, 8);
   assert_non_null(r);
   assert_string_equal(r[0], "prog");
   assert_string_equal(r[1], "--token");
@@ -74,9 +74,9 @@ static void test_argv(void **state) {
   assert_string_equal(r[7], "x");
   assert_null(r[8]);
   util_free_argv(r);
-  assert_string_equal(diag_redact_env_value("GITHUB_TOKEN", "x"), "<redacted>");
-  assert_string_equal(diag_redact_env_value("PATH", "/bin"), "/bin");
-  assert_string_equal(diag_redact_env_value("AWS_KEY", ""), "");
+  assert_string_equal(redact_env_value("GITHUB_TOKEN", "x"), "<redacted>");
+  assert_string_equal(redact_env_value("PATH", "/bin"), "/bin");
+  assert_string_equal(redact_env_value("AWS_KEY", ""), "");
 }
 
 int main(void) {

@@ -1,0 +1,28 @@
+/* Redaction of credentials in text that gpulaunch writes out (diag bundle, audit log, reports). */
+#ifndef GPL_COMMON_REDACT_H
+#define GPL_COMMON_REDACT_H
+
+#include <stddef.h>
+
+/* What replaces a secret. */
+#define REDACTED "<redacted>"
+
+/* Redact credentials in a text (many lines allowed) and return a malloc'd copy (NULL: no
+ * memory). Three rules, so that a secret leaks neither by name nor by value:
+ *  1. NAME=VALUE, NAME: VALUE, "NAME": "VALUE", --name=VALUE where util_is_secret_name(NAME)
+ *     (dashes read as underscores, "env.MY_TOKEN" as a whole) -> the value is replaced;
+ *  2. the password of a URL (scheme://user:PASSWORD@host) is replaced;
+ *  3. every value of a secret-named variable of the current environment (4 characters or more)
+ *     is replaced wherever it appears, whatever surrounds it. */
+char *redact_text(const char *text, size_t len);
+
+/* The words of a command with credentials redacted: each word as above, and the word after an
+ * option whose name looks like a credential ("--api-token VALUE"). Returns a malloc'd
+ * NULL-terminated array (free with util_free_argv), or NULL without memory. */
+char **redact_argv(char *const *argv, int argc);
+
+/* The value to print for the environment variable name=value: value itself, or REDACTED
+ * when the name looks like a credential (and the value is not empty). */
+const char *redact_env_value(const char *name, const char *value);
+
+#endif

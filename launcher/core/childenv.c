@@ -1,0 +1,194 @@
+/* The wrapped program's environment, torchrun-compatible, the same on every attempt but the
+ * restart count. Precedence, lowest first: inherited, torchrun's variables, the plan's, [nccl],
+ * [env]; OMP_NUM_THREADS only when nobody set it. */
+#include "launcher/core/childenv.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"
+#include "common/util.h"
+
+extern char **environ;
+
+/* Variables of the MPI runtime: a program that inherits them may try to join the job as the
+ * rank that gpulaunch already is. */
+static int is_mpi_runtime_var(const char *kv) {
+  static const char *const prefixes[] = {"OMPI_", "PMIX_", "PMI_", "OPAL_", "ORTE_", "PRTE_",
+                                         "HYDRA_", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
+    if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  return 0;
+}
+
+typedef struct kv_s {
+  char **v;
+  int n, cap;
+} kv_t;
+
+static int kv_set(kv_t *kv, const char *key, const char *value) {
+  size_t klen = strlen(key);
+  char *s = malloc(klen + strlen(value) + 2);
+  ALLOCCHECK(s);
+  sprintf(s, "%s=%s", key, value);
+  for (int i = 0; i < kv->n; i++) {
+    if (strncmp(kv->v[i], key, klen) == 0 && kv->v[i][klen] == '=') {
+      free(kv->v[i]);
+      kv->v[i] = s;
+      return GPL_OK;
+    }
+  }
+  if (kv->n + 2 > kv->cap) {
+    int cap = kv->cap ? kv->cap * 2 : 64;
+    char **n = realloc(kv->v, (size_t)cap * sizeof *n);
+    if (!n) {
+      free(s);
+      return GPL_ENOMEM;
+    }
+    kv->v = n;
+    kv->cap = cap;
+  }
+  kv->v[kv->n++] = s;
+  kv->v[kv->n] = NULL;
+  return GPL_OK;
+}
+
+static const char *kv_get(const kv_t *kv, const char *key) {
+  size_t klen = strlen(key);
+  for (int i = 0; i < kv->n; i++)
+    if (strncmp(kv->v[i], key, klen) == 0 && kv->v[i][klen] == '=') return kv->v[i] + klen + 1;
+  return NULL;
+}
+
+static void kv_free(kv_t *kv) {
+  for (int i = 0; i < kv->n; i++) free(kv->v[i]);
+  free(kv->v);
+  kv->v = NULL;
+  kv->n = kv->cap = 0;
+}
+
+int childenv_add(childenv_t *ce, const char *key, const char *value) {
+  kv_t kv = {ce->plan_env, ce->nplan_env, ce->plan_cap};
+  int rc = kv_set(&kv, key, value);
+  ce->plan_env = kv.v;
+  ce->nplan_env = kv.n;
+  ce->plan_cap = kv.cap;
+  return rc;
+}
+
+/* Fill kv with gpulaunch's own variables (not the inherited ones). */
+static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherited) {
+  const job_t *j = ce->job;
+  char b[64];
+#define SETI(k, v) do { snprintf(b, sizeof b, "%d", (v)); CHECK(kv_set(kv, (k), b)); } while (0)
+  SETI("RANK", j->rank);
+  SETI("LOCAL_RANK", j->local_rank);
+  SETI("WORLD_SIZE", j->size);
+  SETI("LOCAL_WORLD_SIZE", j->local_size);
+  SETI("GROUP_RANK", j->node);
+  SETI("GROUP_WORLD_SIZE", j->nnodes);
+  SETI("ROLE_RANK", j->rank);
+  SETI("ROLE_WORLD_SIZE", j->size);
+  CHECK(kv_set(kv, "ROLE_NAME", "default"));
+  CHECK(kv_set(kv, "MASTER_ADDR", ce->master_addr));
+  SETI("MASTER_PORT", ce->master_port);
+  CHECK(kv_set(kv, "TORCHELASTIC_RUN_ID", ce->run_id));
+  SETI("TORCHELASTIC_RESTART_COUNT", attempt);
+  SETI("TORCHELASTIC_MAX_RESTARTS", ce->max_restarts);
+  SETI("GPULAUNCH_RESTART_COUNT", attempt);
+  SETI("GPULAUNCH_NODE", j->node);
+  CHECK(kv_set(kv, "GPULAUNCH_HOST", j->host));
+  CHECK(kv_set(kv, "GPULAUNCH_RUN_ID", ce->run_id));
+  const char *ckpt = ce->conf ? conf_str(ce->conf, "job", "checkpoint_dir") : "";
+  if (ckpt && *ckpt) CHECK(kv_set(kv, "GPULAUNCH_CHECKPOINT_DIR", ckpt));
+  for (int i = 0; i < ce->nplan_env; i++) {
+    char *eq = strchr(ce->plan_env[i], '=');
+    if (!eq) continue;
+    char key[256];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - ce->plan_env[i]), ce->plan_env[i]);
+    CHECK(kv_set(kv, key, eq + 1));
+  }
+  static const char *const free_sections[] = {"nccl", "env"};
+  for (size_t s = 0; s < GPL_ARRAY_LEN(free_sections) && ce->conf; s++) {
+    int n = conf_free_count(ce->conf, free_sections[s]);
+    for (int i = 0; i < n; i++) {
+      const char *k, *v;
+      conf_free_entry(ce->conf, free_sections[s], i, &k, &v);
+      CHECK(kv_set(kv, k, v));
+    }
+  }
+  if (!kv_get(kv, "OMP_NUM_THREADS") && !(inherited && kv_get(inherited, "OMP_NUM_THREADS"))) {
+    long conf_omp = ce->conf ? conf_int(ce->conf, "job", "omp_num_threads") : 0;
+    SETI("OMP_NUM_THREADS", conf_omp > 0 ? (int)conf_omp : (ce->omp_threads > 0 ? ce->omp_threads : 1));
+  }
+#undef SETI
+  return GPL_OK;
+}
+
+int childenv_build(const childenv_t *ce, int attempt, char ***envp) {
+  kv_t kv = {0}, inh = {0};
+  int rc = GPL_OK;
+  for (char **e = environ; e && *e; e++) {
+    if (is_mpi_runtime_var(*e)) continue;
+    char *eq = strchr(*e, '=');
+    if (!eq) continue;
+    char key[512];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - *e), *e);
+    CHECKGOTO(kv_set(&inh, key, eq + 1), rc, fail);
+  }
+  CHECKGOTO(ours(ce, attempt, &kv, &inh), rc, fail);
+  for (int i = 0; i < kv.n; i++) {
+    char *eq = strchr(kv.v[i], '=');
+    char key[512];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - kv.v[i]), kv.v[i]);
+    CHECKGOTO(kv_set(&inh, key, eq + 1), rc, fail);
+  }
+  kv_free(&kv);
+  if (!inh.v) CHECKGOTO(kv_set(&inh, "GPULAUNCH", "1"), rc, fail);
+  *envp = inh.v;
+  return GPL_OK;
+fail:
+  kv_free(&kv);
+  kv_free(&inh);
+  return rc;
+}
+
+void childenv_describe(const childenv_t *ce, int attempt, strbuf_t *out) {
+  kv_t kv = {0}, inh = {0};
+  for (char **e = environ; e && *e; e++) {
+    char *eq = strchr(*e, '=');
+    if (!eq || is_mpi_runtime_var(*e)) continue;
+    char key[512];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - *e), *e);
+    kv_set(&inh, key, eq + 1);
+  }
+  if (ours(ce, attempt, &kv, &inh) == GPL_OK) {
+    for (int i = 0; i < kv.n; i++) {
+      char *eq = strchr(kv.v[i], '=');
+      char key[512];
+      snprintf(key, sizeof key, "%.*s", (int)(eq - kv.v[i]), kv.v[i]);
+      strbuf_printf(out, "%s=%s\n", key, util_is_secret_name(key) ? "<redacted>" : eq + 1);
+    }
+  }
+  kv_free(&kv);
+  kv_free(&inh);
+}
+
+const char *childenv_get(const childenv_t *ce, int attempt, const char *key) {
+  static char value[4096];
+  kv_t kv = {0};
+  const char *v = NULL;
+  if (ours(ce, attempt, &kv, NULL) == GPL_OK) v = kv_get(&kv, key);
+  if (!v) v = getenv(key);
+  if (v) util_strlcpy(value, v, sizeof value);
+  kv_free(&kv);
+  return v ? value : NULL;
+}
+
+void childenv_free(childenv_t *ce) {
+  for (int i = 0; i < ce->nplan_env; i++) free(ce->plan_env[i]);
+  free(ce->plan_env);
+  ce->plan_env = NULL;
+  ce->nplan_env = ce->plan_cap = 0;
+}

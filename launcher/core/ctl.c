@@ -1,0 +1,126 @@
+/* Control messages and forwarded output over MPI: probed and received when they arrive, sends
+ * kept in flight and progressed by polling; nothing here ever blocks on another rank. */
+#include "launcher/core/ctl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mpix.h"
+#include "common/util.h"
+
+enum { CTL_TAG_EV = 7201, CTL_TAG_CMD = 7202, CTL_TAG_OUT = 7203 };
+
+typedef struct ctl_send_s {
+  MPI_Request req;
+  size_t out_bytes; /* program output carried (for flow control) */
+  struct ctl_send_s *next;
+  char buf[];       /* the message */
+} ctl_send_t;
+
+int ctl_init(ctl_t *c, MPI_Comm comm) {
+  memset(c, 0, sizeof *c);
+  c->comm = comm;
+  MPICHECK(MPI_Comm_rank(comm, &c->rank));
+  MPICHECK(MPI_Comm_size(comm, &c->size));
+  return GPL_OK;
+}
+
+static void progress_sends(ctl_t *c) {
+  ctl_send_t **pp = &c->sends;
+  while (*pp) {
+    int done = 0;
+    MPI_Test(&(*pp)->req, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      ctl_send_t *d = *pp;
+      *pp = d->next;
+      c->out_inflight -= d->out_bytes;
+      free(d);
+    } else {
+      pp = &(*pp)->next;
+    }
+  }
+}
+
+static int post(ctl_t *c, int dest, int tag, const void *a, size_t alen, const void *b, size_t blen) {
+  ctl_send_t *s = malloc(sizeof *s + alen + blen);
+  ALLOCCHECK(s);
+  memcpy(s->buf, a, alen);
+  if (blen) memcpy(s->buf + alen, b, blen);
+  s->out_bytes = tag == CTL_TAG_OUT ? blen : 0;
+  int rc = MPI_Isend(s->buf, (int)(alen + blen), MPI_BYTE, dest, tag, c->comm, &s->req);
+  if (rc != MPI_SUCCESS) {
+    free(s);
+    LOG_WARN("MPI_Isend of a control message to rank %d failed", dest);
+    return GPL_EMPI;
+  }
+  c->out_inflight += s->out_bytes;
+  /* Append: the list is tested in order, which keeps the bookkeeping simple. */
+  s->next = NULL;
+  ctl_send_t **pp = &c->sends;
+  while (*pp) pp = &(*pp)->next;
+  *pp = s;
+  return GPL_OK;
+}
+
+int ctl_send(ctl_t *c, int dest, const ctl_msg_t *m) {
+  return post(c, dest, m->type >= CTL_STOP ? CTL_TAG_CMD : CTL_TAG_EV, m, sizeof *m, NULL, 0);
+}
+
+int ctl_broadcast(ctl_t *c, const ctl_msg_t *m) {
+  for (int r = 0; r < c->size; r++) CHECK(ctl_send(c, r, m));
+  return GPL_OK;
+}
+
+int ctl_send_output(ctl_t *c, int is_err, const char *data, size_t len) {
+  int hdr[2] = {c->rank, is_err};
+  return post(c, 0, CTL_TAG_OUT, hdr, sizeof hdr, data, len);
+}
+
+int ctl_poll(ctl_t *c, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
+  progress_sends(c);
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    /* Rank 0 hears everyone; the others hear rank 0 only. In arrival order per sender. */
+    if (MPI_Iprobe(c->rank == 0 ? MPI_ANY_SOURCE : 0, MPI_ANY_TAG, c->comm, &flag, &st) != MPI_SUCCESS ||
+        !flag)
+      return 0;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    if (st.MPI_TAG == CTL_TAG_OUT) {
+      char *buf = malloc((size_t)count + 1);
+      if (!buf) return 0;
+      MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
+      int hdr[2];
+      memcpy(hdr, buf, sizeof hdr);
+      if (on_output && count >= (int)sizeof hdr)
+        on_output(arg, hdr[0], hdr[1], buf + sizeof hdr, (size_t)count - sizeof hdr);
+      free(buf);
+      continue;
+    }
+    if (st.MPI_TAG != CTL_TAG_EV && st.MPI_TAG != CTL_TAG_CMD) {
+      /* Not ours (should not happen on this communicator): take it off the queue. */
+      char *junk = malloc((size_t)count + 1);
+      MPI_Recv(junk, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
+      free(junk);
+      continue;
+    }
+    memset(out, 0, sizeof *out);
+    MPI_Recv(out, (int)sizeof *out, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
+    return 1;
+  }
+}
+
+void ctl_close(ctl_t *c, double timeout_s) {
+  double deadline = util_now() + timeout_s;
+  while (c->sends && util_now() < deadline) {
+    progress_sends(c);
+    if (c->sends) util_sleep(1e-3);
+  }
+  while (c->sends) { /* abandoned: the peer is gone */
+    ctl_send_t *d = c->sends;
+    c->sends = d->next;
+    free(d);
+  }
+  c->out_inflight = 0;
+}

@@ -1,0 +1,189 @@
+/* Who am I: MPI start-up, node discovery with MPI_Comm_split_type, and host names of all ranks,
+ * every exchange bounded by a deadline. */
+#include "launcher/core/job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "common/mpix.h"
+#include "common/util.h"
+#include "launcher/core/exitcode.h"
+
+
+int job_env_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(vars); i++) {
+    const char *v = getenv(vars[i]);
+    long r;
+    if (v && util_parse_long(v, 0, 1L << 30, &r) == GPL_OK) return (int)r;
+  }
+  return -1;
+}
+
+/* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] makes one rank arrive late at a stage
+ * ("init" by default), so the tests can see the others name it. */
+void job_test_stall(const job_t *job, const char *stage) {
+  const char *s = getenv("GPULAUNCH_TEST_STALL");
+  if (!s) return;
+  int rank = -1;
+  double secs = 0;
+  char st[32] = "init";
+  if (sscanf(s, "%d:%lf:%31s", &rank, &secs, st) < 2) return;
+  if (rank == job->rank && strcmp(st, stage) == 0) {
+    LOG_INFO(JOB, "test hook: rank %d stalls %.1f s at %s", rank, secs, stage);
+    util_sleep(secs);
+  }
+}
+
+typedef struct rank_info_s {
+  char host[64];
+  int local_rank;
+  int leader; /* world rank of local rank 0 of this rank's node */
+} rank_info_t;
+
+int job_init(job_t *job, int *argc, char ***argv, double timeout) {
+  memset(job, 0, sizeof *job);
+  job->world = job->node_comm = job->leaders = job->ctl = MPI_COMM_NULL;
+  job->timeout = timeout;
+  job->under_launcher = job_env_rank() >= 0;
+  util_strlcpy(job->host, util_hostname(), sizeof job->host);
+
+  int provided;
+  MPICHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &job->rank));
+  MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &job->size));
+  log_set_identity(job->host, job->rank);
+  job_test_stall(job, "init");
+
+  /* Everyone must be here before the blocking communicator calls below. */
+  CHECK(mpix_barrier(MPI_COMM_WORLD, timeout, "start-up (MPI_Init)"));
+  MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &job->world));
+  MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &job->ctl));
+  MPICHECK(MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
+                               &job->node_comm));
+  MPICHECK(MPI_Comm_rank(job->node_comm, &job->local_rank));
+  MPICHECK(MPI_Comm_size(job->node_comm, &job->local_size));
+
+  MPI_Group node_group, world_group;
+  int zero = 0, leader = 0;
+  MPI_Comm_group(job->node_comm, &node_group);
+  MPI_Comm_group(job->world, &world_group);
+  MPI_Group_translate_ranks(node_group, 1, &zero, world_group, &leader);
+  MPI_Group_free(&node_group);
+  MPI_Group_free(&world_group);
+
+  rank_info_t me;
+  memset(&me, 0, sizeof me);
+  util_strlcpy(me.host, job->host, sizeof me.host);
+  me.local_rank = job->local_rank;
+  me.leader = leader;
+  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
+  job->hosts = calloc((size_t)job->size, sizeof *job->hosts);
+  job->node_of = calloc((size_t)job->size, sizeof *job->node_of);
+  job->leader_of_node = calloc((size_t)job->size, sizeof *job->leader_of_node);
+  if (!all || !job->hosts || !job->node_of || !job->leader_of_node) {
+    free(all);
+    return GPL_ENOMEM;
+  }
+  int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (host names)");
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+  /* Nodes are numbered in the order of their first rank, so node 0 holds rank 0. */
+  for (int r = 0; r < job->size; r++) {
+    job->hosts[r] = strdup(all[r].host);
+    if (all[r].local_rank == 0) job->leader_of_node[job->nnodes++] = r;
+  }
+  for (int r = 0; r < job->size; r++)
+    for (int n = 0; n < job->nnodes; n++)
+      if (job->leader_of_node[n] == all[r].leader) job->node_of[r] = n;
+  job->node = job->node_of[job->rank];
+  free(all);
+  mpix_set_hosts((const char *const *)job->hosts, job->size);
+
+  MPICHECK(MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank,
+                          &job->leaders));
+  LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
+           job->local_size, job->node, job->nnodes);
+  return GPL_OK;
+}
+
+void job_finalize(job_t *job) {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (init && !fin) {
+    mpix_set_hosts(NULL, 0);
+    if (job->leaders != MPI_COMM_NULL) MPI_Comm_free(&job->leaders);
+    if (job->node_comm != MPI_COMM_NULL) MPI_Comm_free(&job->node_comm);
+    if (job->world != MPI_COMM_NULL) MPI_Comm_free(&job->world);
+    if (job->ctl != MPI_COMM_NULL) MPI_Comm_free(&job->ctl);
+    MPI_Finalize();
+  }
+  if (job->hosts)
+    for (int r = 0; r < job->size; r++) free(job->hosts[r]);
+  free(job->hosts);
+  free(job->node_of);
+  free(job->leader_of_node);
+  job->hosts = NULL;
+  job->node_of = job->leader_of_node = NULL;
+}
+
+void job_to_comm(const job_t *job, comm_job_t *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = job->rank;
+  out->size = job->size;
+  out->local_rank = job->local_rank;
+  out->local_size = job->local_size;
+  out->node = job->node;
+  out->nnodes = job->nnodes;
+  out->comm = job->world;
+  out->hosts = (const char *const *)job->hosts;
+  out->timeout = job->timeout;
+}
+
+int job_agree(job_t *job, int rc, const char *what) {
+  if (!job || job->size == 1) return rc;
+  int *all = calloc((size_t)job->size, sizeof *all);
+  if (!all) return GPL_ENOMEM;
+  int ret = mpix_allgather(&rc, (int)sizeof rc, all, job->world, job->timeout, what);
+  for (int r = 0; ret == GPL_OK && r < job->size; r++)
+    if (all[r] < 0) {
+      ret = all[r];
+      if (r != job->rank) LOG_INFO(JOB, "%s: rank %d failed (%s)", what, r, gpl_err_name(all[r]));
+    }
+  free(all);
+  return ret;
+}
+
+void job_exit(job_t *job, int code) {
+  fflush(stdout);
+  fflush(stderr);
+  int *codes = calloc((size_t)job->size, sizeof *codes);
+  if (!codes || mpix_allgather(&code, (int)sizeof code, codes, job->world, job->timeout,
+                               "exit (agreeing on the exit status)") < 0)
+    job_abort(job, code ? code : GPL_EXIT_TIMEOUT);
+  int agreed = 0;
+  for (int r = 0; r < job->size && !agreed; r++) agreed = codes[r];
+  free(codes);
+  if (agreed == 0) {
+    job_finalize(job);
+    exit(0);
+  }
+  _exit(agreed);
+}
+
+void job_abort(job_t *job, int exit_code) {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  fflush(stdout);
+  fflush(stderr);
+  if (init && !fin && job && job->size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  exit(exit_code);
+}

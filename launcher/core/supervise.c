@@ -1,0 +1,742 @@
+/* The supervisor: one libuv loop per rank owns the program's pipes, the signals and the timers;
+ * rank 0 also coordinates: the first failure stops every rank, then restart or exit together. */
+#include "launcher/core/supervise.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "common/mpix.h"
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "launcher/core/ctl.h"
+#include "common/redact.h"
+#include "launcher/core/exitcode.h"
+#include "launcher/core/output.h"
+
+#define POLL_MS 10           /* control message polling while nothing happens */
+#define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
+#define HOT_S 0.5
+#define DRAIN_MS 500         /* after exit, wait this long for the pipes' EOF (grandchildren) */
+#define STOP_MARGIN_S 5.0    /* coordinator: extra time for ranks to report a stop */
+#define FWD_CHUNK (64 << 10) /* forwarded output is sent in messages of up to this size */
+#define FWD_MAX_INFLIGHT (8u << 20) /* stop reading the program's pipes above this */
+
+enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
+static const int g_signals[NSIGS] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+
+typedef struct co_s {
+  int attempt;
+  char *down;       /* per rank: program ended in this attempt */
+  int ndown, nok;
+  int failing;      /* stopping everyone */
+  int have_cause;
+  ctl_msg_t cause;  /* first failure */
+  double deadline;  /* all ranks must have reported the stop by then */
+  int preempt, interrupt;
+  int finished;
+} co_t;
+
+typedef struct sup_s {
+  uv_loop_t loop;
+  const sup_opts_t *o;
+  job_t *job;
+  ctl_t ctl;
+  output_t out;
+  uv_process_t proc;
+  uv_pipe_t pipes[2];
+  uv_signal_t sigs[NSIGS];
+  uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer;
+  int open_handles;     /* process + pipes still open in this attempt */
+  int attempt;
+  int spawned, running, exited, reported, stop_requested, spawn_failed;
+  int sig_received;     /* SIGTERM or SIGINT received by gpulaunch */
+  int forwarded;        /* a terminating signal was sent to the program */
+  int pending_start;    /* a START arrived while handles were still closing */
+  int64_t status;
+  int term_signal;
+  pid_t pid;
+  co_t co;
+  int done, exit_code;
+  ctl_msg_t exit_msg;
+  char exec_path[PATH_MAX];
+  double t0;
+  double hot_until;     /* poll every POLL_HOT_MS until then */
+  strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
+  int paused;           /* reading the program's pipes is paused (forwarding backlog) */
+} sup_t;
+
+int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
+  if (strchr(prog, '/')) {
+    util_strlcpy(out, prog, len);
+    if (access(prog, F_OK) < 0) return GPL_ENOENT;
+    return access(prog, X_OK) < 0 ? GPL_ESYS : GPL_OK;
+  }
+  const char *path = path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  int found_noexec = 0;
+  while (*path) {
+    size_t n = strcspn(path, ":");
+    char cand[PATH_MAX];
+    snprintf(cand, sizeof cand, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", prog);
+    struct stat st;
+    if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+      if (access(cand, X_OK) == 0) {
+        util_strlcpy(out, cand, len);
+        return GPL_OK;
+      }
+      found_noexec = 1;
+      util_strlcpy(out, cand, len);
+    }
+    path += n;
+    if (*path == ':') path++;
+  }
+  return found_noexec ? GPL_ESYS : GPL_ENOENT;
+}
+
+int sup_locate(const char *prog, const char *path_env, const char *workdir, char *out, size_t len,
+               int *wd_errno) {
+  *wd_errno = 0;
+  if (workdir && *workdir) {
+    struct stat st;
+    if (stat(workdir, &st) < 0) *wd_errno = errno;
+    else if (!S_ISDIR(st.st_mode)) *wd_errno = ENOTDIR;
+    if (*wd_errno) return GPL_ECONFIG;
+    if (strchr(prog, '/') && prog[0] != '/') {
+      char full[PATH_MAX];
+      snprintf(full, sizeof full, "%s/%s", workdir, prog);
+      return sup_resolve(full, path_env, out, len);
+    }
+  }
+  return sup_resolve(prog, path_env, out, len);
+}
+
+const char *sup_locate_reason(const char *prog, int rc) {
+  if (rc == GPL_ENOENT) return strchr(prog, '/') ? "no such file" : "not found in PATH";
+  return "not executable";
+}
+
+/* ---- the program ---- */
+
+static void kill_group(sup_t *s, int sig) {
+  if (s->pid > 0 && kill(-s->pid, sig) < 0 && errno == ESRCH) {
+    /* The group is empty; the leader may still be a zombie waiting for libuv. */
+    if (s->running) kill(s->pid, sig);
+  }
+}
+
+static void poll_pace(sup_t *s, int busy);
+
+static void send_event(sup_t *s, int type, int flags) {
+  ctl_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = type;
+  m.rank = s->job->rank;
+  m.attempt = s->attempt;
+  m.status = (int)s->status;
+  m.signo = s->term_signal;
+  m.flags = flags;
+  m.peak_mem_mib = s->o->hooks.peak_mem_mib ? s->o->hooks.peak_mem_mib(s->o->hooks.arg) : -1;
+  util_strlcpy(m.host, s->job->host, sizeof m.host);
+  output_tail(&s->out, m.tail, sizeof m.tail);
+  /* The tail is quoted in the root-cause report: no credential the program printed goes with it
+   * (this rank's environment is the program's, so its secret values are known here). */
+  char *clean = m.tail[0] ? redact_text(m.tail, strlen(m.tail)) : NULL;
+  if (clean) {
+    util_strlcpy(m.tail, clean, sizeof m.tail);
+    free(clean);
+  }
+  if (type == CTL_EV_SIGNAL) m.signo = s->sig_received;
+  ctl_send(&s->ctl, 0, &m);
+  poll_pace(s, 1);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+  sup_t *s = h->loop->data;
+  s->open_handles--;
+}
+
+static void close_if_open(sup_t *s, uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, on_handle_closed);
+  (void)s;
+}
+
+/* ---- output forwarded to rank 0 ---- */
+
+static void fwd_flush(sup_t *s, int i) {
+  if (!s->fwd[i].len) return;
+  ctl_send_output(&s->ctl, i, s->fwd[i].s, s->fwd[i].len);
+  strbuf_reset(&s->fwd[i]);
+}
+
+static void fwd_sink(void *arg, int is_err, const char *data, size_t len) {
+  sup_t *s = arg;
+  strbuf_append_n(&s->fwd[is_err], data, len);
+  if (s->fwd[is_err].len >= FWD_CHUNK) fwd_flush(s, is_err);
+}
+
+static void on_forwarded(void *arg, int src, int is_err, const char *data, size_t len) {
+  (void)arg;
+  (void)src;
+  output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+
+/* Backpressure: when rank 0 falls behind, stop reading the program's output (it then blocks in
+ * write) rather than buffering without bound. */
+static void fwd_throttle(sup_t *s) {
+  /* Once the program has exited, its pipes are drained whatever the backlog. */
+  int over = !s->exited && s->ctl.out_inflight > FWD_MAX_INFLIGHT;
+  if (over == s->paused) return;
+  s->paused = over;
+  for (int i = 0; i < 2; i++) {
+    uv_stream_t *st = (uv_stream_t *)&s->pipes[i];
+    if (uv_is_closing((uv_handle_t *)st)) continue;
+    if (over) uv_read_stop(st);
+    else uv_read_start(st, on_alloc, on_read);
+  }
+}
+
+/* The program of this attempt is gone and its output passed on: tell the coordinator. */
+static void report(sup_t *s) {
+  if (s->reported) return;
+  s->reported = 1;
+  uv_timer_stop(&s->drain_timer);
+  uv_timer_stop(&s->kill_timer);
+  uv_timer_stop(&s->tick_timer);
+  for (int i = 0; i < 2; i++) {
+    if (!uv_is_closing((uv_handle_t *)&s->pipes[i])) {
+      output_flush(&s->out, i);
+      uv_read_stop((uv_stream_t *)&s->pipes[i]);
+      close_if_open(s, (uv_handle_t *)&s->pipes[i]);
+    }
+    fwd_flush(s, i); /* the output goes before the event, and arrives before it */
+  }
+  /* Leave no orphans: whatever the program started in its group goes with it. */
+  if (s->pid > 0) kill(-s->pid, SIGKILL);
+  int flags = 0;
+  if (s->o->hooks.oom_seen && s->o->hooks.oom_seen(s->o->hooks.arg)) flags |= CTL_F_OOM;
+  if (s->forwarded || s->sig_received) flags |= CTL_F_AFTER_SIGNAL;
+  if (s->spawn_failed) flags |= CTL_F_SPAWN_FAILED;
+  LOG_INFO(SUP, "attempt %d: program ended (status %lld, signal %d)%s", s->attempt,
+           (long long)s->status, s->term_signal, s->stop_requested ? " after stop" : "");
+  send_event(s, s->stop_requested ? CTL_EV_STOPPED : CTL_EV_EXIT, flags);
+}
+
+static int pipes_closed(sup_t *s) {
+  return uv_is_closing((uv_handle_t *)&s->pipes[0]) && uv_is_closing((uv_handle_t *)&s->pipes[1]);
+}
+
+static void on_drain_timeout(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  uv_timer_stop(t);
+  LOG_INFO(SUP, "output still open %d ms after the program ended (a child of it holds it)", DRAIN_MS);
+  report(s);
+}
+
+static void on_child_exit(uv_process_t *p, int64_t status, int term_signal) {
+  sup_t *s = p->loop->data;
+  s->running = 0;
+  s->exited = 1;
+  s->status = status;
+  s->term_signal = term_signal;
+  uv_timer_stop(&s->kill_timer);
+  if (s->paused) fwd_throttle(s); /* resume reading to drain */
+  close_if_open(s, (uv_handle_t *)p);
+  if (pipes_closed(s)) report(s);
+  else uv_timer_start(&s->drain_timer, on_drain_timeout, DRAIN_MS, DRAIN_MS);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  static char mem[2][65536];
+  sup_t *s = h->loop->data;
+  int i = h == (uv_handle_t *)&s->pipes[1];
+  (void)suggested;
+  buf->base = mem[i];
+  buf->len = sizeof mem[i];
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
+  sup_t *s = st->loop->data;
+  int i = st == (uv_stream_t *)&s->pipes[1];
+  if (nread > 0) {
+    output_feed(&s->out, i, buf->base, (size_t)nread);
+    /* After the exit, the drain deadline counts idle time, not reading time. */
+    if (s->exited) uv_timer_again(&s->drain_timer);
+    return;
+  }
+  if (nread == 0) return;
+  /* EOF or error: this stream is finished. */
+  output_flush(&s->out, i);
+  uv_read_stop(st);
+  close_if_open(s, (uv_handle_t *)st);
+  if (s->exited && pipes_closed(s)) report(s);
+}
+
+static void on_kill_timeout(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  if (s->running) {
+    LOG_WARN("rank %d: program did not end after the grace period; sending SIGKILL", s->job->rank);
+    kill_group(s, SIGKILL);
+  }
+}
+
+static void on_tick(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  if (s->running && s->o->hooks.tick) s->o->hooks.tick(s->o->hooks.arg);
+}
+
+static void on_line(void *arg, int is_err, const char *line, size_t len) {
+  sup_t *s = arg;
+  if (s->o->hooks.line) s->o->hooks.line(s->o->hooks.arg, is_err, line, len);
+}
+
+static void spawn(sup_t *s) {
+  s->spawned = 1;
+  s->exited = s->reported = s->running = s->spawn_failed = 0;
+  s->stop_requested = 0;
+  s->forwarded = 0;
+  s->paused = 0;
+  s->status = 0;
+  s->term_signal = 0;
+  s->pid = 0;
+  output_clear_tail(&s->out);
+
+  char **envp = NULL;
+  int rc = s->o->make_env(s->o->env_arg, s->attempt, &envp);
+  int argc = 0;
+  while (s->o->argv[argc]) argc++;
+  char **args = calloc((size_t)argc + 3, sizeof *args);
+  char ppid[32];
+  snprintf(ppid, sizeof ppid, "%ld", (long)getpid());
+  if (args) {
+    args[0] = s->exec_path;
+    args[1] = ppid;
+    for (int i = 0; i < argc; i++) args[i + 2] = s->o->argv[i];
+  }
+  uv_pipe_init(&s->loop, &s->pipes[0], 0);
+  uv_pipe_init(&s->loop, &s->pipes[1], 0);
+  s->open_handles += 2;
+  uv_stdio_container_t stdio[3];
+  stdio[0].flags = UV_IGNORE;
+  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[1].data.stream = (uv_stream_t *)&s->pipes[0];
+  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[2].data.stream = (uv_stream_t *)&s->pipes[1];
+  uv_process_options_t po;
+  memset(&po, 0, sizeof po);
+  po.file = s->exec_path;
+  po.args = args;
+  po.env = envp;
+  po.cwd = s->o->workdir && *s->o->workdir ? s->o->workdir : NULL;
+  po.flags = UV_PROCESS_DETACHED; /* its own session and process group: signals reach its children */
+  po.exit_cb = on_child_exit;
+  po.stdio_count = 3;
+  po.stdio = stdio;
+  if (rc == GPL_OK && args) rc = uv_spawn(&s->loop, &s->proc, &po);
+  else rc = UV_ENOMEM;
+  if (rc == 0) {
+    s->open_handles++;
+    s->running = 1;
+    s->pid = s->proc.pid;
+    uv_read_start((uv_stream_t *)&s->pipes[0], on_alloc, on_read);
+    uv_read_start((uv_stream_t *)&s->pipes[1], on_alloc, on_read);
+    if (s->o->hooks.tick && s->o->hooks.interval > 0) {
+      uint64_t ms = (uint64_t)(s->o->hooks.interval * 1000);
+      uv_timer_start(&s->tick_timer, on_tick, ms ? ms : 1, ms ? ms : 1);
+    }
+    LOG_INFO(SUP, "attempt %d: started %s (pid %d)", s->attempt, s->o->argv[0], (int)s->pid);
+  } else {
+    char msg[512];
+    snprintf(msg, sizeof msg, "gpulaunch: cannot start '%s': %s", s->o->argv[0], uv_strerror(rc));
+    fprintf(stderr, "%s\n", msg);
+    output_feed(&s->out, 1, msg, strlen(msg));
+    output_flush(&s->out, 1);
+    close_if_open(s, (uv_handle_t *)&s->pipes[0]);
+    close_if_open(s, (uv_handle_t *)&s->pipes[1]);
+    s->spawn_failed = 1;
+    s->exited = 1;
+    s->status = 127;
+    report(s);
+  }
+  free(args);
+  if (envp) {
+    for (char **e = envp; *e; e++) free(*e);
+    free(envp);
+  }
+}
+
+/* ---- signals received by gpulaunch ---- */
+
+static void on_signal(uv_signal_t *h, int signum) {
+  sup_t *s = h->loop->data;
+  if (signum == SIGUSR1 || signum == SIGUSR2) {
+    LOG_INFO(SUP, "forwarding %s to the program", util_signal_name(signum));
+    if (s->running) kill_group(s, signum);
+    return;
+  }
+  if (s->sig_received) {
+    /* A second SIGTERM/SIGINT: do not wait any longer. */
+    if (s->running) kill_group(s, SIGKILL);
+    return;
+  }
+  s->sig_received = signum;
+  int fwd = signum == SIGTERM ? s->o->preempt_signal : signum;
+  /* Said at once: under mpirun the launcher's own SIGKILL may follow within a second. */
+  if (s->job->rank == 0 && signum == SIGTERM)
+    fprintf(stderr, "gpulaunch: SIGTERM received: job preempted; every program gets %s now, "
+            "SIGKILL after %.0f s\n", util_signal_name(fwd), s->o->grace);
+  else if (s->job->rank == 0)
+    fprintf(stderr, "gpulaunch: %s received: stopping the job\n", util_signal_name(signum));
+  if (s->running) {
+    LOG_INFO(SUP, "%s received: sending %s to the program, SIGKILL in %.1f s", util_signal_name(signum),
+             util_signal_name(fwd), s->o->grace);
+    kill_group(s, fwd);
+    s->forwarded = 1;
+    uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(s->o->grace * 1000), 0);
+  }
+  send_event(s, CTL_EV_SIGNAL, 0);
+}
+
+/* ---- coordinator (rank 0) ---- */
+
+static int job_code(const ctl_msg_t *m) {
+  if (m->signo) return 128 + m->signo;
+  if (m->status > 0 && m->status < 256) return m->status;
+  return 1;
+}
+
+static void describe(const ctl_msg_t *m, char *buf, size_t len) {
+  if (m->flags & CTL_F_SPAWN_FAILED)
+    snprintf(buf, len, "rank %d (host %s) could not start its program", m->rank, m->host);
+  else if (m->signo)
+    snprintf(buf, len, "rank %d (host %s) killed by signal %s", m->rank, m->host,
+             util_signal_name(m->signo));
+  else
+    snprintf(buf, len, "rank %d (host %s) exited with status %d", m->rank, m->host, m->status);
+  if (m->flags & CTL_F_OOM) {
+    size_t n = strlen(buf);
+    if (m->peak_mem_mib >= 0)
+      snprintf(buf + n, len - n, ": CUDA out of memory (peak GPU memory seen %.0f MiB)", m->peak_mem_mib);
+    else
+      snprintf(buf + n, len - n, ": CUDA out of memory");
+  }
+}
+
+static void print_tail(const ctl_msg_t *m) {
+  if (!m->tail[0]) return;
+  fprintf(stderr, "gpulaunch: last lines of rank %d's stderr:\n", m->rank);
+  const char *p = m->tail;
+  while (*p) {
+    size_t n = strcspn(p, "\n");
+    fprintf(stderr, "    %.*s\n", (int)n, p);
+    p += n;
+    if (*p) p++;
+  }
+}
+
+static void co_broadcast(sup_t *s, int type, int signo, int flags, int code) {
+  ctl_msg_t m;
+  memset(&m, 0, sizeof m);
+  m.type = type;
+  m.attempt = s->co.attempt;
+  m.signo = signo;
+  m.flags = flags;
+  m.code = code;
+  m.rank = -1;
+  if (type == CTL_EXIT) {
+    if (s->co.have_cause) {
+      m = s->co.cause; /* who failed, how, and its last lines */
+      m.type = CTL_EXIT;
+      m.code = code;
+    }
+    if (s->co.preempt) m.flags |= CTL_F_PREEMPTED;
+    if (s->co.interrupt) m.flags |= CTL_F_INTERRUPTED;
+  }
+  ctl_broadcast(&s->ctl, &m);
+}
+
+static void co_stop_all(sup_t *s, int signo, int use_grace) {
+  s->co.failing = 1;
+  double t = use_grace ? s->o->grace : s->o->stop_timeout;
+  s->co.deadline = util_now() + t + STOP_MARGIN_S;
+  co_broadcast(s, CTL_STOP, signo, use_grace ? CTL_F_USE_GRACE : 0, 0);
+}
+
+static void co_finish_attempt(sup_t *s) {
+  co_t *co = &s->co;
+  int size = s->job->size;
+  char what[1400];
+  if (co->preempt || co->interrupt) {
+    co->finished = 1;
+    int code = co->preempt ? GPL_EXIT_PREEMPTED : 128 + SIGINT;
+    if (co->preempt)
+      fprintf(stderr, "gpulaunch: job preempted: SIGTERM received; every program got %s and "
+              "was stopped (exit status %d: requeue the job)\n",
+              util_signal_name(s->o->preempt_signal), code);
+    else
+      fprintf(stderr, "gpulaunch: job interrupted by SIGINT; every program was stopped\n");
+    co_broadcast(s, CTL_EXIT, 0, 0, code);
+    return;
+  }
+  if (!co->have_cause) { /* every rank ended cleanly */
+    co->finished = 1;
+    co_broadcast(s, CTL_EXIT, 0, 0, 0);
+    return;
+  }
+  describe(&co->cause, what, sizeof what);
+  if (co->attempt < s->o->restarts) {
+    fprintf(stderr, "gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
+            co->attempt + 1, s->o->restarts);
+    print_tail(&co->cause);
+    co->attempt++;
+    memset(co->down, 0, (size_t)size);
+    co->ndown = co->nok = 0;
+    co->failing = 0;
+    co->have_cause = 0;
+    co_broadcast(s, CTL_START, 0, 0, 0);
+    return;
+  }
+  co->finished = 1;
+  int code = job_code(&co->cause);
+  fprintf(stderr, "gpulaunch: %s\n", what);
+  print_tail(&co->cause);
+  if (size > 1)
+    fprintf(stderr, "gpulaunch: job failed after %d attempt%s (exit status %d); the other %d rank%s stopped\n",
+            co->attempt + 1, co->attempt ? "s" : "", code, size - 1, size == 2 ? " was" : "s were");
+  else
+    fprintf(stderr, "gpulaunch: job failed after %d attempt%s (exit status %d)\n", co->attempt + 1,
+            co->attempt ? "s" : "", code);
+  co_broadcast(s, CTL_EXIT, 0, 0, code);
+}
+
+static void co_event(sup_t *s, const ctl_msg_t *m) {
+  co_t *co = &s->co;
+  if (co->finished) return;
+  if (m->type == CTL_EV_SIGNAL) {
+    if (co->preempt || co->interrupt) return;
+    if (m->signo == SIGINT) co->interrupt = 1;
+    else co->preempt = 1;
+    LOG_INFO(SUP, "rank %d received %s: stopping every rank", m->rank, util_signal_name(m->signo));
+    co_stop_all(s, m->signo == SIGINT ? SIGINT : s->o->preempt_signal, 1);
+    return;
+  }
+  if (m->attempt != co->attempt || m->rank < 0 || m->rank >= s->job->size) return;
+  if (co->down[m->rank]) return;
+  co->down[m->rank] = 1;
+  co->ndown++;
+  int clean = m->status == 0 && m->signo == 0 && !(m->flags & CTL_F_SPAWN_FAILED);
+  if (m->type == CTL_EV_EXIT) {
+    if (clean) co->nok++;
+    if (!clean && !co->failing && !co->preempt && !co->interrupt) {
+      co->cause = *m;
+      co->have_cause = 1;
+      char what[1400];
+      describe(m, what, sizeof what);
+      LOG_INFO(SUP, "%s: stopping every rank", what);
+      co_stop_all(s, SIGTERM, 0);
+    }
+  }
+  if (co->ndown == s->job->size) co_finish_attempt(s);
+}
+
+static void co_check_deadline(sup_t *s) {
+  co_t *co = &s->co;
+  if (!co->failing || co->finished || util_now() < co->deadline) return;
+  char names[2048] = "";
+  size_t off = 0;
+  for (int r = 0; r < s->job->size && off < sizeof names - 80; r++) {
+    if (co->down[r]) continue;
+    char n[300];
+    off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
+                            mpix_rank_name(r, n, sizeof n));
+  }
+  int code = co->have_cause ? job_code(&co->cause) : co->preempt ? GPL_EXIT_PREEMPTED : GPL_EXIT_TIMEOUT;
+  if (co->have_cause) {
+    char what[1400];
+    describe(&co->cause, what, sizeof what);
+    fprintf(stderr, "gpulaunch: %s\n", what);
+    print_tail(&co->cause);
+  }
+  fprintf(stderr, "gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+/* ---- commands from the coordinator ---- */
+
+static void on_command(sup_t *s, const ctl_msg_t *m) {
+  switch (m->type) {
+    case CTL_STOP: {
+      s->stop_requested = 1;
+      if (s->running && !s->exited) {
+        double t = (m->flags & CTL_F_USE_GRACE) ? s->o->grace : s->o->stop_timeout;
+        if (!s->forwarded) {
+          kill_group(s, m->signo ? m->signo : SIGTERM);
+          s->forwarded = 1;
+          uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(t * 1000), 0);
+        }
+      } else if (s->reported || !s->spawned) {
+        send_event(s, CTL_EV_STOPPED, 0);
+      }
+      break;
+    }
+    case CTL_START:
+      s->attempt = m->attempt;
+      if (s->open_handles > 0) s->pending_start = 1;
+      else spawn(s);
+      break;
+    case CTL_EXIT:
+      s->done = 1;
+      s->exit_code = m->code;
+      s->exit_msg = *m;
+      uv_stop(&s->loop);
+      break;
+    default:
+      break;
+  }
+}
+
+/* Poll fast while the job is changing state (the end of a job is a few round trips between the
+ * ranks and rank 0), slowly while it just runs. */
+static void poll_pace(sup_t *s, int busy) {
+  double now = util_now();
+  if (busy) s->hot_until = now + HOT_S;
+  uint64_t want = now < s->hot_until ? POLL_HOT_MS : POLL_MS;
+  if (uv_timer_get_repeat(&s->poll_timer) != want) uv_timer_set_repeat(&s->poll_timer, want);
+}
+
+static void on_poll(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  ctl_msg_t m;
+  fwd_flush(s, 0);
+  fwd_flush(s, 1);
+  int busy = s->exited && !s->reported;
+  while (!s->done && ctl_poll(&s->ctl, &m, on_forwarded, s)) {
+    busy = 1;
+    if (m.type >= CTL_STOP) on_command(s, &m);
+    else if (s->job->rank == 0) co_event(s, &m);
+  }
+  poll_pace(s, busy);
+  if (s->pending_start && s->open_handles == 0) {
+    s->pending_start = 0;
+    spawn(s);
+  }
+  if (s->job->rank == 0) co_check_deadline(s);
+  if (s->o->forward_output && s->spawned && !s->reported) fwd_throttle(s);
+}
+
+static void close_walk(uv_handle_t *h, void *arg) {
+  (void)arg;
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+int sup_run(const sup_opts_t *o, sup_result_t *res) {
+  sup_t *s = calloc(1, sizeof *s);
+  ALLOCCHECK(s);
+  memset(res, 0, sizeof *res);
+  res->failed_rank = -1;
+  s->o = o;
+  s->job = o->job;
+  s->t0 = util_now();
+  int rc = GPL_OK;
+
+  /* gpulaunch-exec sits next to gpulaunch. */
+  char self[PATH_MAX - 32];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n < 0) {
+    free(s);
+    SYSCHECK(-1, "readlink(/proc/self/exe)");
+  }
+  self[n] = 0;
+  char *slash = strrchr(self, '/');
+  if (slash) *slash = 0;
+  snprintf(s->exec_path, sizeof s->exec_path, "%s/gpulaunch-exec", self);
+  if (access(s->exec_path, X_OK) < 0) {
+    LOG_ERROR("cannot find %s (it is built and installed next to gpulaunch)", s->exec_path);
+    free(s);
+    return GPL_ENOENT;
+  }
+
+  char logpath[PATH_MAX] = "";
+  if (o->log_dir && *o->log_dir) {
+    if (util_mkdir_p(o->log_dir, 0755) < 0)
+      LOG_WARN("cannot create the log folder %s: %s; no per-rank log file", o->log_dir, strerror(errno));
+    else
+      snprintf(logpath, sizeof logpath, "%s/rank-%d.log", o->log_dir, o->job->rank);
+  }
+  CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines,
+                        logpath[0] ? logpath : NULL), rc, fail_out);
+  s->out.on_line = on_line;
+  s->out.on_line_arg = s;
+  if (o->forward_output && o->job->rank != 0) {
+    s->out.sink = fwd_sink;
+    s->out.sink_arg = s;
+  }
+  CHECKGOTO(ctl_init(&s->ctl, o->job->ctl), rc, fail_ctl);
+  if (o->job->rank == 0) {
+    s->co.down = calloc((size_t)o->job->size, 1);
+    if (!s->co.down) {
+      rc = GPL_ENOMEM;
+      goto fail_loop;
+    }
+  }
+
+  uv_loop_init(&s->loop);
+  s->loop.data = s;
+  signal(SIGPIPE, SIG_IGN);
+  for (int i = 0; i < NSIGS; i++) {
+    uv_signal_init(&s->loop, &s->sigs[i]);
+    uv_signal_start(&s->sigs[i], on_signal, g_signals[i]);
+  }
+  uv_timer_init(&s->loop, &s->poll_timer);
+  uv_timer_init(&s->loop, &s->kill_timer);
+  uv_timer_init(&s->loop, &s->drain_timer);
+  uv_timer_init(&s->loop, &s->tick_timer);
+  uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
+  if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
+
+  spawn(s);
+  while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
+
+  /* The job is over: stop everything of ours and let libuv close its handles. */
+  if (s->running) kill_group(s, SIGKILL);
+  if (o->hooks.detach) o->hooks.detach(o->hooks.attach_arg);
+  uv_walk(&s->loop, close_walk, NULL);
+  uv_run(&s->loop, UV_RUN_DEFAULT);
+  uv_loop_close(&s->loop);
+
+  res->exit_code = s->exit_code;
+  res->attempts = s->attempt + 1;
+  res->preempted = (s->exit_msg.flags & CTL_F_PREEMPTED) != 0;
+  res->interrupted = (s->exit_msg.flags & CTL_F_INTERRUPTED) != 0;
+  res->failed_rank = s->exit_msg.rank;
+  if (res->failed_rank >= 0) {
+    res->status = s->exit_msg.status;
+    res->signo = s->exit_msg.signo;
+    util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
+    describe(&s->exit_msg, res->root_cause, sizeof res->root_cause);
+  } else if (res->preempted) {
+    snprintf(res->root_cause, sizeof res->root_cause, "preempted (SIGTERM)");
+  } else if (res->interrupted) {
+    snprintf(res->root_cause, sizeof res->root_cause, "interrupted (SIGINT)");
+  }
+  res->seconds = util_now() - s->t0;
+fail_loop:
+  ctl_close(&s->ctl, 2.0);
+fail_ctl:
+  output_free(&s->out);
+  strbuf_free(&s->fwd[0]);
+  strbuf_free(&s->fwd[1]);
+fail_out:
+  free(s->co.down);
+  free(s);
+  return rc;
+}

@@ -1,0 +1,182 @@
+/* Audit log: JSON lines appended with O_APPEND + flock, one write(2) each, file mode 0600. */
+#include "launcher/ops/audit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <openssl/evp.h>
+
+#include "common/check.h"
+#include "common/util.h"
+#include "common/redact.h"
+
+#define LOCK_TIMEOUT_S 10.0
+
+void audit_info_init(audit_info_t *info) {
+  memset(info, 0, sizeof *info);
+  info->uid = getuid();
+  struct passwd pw, *res = NULL;
+  char buf[1024];
+  if (getpwuid_r(info->uid, &pw, buf, sizeof buf, &res) == 0 && res)
+    util_strlcpy(info->user, pw.pw_name, sizeof info->user);
+  else
+    snprintf(info->user, sizeof info->user, "%u", (unsigned)info->uid);
+  util_iso_time(info->started, sizeof info->started);
+  info->t0 = util_now();
+  static const char *const ids[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "OMPI_MCA_ess_base_jobid"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(ids); i++) {
+    const char *v = getenv(ids[i]);
+    if (v && *v) {
+      snprintf(info->job_id, sizeof info->job_id, "%s", v);
+      return;
+    }
+  }
+  char compact[40];
+  size_t n = 0;
+  for (const char *p = info->started; *p && n + 1 < sizeof compact; p++)
+    if (*p != '-' && *p != ':' && *p != '.') compact[n++] = *p;
+  compact[n] = 0;
+  snprintf(info->job_id, sizeof info->job_id, "%s-%d-%s", util_hostname(), (int)getpid(), compact);
+}
+
+int audit_file_sha256(const char *path, char hex[65]) {
+  hex[0] = 0;
+  FILE *f = fopen(path, "rbe");
+  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+  int rc = GPL_ESYS;
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1) {
+    unsigned char buf[65536];
+    size_t n;
+    int ok = 1;
+    while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = EVP_DigestUpdate(ctx, buf, n) == 1;
+    if (ok && !ferror(f) && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32) {
+      for (unsigned i = 0; i < mdlen; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+      rc = 0;
+    }
+  }
+  EVP_MD_CTX_free(ctx);
+  fclose(f);
+  return rc;
+}
+
+int audit_append_line(const char *path, const char *line) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    LOG_WARN("audit log %s: cannot open: %s", path, strerror(errno));
+    return GPL_ESYS;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+    LOG_WARN("audit log %s is readable or writable by others (mode %04o); it should be 0600", path,
+             (unsigned)(st.st_mode & 07777));
+  /* flock keeps writers of other jobs (and NFS clients that honour it) out while we write; the
+   * wait is bounded so that a stuck holder cannot stall the job. */
+  double deadline = util_now() + LOCK_TIMEOUT_S;
+  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || util_now() > deadline) {
+      int e = errno;
+      LOG_WARN("audit log %s: cannot lock: %s", path,
+               e == EWOULDBLOCK ? "another writer held it for 10 s" : strerror(e));
+      close(fd);
+      return e == EWOULDBLOCK ? GPL_ETIMEDOUT : GPL_ESYS;
+    }
+    util_sleep(0.005);
+  }
+  size_t n = strlen(line);
+  char *buf = malloc(n + 1);
+  int rc = 0;
+  if (!buf) {
+    rc = GPL_ENOMEM;
+  } else {
+    memcpy(buf, line, n);
+    buf[n] = '\n';
+    ssize_t w;
+    do w = write(fd, buf, n + 1);
+    while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)(n + 1)) {
+      LOG_WARN("audit log %s: write failed: %s", path, w < 0 ? strerror(errno) : "short write");
+      rc = w < 0 ? GPL_ESYS : GPL_EIO;
+    }
+    free(buf);
+  }
+  flock(fd, LOCK_UN);
+  close(fd);
+  return rc;
+}
+
+static cJSON *base_line(const char *event, const audit_info_t *info) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  char now[40];
+  util_iso_time(now, sizeof now);
+  cJSON_AddStringToObject(o, "event", event);
+  cJSON_AddStringToObject(o, "time", now);
+  cJSON_AddStringToObject(o, "job", info->job_id);
+  cJSON_AddStringToObject(o, "user", info->user);
+  cJSON_AddNumberToObject(o, "uid", (double)info->uid);
+  cJSON_AddStringToObject(o, "host", util_hostname());
+  if (info->mode) cJSON_AddStringToObject(o, "mode", info->mode);
+  cJSON_AddNumberToObject(o, "ranks", info->ranks);
+  cJSON_AddNumberToObject(o, "nodes", info->nodes);
+  cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
+  for (int i = 0; hosts && info->hosts && i < info->nodes; i++)
+    if (info->hosts[i]) cJSON_AddItemToArray(hosts, cJSON_CreateString(info->hosts[i]));
+  cJSON *cmd = cJSON_AddArrayToObject(o, "command");
+  if (cmd && info->argv && info->argc > 0) {
+    char **red = redact_argv(info->argv, info->argc);
+    for (int i = 0; red && i < info->argc; i++) cJSON_AddItemToArray(cmd, cJSON_CreateString(red[i]));
+    util_free_argv(red);
+  }
+  cJSON *conf = cJSON_AddObjectToObject(o, "config");
+  if (conf && info->conf_path) {
+    char hex[65];
+    cJSON_AddStringToObject(conf, "path", info->conf_path);
+    if (audit_file_sha256(info->conf_path, hex) == 0) cJSON_AddStringToObject(conf, "sha256", hex);
+    else cJSON_AddNullToObject(conf, "sha256");
+  }
+  return o;
+}
+
+static int write_obj(const char *path, cJSON *o) {
+  if (!o) return GPL_ENOMEM;
+  char *txt = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!txt) return GPL_ENOMEM;
+  /* Values were redacted on the way in; this catches a secret anywhere else (a host name will
+   * not hold one, a config path might). */
+  char *clean = redact_text(txt, strlen(txt));
+  free(txt);
+  if (!clean) return GPL_ENOMEM;
+  int rc = audit_append_line(path, clean);
+  free(clean);
+  return rc;
+}
+
+int audit_job_start(const char *path, const audit_info_t *info) {
+  if (!path || !*path) return 0;
+  return write_obj(path, base_line("start", info));
+}
+
+int audit_job_end(const char *path, const audit_info_t *info, int exit_status,
+                  const char *root_cause) {
+  if (!path || !*path) return 0;
+  cJSON *o = base_line("end", info);
+  if (!o) return GPL_ENOMEM;
+  cJSON_AddStringToObject(o, "started", info->started);
+  cJSON_AddNumberToObject(o, "duration_s", info->t0 > 0 ? util_now() - info->t0 : 0);
+  cJSON_AddNumberToObject(o, "exit_status", exit_status);
+  if (root_cause && *root_cause) cJSON_AddStringToObject(o, "root_cause", root_cause);
+  else cJSON_AddNullToObject(o, "root_cause");
+  return write_obj(path, o);
+}

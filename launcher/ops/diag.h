@@ -1,0 +1,77 @@
+/* `gpulaunch diag`: the support bundle (versions, topology, plan, nvidia-smi, network, config,
+ * environment, kernel messages) and its verdict list; works with or without MPI. */
+#ifndef GPL_LAUNCHER_DIAG_H
+#define GPL_LAUNCHER_DIAG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "launcher/core/job.h"
+
+/* ---- Verdicts: the short list at the top of SUMMARY.txt ---------------------------------- */
+
+typedef enum diag_level_e { DIAG_OK = 0, DIAG_INFO, DIAG_WARN, DIAG_ERROR } diag_level_t;
+
+#define DIAG_MAX_VERDICTS 32
+typedef struct diag_verdicts_s {
+  int n;
+  diag_level_t level[DIAG_MAX_VERDICTS];
+  char text[DIAG_MAX_VERDICTS][320];
+} diag_verdicts_t;
+
+void diag_verdict_add(diag_verdicts_t *v, diag_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "ERROR", "WARN", "INFO", "OK". */
+const char *diag_level_name(diag_level_t l);
+/* The worst level in the list (DIAG_OK when empty). */
+diag_level_t diag_verdict_worst(const diag_verdicts_t *v);
+
+/* CUDA versions as the runtime encodes them (1000*major + 10*minor; 0 = none). Adds nothing
+ * when both are fine; "driver older than the runtime needs" (error) when the driver's major is
+ * lower; a warning when only the minor is lower (minor version compatibility). */
+void diag_verdict_cuda(diag_verdicts_t *v, int driver_cuda, int runtime_cuda,
+                       const char *driver_version);
+/* GPUs: nvidia_pci = NVIDIA GPUs on the PCI bus (-1 unknown); nvml_ok: NVML loaded and
+ * initialised; nvml_why: why not. Adds the "no GPU" verdicts. */
+void diag_verdict_gpu(diag_verdicts_t *v, int nvidia_pci, int nvml_ok, const char *nvml_why);
+
+/* "12.4" for 12040. */
+const char *diag_cuda_version_str(int v, char *buf, size_t len);
+
+/* ---- The bundle ------------------------------------------------------------------------------ */
+
+typedef struct diag_opts_s {
+  const char *out_dir;       /* the bundle folder; NULL: ./gpulaunch-diag-<host>-<UTC time> */
+  int make_tar;              /* 1: also OUT.tar.gz when tar exists (rank 0) */
+  const job_t *job;          /* NULL without MPI (one node) */
+  const char *topology_xml;  /* hwloc XML to report instead of this machine, or NULL */
+  /* Writes the effective config (conf_print); NULL when there is none. Its output is redacted. */
+  void (*write_config)(FILE *f, void *ctx);
+  void *config_ctx;
+  const char *conf_path;     /* copied (redacted) into the bundle when set */
+  double cmd_timeout;        /* seconds per captured command (nvidia-smi may hang); <= 0: 20 */
+} diag_opts_t;
+
+void diag_opts_default(diag_opts_t *o);
+
+/* Write the bundle: OUT/SUMMARY.txt (verdicts of every node first) and OUT/<host>/ per node
+ * (one writer per node: local rank 0), then OUT.tar.gz on rank 0. Every file goes through
+ * redact_text. out_path (may be NULL) receives OUT. The verdicts of this node are copied
+ * to verdicts when not NULL. Returns 0 or a negative code; a missing tool is a line in the
+ * bundle, not an error. */
+int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_t *verdicts);
+
+/* ---- Helpers (diag_sys.c), exposed for tests -------------------------------------------- */
+
+/* Run argv (PATH search) with stdin from /dev/null, stdout+stderr captured, killed after
+ * timeout_s. *out is malloc'd (NUL-terminated, at most 8 MiB), *status the exit status or
+ * 128+signal; returns 0, GPL_ENOENT (not found), GPL_ETIMEDOUT (killed; *out holds what came)
+ * or GPL_ESYS. */
+int diag_run(char *const argv[], double timeout_s, char **out, int *status);
+/* Write text to dir/name, redacted, mode 0644. 0 or GPL_ESYS. */
+int diag_write(const char *dir, const char *name, const char *text);
+/* NVIDIA GPUs on the PCI bus from sysfs (/sys/bus/pci/devices or root when set, for tests);
+ * -1 when sysfs is not readable. */
+int diag_count_nvidia_pci(const char *root);
+
+#endif

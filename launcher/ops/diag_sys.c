@@ -1,0 +1,145 @@
+/* diag helpers: run a command with a deadline, write redacted files, read sysfs. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "launcher/ops/diag.h"
+#include "common/redact.h"
+
+extern char **environ;
+
+#define RUN_MAX_OUTPUT (8u << 20)
+
+/* posix_spawn rather than fork: an MPI process should not fork (Open MPI warns, some transports
+ * break), and spawn uses vfork/clone underneath. */
+int diag_run(char *const argv[], double timeout_s, char **out, int *status) {
+  *out = NULL;
+  *status = -1;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) < 0) return GPL_ESYS;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  /* Its own process group, so a timeout kills the command and whatever it started. */
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&at, 0);
+  pid_t pid;
+  int e = posix_spawnp(&pid, argv[0], &fa, &at, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  close(fds[1]);
+  if (e != 0) {
+    close(fds[0]);
+    return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  }
+  strbuf_t b = STRBUF_INIT;
+  strbuf_append(&b, "");
+  double deadline = util_now() + (timeout_s > 0 ? timeout_s : 20.0);
+  int timed_out = 0;
+  for (;;) {
+    double left = deadline - util_now();
+    if (left <= 0) {
+      timed_out = 1;
+      break;
+    }
+    struct pollfd p = {fds[0], POLLIN, 0};
+    int r = poll(&p, 1, (int)(left * 1000) + 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    char buf[8192];
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (b.len < RUN_MAX_OUTPUT) strbuf_append_n(&b, buf, (size_t)n);
+  }
+  close(fds[0]);
+  if (timed_out) kill(-pid, SIGKILL);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(st)) *status = WEXITSTATUS(st);
+  else if (WIFSIGNALED(st)) *status = 128 + WTERMSIG(st);
+  /* posix_spawnp reports a missing program as exit 127 with glibc (the child fails exec). */
+  if (!timed_out && *status == 127 && b.len == 0) {
+    strbuf_free(&b);
+    return GPL_ENOENT;
+  }
+  if (b.oom) {
+    strbuf_free(&b);
+    return GPL_ENOMEM;
+  }
+  *out = strbuf_take(&b);
+  return timed_out ? GPL_ETIMEDOUT : 0;
+}
+
+int diag_write(const char *dir, const char *name, const char *text) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  char *clean = redact_text(text ? text : "", text ? strlen(text) : 0);
+  if (!clean) return GPL_ENOMEM;
+  int rc = 0;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    LOG_WARN("diag: cannot write %s: %s", path, strerror(errno));
+    rc = GPL_ESYS;
+  } else {
+    size_t n = strlen(clean), off = 0;
+    while (off < n) {
+      ssize_t w = write(fd, clean + off, n - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        LOG_WARN("diag: writing %s failed: %s", path, strerror(errno));
+        rc = GPL_ESYS;
+        break;
+      }
+      off += (size_t)w;
+    }
+    close(fd);
+  }
+  free(clean);
+  return rc;
+}
+
+static long read_hex(const char *path) {
+  char *txt = NULL;
+  size_t n;
+  if (util_read_file(path, &txt, &n) < 0) return -1;
+  long v = strtol(txt, NULL, 16);
+  free(txt);
+  return v;
+}
+
+int diag_count_nvidia_pci(const char *root) {
+  const char *dir = root ? root : "/sys/bus/pci/devices";
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s/vendor", dir, e->d_name);
+    if (read_hex(p) != 0x10de) continue;
+    snprintf(p, sizeof p, "%s/%s/class", dir, e->d_name);
+    long cls = read_hex(p);
+    if ((cls >> 16) == 0x03) n++; /* display controllers: GPUs (NVSwitches are 0x0680) */
+  }
+  closedir(d);
+  return n;
+}

@@ -1,0 +1,406 @@
+/* The monitor's life: create over a source, tick (stats, the under-threshold window, outputs), stats. */
+#include "launcher/ops/monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/check.h"
+#include "common/util.h"
+#include "launcher/ops/monitor_int.h"
+
+/* SM% histogram in 0.1% steps: constant memory for a week of samples, exact p5 for NVML's
+ * whole percents. */
+#define HIST_BINS 1001
+
+struct monitor_s {
+  mon_opts_t opts;
+  int rank, gpu;
+  char host[64];
+  mon_source_t *src;
+  int active;
+  /* outputs */
+  int metrics_fd;
+  char *metrics_path, *prom_path;
+  int out_err_logged, read_err_logged;
+  /* the under-threshold window */
+  double low_since;    /* time of the first sample of the current low run, < 0 when none */
+  double low_sum;      /* SM% summed over the current low run */
+  int low_n;
+  int episode_warned;  /* the current low run already reached the window */
+  int warned;          /* the one warning was printed */
+  int episodes;        /* low runs that lasted a window */
+  double last_t;
+  int last_low, have_last;
+  /* stats */
+  uint64_t n_sm;
+  double sum_sm, low_seconds;
+  uint32_t hist[HIST_BINS];
+  uint64_t n_clock;
+  double sum_clock;
+  uint64_t peak_mem, mem_total;
+  double max_power, max_temp;
+  uint64_t throttle_mask, throttle_samples;
+  int have_ecc0, ecc_warned;
+  uint64_t ecc0_c, ecc0_u, ecc_c, ecc_u;
+  uint64_t xid_count;
+  int last_xid;
+  int oom_seen;
+};
+
+void mon_opts_default(mon_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->enabled = 1;
+  o->interval = 5.0;
+  o->sm_threshold = 80.0;
+  o->window = 60.0;
+  o->off_level = LOG_LVL_WARN;
+}
+
+static void say_off(const mon_opts_t *o, int rank, const char *host, int gpu, const char *why) {
+  if (o->off_level <= LOG_LVL_WARN)
+    LOG_WARN("GPU monitor off on rank %d (host %s) GPU %d: %s; SM utilisation is not sampled",
+             rank, host, gpu, why);
+  else
+    LOG_INFO(MON, "GPU monitor off on rank %d (host %s) GPU %d: %s", rank, host, gpu, why);
+}
+
+static int check_opts(const mon_opts_t *o) {
+  if (!(o->interval > 0) || !(o->window >= 0) || !(o->sm_threshold >= 0) ||
+      !(o->sm_threshold <= 100)) {
+    LOG_WARN("monitor: bad settings (interval %g s must be > 0, window %g s >= 0, sm_threshold "
+             "%g%% within 0..100)", o->interval, o->window, o->sm_threshold);
+    return GPL_EINVAL;
+  }
+  return 0;
+}
+
+/* The monitor without a source; outputs opened. */
+static int make(monitor_t **out, const mon_opts_t *opts, int rank, const char *host, int gpu) {
+  *out = NULL;
+  CHECK(check_opts(opts));
+  monitor_t *m = calloc(1, sizeof *m);
+  ALLOCCHECK(m);
+  m->opts = *opts;
+  m->opts.replay = m->opts.metrics = m->opts.prom = NULL; /* not kept: expanded copies below */
+  m->rank = rank;
+  m->gpu = gpu;
+  util_strlcpy(m->host, host ? host : util_hostname(), sizeof m->host);
+  m->metrics_fd = -1;
+  m->low_since = -1;
+  if (opts->metrics && *opts->metrics) {
+    m->metrics_path = mon__expand_path(opts->metrics, rank, m->host, 0);
+    if (!m->metrics_path) goto oom;
+    /* O_APPEND + one write(2) per line: ranks of a node may share one file. */
+    m->metrics_fd = open(m->metrics_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (m->metrics_fd < 0) {
+      int e = errno;
+      LOG_WARN("monitor: cannot open the metrics file %s: %s", m->metrics_path, strerror(e));
+      mon_destroy(m);
+      return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+    }
+  }
+  if (opts->prom && *opts->prom) {
+    m->prom_path = mon__expand_path(opts->prom, rank, m->host, 1);
+    if (!m->prom_path) goto oom;
+  }
+  *out = m;
+  return 0;
+oom:
+  mon_destroy(m);
+  return GPL_ENOMEM;
+}
+
+int mon_create_with_source(monitor_t **out, const mon_opts_t *opts, int rank, const char *host,
+                           int gpu, mon_source_t *src) {
+  int rc = make(out, opts, rank, host, gpu);
+  if (rc < 0) {
+    if (src) src->ops->close(src);
+    return rc;
+  }
+  (*out)->src = src;
+  (*out)->active = src != NULL && opts->enabled;
+  return 0;
+}
+
+int mon_create(monitor_t **out, const mon_opts_t *opts, int rank, const char *host, int gpu,
+               const char *pci_bus_id) {
+  const char *h = host ? host : util_hostname();
+  CHECK(check_opts(opts)); /* before NVML: a bad setting is said first, and alone */
+  if (!opts->enabled) {
+    LOG_INFO(MON, "GPU monitor disabled ([monitor] enabled = false)");
+    return mon_create_with_source(out, opts, rank, h, gpu, NULL);
+  }
+  mon_source_t *src = NULL;
+  if (opts->replay && *opts->replay) {
+    int rc = mon_replay_open(opts->replay, rank, &src);
+    if (rc < 0) {
+      LOG_WARN("monitor: cannot open the replay file %s: %s", opts->replay, gpl_strerror(rc));
+      return rc;
+    }
+    LOG_INFO(MON, "GPU monitor replays %s for rank %d", opts->replay, rank);
+  } else {
+    char why[256] = "";
+    int rc = mon_nvml_open(pci_bus_id, gpu, &src, why, sizeof why);
+    if (rc < 0) {
+      say_off(opts, rank, h, gpu, why[0] ? why : gpl_strerror(rc));
+      src = NULL;
+    }
+  }
+  return mon_create_with_source(out, opts, rank, h, gpu, src);
+}
+
+int mon_active(const monitor_t *m) { return m != NULL && m->active; }
+
+double mon_interval(const monitor_t *m) { return m ? m->opts.interval : 0; }
+
+static void warn_low(monitor_t *m, double t) {
+  double mean = m->low_n ? m->low_sum / m->low_n : 0;
+  m->episodes++;
+  m->episode_warned = 1;
+  if (!m->warned) {
+    m->warned = 1;
+    LOG_WARN("SM utilisation stayed under %g%% for %.0f s on rank %d (host %s) GPU %d (mean %.1f%%)"
+             ": the GPU is waiting - check the data pipeline (DataLoader workers, pinned memory), "
+             "the batch size, or the parallelism",
+             m->opts.sm_threshold, t - m->low_since, m->rank, m->host, m->gpu, mean);
+  } else {
+    /* One warning per monitor: later low runs are counted in the stats, not repeated. */
+    LOG_INFO(MON, "SM utilisation under %g%% again for %.0f s on rank %d GPU %d (run %d)",
+             m->opts.sm_threshold, t - m->low_since, m->rank, m->gpu, m->episodes);
+  }
+}
+
+static void account(monitor_t *m, const mon_sample_t *s) {
+  if (s->have & MON_HAVE_SM) {
+    double v = s->sm_pct < 0 ? 0 : s->sm_pct > 100 ? 100 : s->sm_pct;
+    int low = v < m->opts.sm_threshold;
+    m->n_sm++;
+    m->sum_sm += v;
+    m->hist[(int)lround(v * 10.0)]++;
+    if (m->have_last && m->last_low && s->t > m->last_t) m->low_seconds += s->t - m->last_t;
+    if (low) {
+      if (m->low_since < 0) {
+        m->low_since = s->t;
+        m->low_sum = 0;
+        m->low_n = 0;
+        m->episode_warned = 0;
+      }
+      m->low_sum += v;
+      m->low_n++;
+      if (!m->episode_warned && s->t - m->low_since >= m->opts.window) warn_low(m, s->t);
+    } else {
+      m->low_since = -1;
+    }
+    m->last_t = s->t;
+    m->last_low = low;
+    m->have_last = 1;
+  }
+  if (s->have & MON_HAVE_CLOCKS && s->sm_clock_mhz > 0) {
+    m->n_clock++;
+    m->sum_clock += s->sm_clock_mhz;
+  }
+  if (s->have & MON_HAVE_MEM) {
+    if (s->mem_used > m->peak_mem) m->peak_mem = s->mem_used;
+    if (s->mem_total) m->mem_total = s->mem_total;
+  }
+  if (s->have & MON_HAVE_POWER && s->power_w > m->max_power) m->max_power = s->power_w;
+  if (s->have & MON_HAVE_TEMP && s->temp_c > m->max_temp) m->max_temp = s->temp_c;
+  if (s->have & MON_HAVE_THROTTLE) {
+    m->throttle_mask |= s->throttle;
+    if (s->throttle & MON_THROTTLE_SLOWDOWN) m->throttle_samples++;
+  }
+  if (s->have & MON_HAVE_ECC) {
+    if (!m->have_ecc0) {
+      m->have_ecc0 = 1;
+      m->ecc0_c = s->ecc_corrected;
+      m->ecc0_u = s->ecc_uncorrected;
+    }
+    m->ecc_c = s->ecc_corrected;
+    m->ecc_u = s->ecc_uncorrected;
+    if (m->ecc_u > m->ecc0_u && !m->ecc_warned) {
+      m->ecc_warned = 1;
+      LOG_WARN("uncorrected ECC errors on rank %d (host %s) GPU %d: %llu since the job started; "
+               "the GPU may need a reset or replacement", m->rank, m->host, m->gpu,
+               (unsigned long long)(m->ecc_u - m->ecc0_u));
+    }
+  }
+  if (s->nxid > 0) {
+    m->xid_count += (uint64_t)s->nxid;
+    m->last_xid = s->xid;
+    LOG_WARN("XID %d on rank %d (host %s) GPU %d: the driver reported a GPU error (see `gpulaunch "
+             "diag` and the kernel log)", s->xid, m->rank, m->host, m->gpu);
+  }
+}
+
+static int write_outputs(monitor_t *m, const mon_sample_t *s) {
+  int rc = 0;
+  if (m->metrics_fd >= 0) {
+    char *line = mon_sample_to_json(s, m->host, m->gpu);
+    if (!line) return GPL_ENOMEM;
+    size_t n = strlen(line);
+    line[n] = '\n'; /* the NUL becomes the newline: one write(2) for the whole line */
+    ssize_t w = write(m->metrics_fd, line, n + 1);
+    free(line);
+    if (w != (ssize_t)(n + 1)) {
+      if (!m->out_err_logged)
+        LOG_WARN("monitor: writing %s failed: %s", m->metrics_path,
+                 w < 0 ? strerror(errno) : "short write");
+      m->out_err_logged = 1;
+      rc = GPL_ESYS;
+    }
+  }
+  if (m->prom_path) {
+    mon_stats_t st;
+    mon_stats(m, &st);
+    if (mon__prom_write(m->prom_path, s, &st, m->opts.sm_threshold) < 0) {
+      if (!m->out_err_logged)
+        LOG_WARN("monitor: writing the Prometheus file %s failed: %s", m->prom_path,
+                 strerror(errno));
+      m->out_err_logged = 1;
+      rc = GPL_ESYS;
+    }
+  }
+  return rc;
+}
+
+int mon_tick(monitor_t *m) {
+  if (!mon_active(m)) return 0;
+  mon_sample_t s;
+  memset(&s, 0, sizeof s);
+  s.rank = m->rank;
+  int rc = m->src->ops->read(m->src, &s);
+  if (rc == 1) {
+    LOG_INFO(MON, "rank %d: the %s source has no more samples after %llu; monitor off", m->rank,
+             m->src->ops->name, (unsigned long long)m->n_sm);
+    m->active = 0;
+    return 1;
+  }
+  if (rc < 0) {
+    if (!m->read_err_logged)
+      LOG_WARN("monitor: reading rank %d GPU %d through %s failed: %s", m->rank, m->gpu,
+               m->src->ops->name, gpl_strerror(rc));
+    m->read_err_logged = 1;
+    return 0; /* keep sampling: NVML errors are often transient */
+  }
+  s.rank = m->rank;
+  account(m, &s);
+  return write_outputs(m, &s);
+}
+
+int mon_drain(monitor_t *m, int max_ticks) {
+  int n = 0;
+  while (mon_active(m) && (max_ticks <= 0 || n < max_ticks)) {
+    if (mon_tick(m) == 1) break;
+    n++;
+  }
+  return n;
+}
+
+void mon_destroy(monitor_t *m) {
+  if (!m) return;
+  if (m->src) m->src->ops->close(m->src);
+  if (m->metrics_fd >= 0) close(m->metrics_fd);
+  free(m->metrics_path);
+  free(m->prom_path);
+  free(m);
+}
+
+void mon_stats_empty(mon_stats_t *out, int rank, const char *host, int gpu) {
+  memset(out, 0, sizeof *out);
+  out->rank = rank;
+  out->gpu = gpu;
+  util_strlcpy(out->host, host ? host : "", sizeof out->host);
+}
+
+static double percentile(const uint32_t *hist, uint64_t n, double p) {
+  if (n == 0) return 0;
+  /* nearest-rank: the smallest value with at least p of the samples at or below it */
+  uint64_t want = (uint64_t)ceil(p * (double)n);
+  if (want < 1) want = 1;
+  uint64_t acc = 0;
+  for (int i = 0; i < HIST_BINS; i++) {
+    acc += hist[i];
+    if (acc >= want) return i / 10.0;
+  }
+  return 100.0;
+}
+
+void mon_stats(const monitor_t *m, mon_stats_t *out) {
+  if (!m) {
+    mon_stats_empty(out, -1, "", -1);
+    return;
+  }
+  mon_stats_empty(out, m->rank, m->host, m->gpu);
+  out->active = m->src != NULL && (m->active || m->n_sm > 0);
+  out->warned = m->warned;
+  out->samples = m->n_sm;
+  out->mean_sm = m->n_sm ? m->sum_sm / (double)m->n_sm : 0;
+  out->p5_sm = percentile(m->hist, m->n_sm, 0.05);
+  out->low_seconds = m->low_seconds;
+  out->mean_sm_clock_mhz = m->n_clock ? m->sum_clock / (double)m->n_clock : 0;
+  out->peak_mem_used = m->peak_mem;
+  out->mem_total = m->mem_total;
+  out->max_power_w = m->max_power;
+  out->max_temp_c = m->max_temp;
+  out->throttle_mask = m->throttle_mask;
+  out->throttle_samples = m->throttle_samples;
+  /* volatile counters restart when the driver reloads: never report a negative increase */
+  out->ecc_corrected = m->ecc_c >= m->ecc0_c ? m->ecc_c - m->ecc0_c : m->ecc_c;
+  out->ecc_uncorrected = m->ecc_u >= m->ecc0_u ? m->ecc_u - m->ecc0_u : m->ecc_u;
+  out->xid_count = m->xid_count;
+  out->last_xid = m->last_xid;
+}
+
+const char *mon_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < GPL_ARRAY_LEN(units)) {
+    v /= 1024.0;
+    u++;
+  }
+  if (u == 0) snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+  else snprintf(buf, len, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+const char *mon_oom_cause(const monitor_t *m, char *buf, size_t len) {
+  if (!m) {
+    snprintf(buf, len, "CUDA out of memory (the GPU monitor was not running: no memory samples)");
+    return buf;
+  }
+  if (m->peak_mem == 0) {
+    snprintf(buf, len, "CUDA out of memory on rank %d (host %s) GPU %d (the monitor saw no memory "
+             "samples)", m->rank, m->host, m->gpu);
+    return buf;
+  }
+  char peak[32], total[32];
+  mon_fmt_bytes(m->peak_mem, peak, sizeof peak);
+  if (m->mem_total)
+    snprintf(buf, len, "CUDA out of memory on rank %d (host %s) GPU %d: peak device memory seen by "
+             "the monitor %s of %s", m->rank, m->host, m->gpu, peak,
+             mon_fmt_bytes(m->mem_total, total, sizeof total));
+  else
+    snprintf(buf, len, "CUDA out of memory on rank %d (host %s) GPU %d: peak device memory seen by "
+             "the monitor %s", m->rank, m->host, m->gpu, peak);
+  return buf;
+}
+
+int mon_note_line(monitor_t *m, const char *line, size_t len) {
+  if (!mon_is_cuda_oom(line, len)) return 0;
+  if (m) m->oom_seen = 1;
+  return 1;
+}
+
+int mon_oom_seen(const monitor_t *m) { return m != NULL && m->oom_seen; }
+
+double mon_peak_mem_mib(const monitor_t *m) {
+  if (!m || m->peak_mem == 0) return -1;
+  return (double)m->peak_mem / (1024.0 * 1024.0);
+}
+
+double mon__threshold(const monitor_t *m) { return m ? m->opts.sm_threshold : 80.0; }

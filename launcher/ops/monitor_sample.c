@@ -1,0 +1,117 @@
+/* One monitor sample as a JSON line (the --metrics format) and back (the replay source). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/util.h"
+#include "gpulaunch/error.h"
+#include "launcher/ops/monitor.h"
+
+/* The --metrics line. Field names are the format's contract (the replay source reads them):
+ *   t            seconds since the monitor started (replay: the time axis)
+ *   time         wall clock, ISO 8601 (for people; ignored by replay)
+ *   rank host gpu
+ *   sm mem_util  percent
+ *   mem_used mem_total   bytes
+ *   power_w temp_c sm_clock_mhz mem_clock_mhz pcie_rx_kbs pcie_tx_kbs
+ *   throttle     NVML clock event reason bits (number)
+ *   ecc_corrected ecc_uncorrected   volatile counts
+ *   nxid xid     XID events since the previous sample and the last one
+ * Fields the source could not read are left out. */
+char *mon_sample_to_json(const mon_sample_t *s, const char *host, int gpu) {
+  cJSON *o = cJSON_CreateObject();
+  if (!o) return NULL;
+  char iso[40];
+  util_iso_time(iso, sizeof iso);
+  cJSON_AddNumberToObject(o, "t", s->t);
+  cJSON_AddStringToObject(o, "time", iso);
+  cJSON_AddNumberToObject(o, "rank", s->rank);
+  if (host) cJSON_AddStringToObject(o, "host", host);
+  cJSON_AddNumberToObject(o, "gpu", gpu);
+  if (s->have & MON_HAVE_SM) cJSON_AddNumberToObject(o, "sm", s->sm_pct);
+  if (s->have & MON_HAVE_MEMUTIL) cJSON_AddNumberToObject(o, "mem_util", s->mem_util_pct);
+  if (s->have & MON_HAVE_MEM) {
+    cJSON_AddNumberToObject(o, "mem_used", (double)s->mem_used);
+    cJSON_AddNumberToObject(o, "mem_total", (double)s->mem_total);
+  }
+  if (s->have & MON_HAVE_POWER) cJSON_AddNumberToObject(o, "power_w", s->power_w);
+  if (s->have & MON_HAVE_TEMP) cJSON_AddNumberToObject(o, "temp_c", s->temp_c);
+  if (s->have & MON_HAVE_CLOCKS) {
+    cJSON_AddNumberToObject(o, "sm_clock_mhz", s->sm_clock_mhz);
+    cJSON_AddNumberToObject(o, "mem_clock_mhz", s->mem_clock_mhz);
+  }
+  if (s->have & MON_HAVE_PCIE) {
+    cJSON_AddNumberToObject(o, "pcie_rx_kbs", s->pcie_rx_kbs);
+    cJSON_AddNumberToObject(o, "pcie_tx_kbs", s->pcie_tx_kbs);
+  }
+  if (s->have & MON_HAVE_THROTTLE) cJSON_AddNumberToObject(o, "throttle", (double)s->throttle);
+  if (s->have & MON_HAVE_ECC) {
+    cJSON_AddNumberToObject(o, "ecc_corrected", (double)s->ecc_corrected);
+    cJSON_AddNumberToObject(o, "ecc_uncorrected", (double)s->ecc_uncorrected);
+  }
+  if (s->nxid > 0) {
+    cJSON_AddNumberToObject(o, "nxid", s->nxid);
+    cJSON_AddNumberToObject(o, "xid", s->xid);
+  }
+  char *txt = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return txt;
+}
+
+static int num(const cJSON *o, const char *key, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(v)) return 0;
+  *out = v->valuedouble;
+  return 1;
+}
+
+static uint64_t u64(double v) { return v <= 0 ? 0 : (uint64_t)(v + 0.5); }
+
+int mon_sample_from_json(const char *line, mon_sample_t *s) {
+  memset(s, 0, sizeof *s);
+  s->rank = -1;
+  cJSON *o = cJSON_Parse(line);
+  if (!cJSON_IsObject(o)) {
+    cJSON_Delete(o);
+    return GPL_EINVAL;
+  }
+  double v, w;
+  int rc = GPL_EINVAL;
+  int have_t = num(o, "t", &s->t);
+  if (num(o, "rank", &v)) s->rank = (int)v;
+  if (num(o, "sm", &s->sm_pct)) s->have |= MON_HAVE_SM;
+  if (!have_t && !(s->have & MON_HAVE_SM)) goto done;
+  if (num(o, "mem_util", &s->mem_util_pct)) s->have |= MON_HAVE_MEMUTIL;
+  if (num(o, "mem_used", &v)) {
+    s->have |= MON_HAVE_MEM;
+    s->mem_used = u64(v);
+    if (num(o, "mem_total", &w)) s->mem_total = u64(w);
+  }
+  if (num(o, "power_w", &s->power_w)) s->have |= MON_HAVE_POWER;
+  if (num(o, "temp_c", &s->temp_c)) s->have |= MON_HAVE_TEMP;
+  if (num(o, "sm_clock_mhz", &v)) {
+    s->have |= MON_HAVE_CLOCKS;
+    s->sm_clock_mhz = (unsigned)u64(v);
+    if (num(o, "mem_clock_mhz", &w)) s->mem_clock_mhz = (unsigned)u64(w);
+  }
+  if (num(o, "pcie_rx_kbs", &s->pcie_rx_kbs) | num(o, "pcie_tx_kbs", &s->pcie_tx_kbs))
+    s->have |= MON_HAVE_PCIE;
+  if (num(o, "throttle", &v)) {
+    s->have |= MON_HAVE_THROTTLE;
+    s->throttle = u64(v);
+  }
+  if (num(o, "ecc_corrected", &v) | num(o, "ecc_uncorrected", &w)) {
+    s->have |= MON_HAVE_ECC;
+    if (num(o, "ecc_corrected", &v)) s->ecc_corrected = u64(v);
+    if (num(o, "ecc_uncorrected", &w)) s->ecc_uncorrected = u64(w);
+  }
+  if (num(o, "xid", &v)) {
+    s->xid = (int)v;
+    s->nxid = num(o, "nxid", &w) ? (int)w : 1;
+  }
+  rc = 0;
+done:
+  cJSON_Delete(o);
+  return rc;
+}
