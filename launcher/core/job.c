@@ -11,6 +11,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/slurm.h"
 
 
 int job_env_rank(void) {
@@ -50,6 +51,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
+  slurm_check_launch(); /* srun without PMIx: one line saying what to pass, instead of MPI_Init's */
 
   int provided;
   MPICHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));

@@ -54,6 +54,7 @@ typedef struct sup_result_s {
   int status, signo;    /* its exit status / signal */
   int preempted;        /* ended by SIGTERM to the job (preemption) */
   int interrupted;      /* ended by SIGINT */
+  int cancelled;        /* ended by Slurm's SIGTERM for a cancel (scancel): not a preemption */
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */
