@@ -12,7 +12,7 @@ enum {
   GPL_EXIT_CONFIG = 65,       /* configuration error (file:line and key printed) */
   GPL_EXIT_TOPOLOGY = 66,     /* topology / placement error (e.g. more ranks than GPUs) */
   GPL_EXIT_NETWORK = 67,      /* no common interface, bad NCCL_SOCKET_IFNAME, preflight failed */
-  GPL_EXIT_TIMEOUT = 68,      /* a bootstrap wait timed out; the missing ranks are named */
+  GPL_EXIT_TIMEOUT = 68,      /* another rank is missing (a wait timed out); it is named */
   GPL_EXIT_NOGPU = 69,        /* GPU feature asked for but no GPU / not built with CUDA */
   GPL_EXIT_INTERNAL = 70,     /* internal error */
   GPL_EXIT_SPAWN = 71,        /* the program could not be started (not found, not executable) */

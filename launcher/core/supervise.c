@@ -416,7 +416,7 @@ static void on_rm_wait(uv_timer_t *t) {
   if (s->forwarded || !s->running) return;
   LOG_INFO(SUP, "Slurm's signal did not reach this rank; sending %s to the program",
            util_signal_name(s->stop_signo));
-  deliver_stop(s, s->stop_signo, s->stop_grace - RM_WAIT_MS / 1000.0, 0);
+  deliver_stop(s, s->stop_signo, GPL_MAX(0.0, s->stop_grace - RM_WAIT_MS / 1000.0), 0);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {

@@ -81,3 +81,17 @@ sig_each() { # sig_each DIR RESTART NP SIG N [FROM] WHAT
 }
 
 elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
+
+# No mpirun, orted, gpulaunch or program is left in the cluster's nodes.
+nothing_left() {
+  local id ns p
+  id=$(sed -n 's/^CL_ID=//p' "$CL/cluster.env")
+  [[ $(sed -n 's/^CL_NETNS=//p' "$CL/cluster.env") == 1 ]] || return 0
+  for ns in $(ip netns list | awk -v p="$id-n" 'index($1, p) == 1 { print $1 }'); do
+    for p in $(ip netns pids "$ns"); do
+      case $(cat "/proc/$p/comm" 2>/dev/null) in
+        mpirun | orted | gpulaunch | gpl_sigrec) return 1 ;;
+      esac
+    done
+  done
+}
