@@ -46,6 +46,9 @@ static const conf_key_t g_schema[] = {
      "CPU binding: the GPU's local cores split among ranks, its whole NUMA node, or none"},
     {"topology", "gpus", CONF_ENUM, "auto", "auto|none", 0, 0,
      "none: plan without GPUs (CPU-only jobs; more ranks than GPUs allowed)"},
+    {"topology", "visible_gpus", CONF_ENUM, "node", "node|rank", 0, 0,
+     "CUDA_VISIBLE_DEVICES: node = the node's GPUs on every rank (device LOCAL_RANK is the rank's; "
+     "NVLink P2P and CUDA IPC work); rank = one GPU per process (device 0; no P2P between ranks)"},
     {"topology", "probe", CONF_ENUM, "ring", "ring|all|off", 0, 0,
      "preflight TCP reachability test between nodes before the program starts"},
     {"topology", "probe_timeout", CONF_DURATION, "5s", NULL, 0, 0,
