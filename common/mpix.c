@@ -10,7 +10,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
-enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103 };
+enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103, TAG_PROBE = 7104, TAG_PROBE_REPORT = 7105 };
 
 static const char *const *g_hosts;
 static int g_nhosts;
@@ -47,19 +47,18 @@ double mpix_default_timeout(void) {
   return 60.0;
 }
 
-int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
-              const char *what) {
-  double start = util_now(), deadline = start + timeout_s;
-  double nap = 5e-5;
+/* Poll until every request is done (1) or the deadline passes (0): the first few milliseconds
+ * yield and poll again (start-up exchanges complete in microseconds once everyone is there, and
+ * oversubscribed ranks still get the CPU); after that, sleep, longer and longer, so a long wait
+ * does not burn a core. */
+static int wait_until(MPI_Request *reqs, int n, double deadline) {
+  double start = util_now(), nap = 5e-5;
   for (;;) {
     int done = 0;
-    MPICHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return GPL_OK;
+    if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return -1;
+    if (done) return 1;
     double now = util_now();
-    if (now >= deadline) break;
-    /* The first few milliseconds: yield and poll again (start-up exchanges complete in
-     * microseconds once everyone is there, and oversubscribed ranks still get the CPU). After
-     * that, sleep, longer and longer, so a long wait does not burn a core. */
+    if (now >= deadline) return 0;
     if (now - start < 5e-3) {
       sched_yield();
       continue;
@@ -67,6 +66,13 @@ int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double 
     util_sleep(nap);
     if (nap < 2e-3) nap *= 2;
   }
+}
+
+int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
+              const char *what) {
+  int done = wait_until(reqs, n, util_now() + timeout_s);
+  if (done < 0) return GPL_EMPI;
+  if (done) return GPL_OK;
   strbuf_t msg = STRBUF_INIT;
   int count = 0;
   for (int i = 0; i < n; i++) {
@@ -231,4 +237,99 @@ void mpix_free_strs(char **all, int n) {
   if (!all) return;
   for (int i = 0; i < n; i++) free(all[i]);
   free(all);
+}
+
+/* After a collective stalled although every rank had arrived: which ranks can reach which?
+ * Every rank sends one byte to every other and waits up to timeout_s; each reports whom it did
+ * not hear from to rank 0 (the star the arrival check just used), which names every pair; a rank
+ * that cannot reach rank 0 either names its own silent peers. Diagnosis only: it never returns
+ * anything but the count of silent peers this rank saw. */
+static int diagnose_pairs(MPI_Comm comm, double timeout_s, const char *what) {
+  int rank, size;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  MPI_Request *reqs = calloc((size_t)size * 2, sizeof *reqs);
+  char *heard = calloc((size_t)size, 1), *all = rank == 0 ? calloc((size_t)size * (size_t)size, 1) : NULL;
+  static char one = 1;
+  char *in = calloc((size_t)size, 1);
+  if (!reqs || !heard || !in || (rank == 0 && !all)) {
+    free(reqs), free(heard), free(in), free(all);
+    return GPL_ENOMEM;
+  }
+  for (int r = 0; r < size; r++) {
+    reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
+    if (r == rank) continue;
+    MPI_Irecv(&in[r], 1, MPI_BYTE, r, TAG_PROBE, comm, &reqs[2 * r]);
+    MPI_Isend(&one, 1, MPI_BYTE, r, TAG_PROBE, comm, &reqs[2 * r + 1]);
+  }
+  wait_until(reqs, 2 * size, util_now() + timeout_s);
+  int silent = 0;
+  for (int r = 0; r < size; r++) {
+    int flag = r == rank;
+    if (!flag && reqs[2 * r] != MPI_REQUEST_NULL) MPI_Test(&reqs[2 * r], &flag, MPI_STATUS_IGNORE);
+    else if (!flag) flag = 1;
+    heard[r] = (char)flag;
+    silent += !flag;
+  }
+  /* To rank 0, bounded; rank 0 names the pairs. */
+  int reported = 0;
+  if (rank != 0) {
+    MPI_Request rq;
+    MPI_Isend(heard, size, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
+    reported = wait_until(&rq, 1, util_now() + timeout_s) == 1 && heard[0];
+  } else {
+    MPI_Request *rr = calloc((size_t)size, sizeof *rr);
+    if (rr) {
+      rr[0] = MPI_REQUEST_NULL;
+      memcpy(all, heard, (size_t)size);
+      for (int r = 1; r < size; r++) MPI_Irecv(all + (size_t)r * size, size, MPI_BYTE, r, TAG_PROBE_REPORT, comm, &rr[r]);
+      wait_until(rr, size, util_now() + timeout_s);
+      int shown = 0, pairs = 0;
+      for (int a = 0; a < size; a++) {
+        int flag = a == 0;
+        if (!flag && rr[a] != MPI_REQUEST_NULL) MPI_Test(&rr[a], &flag, MPI_STATUS_IGNORE);
+        for (int b = 0; flag && b < size; b++) {
+          if (a == b || all[(size_t)a * size + b]) continue;
+          if (b < a && !all[(size_t)b * size + a]) continue; /* both ways: said once */
+          pairs++;
+          if (shown++ >= 12) continue;
+          char na[300], nb[300];
+          int both = !all[(size_t)b * size + a];
+          LOG_ERROR("%s: %s %s %s", what, mpix_rank_name(world_rank_of(comm, a), na, sizeof na),
+                    both ? "and" : "hears nothing from", mpix_rank_name(world_rank_of(comm, b), nb, sizeof nb));
+          if (both) LOG_ERROR("%s:   (the two cannot reach each other: a network partition?)", what);
+        }
+      }
+      if (shown > 12) LOG_ERROR("%s: ... and %d more pairs that cannot reach each other", what, pairs - 12);
+      if (!pairs) LOG_ERROR("%s: every rank reached every other; MPI itself stalled", what);
+    }
+  }
+  if (rank != 0 && !reported && silent) {
+    strbuf_t msg = STRBUF_INIT;
+    int count = 0;
+    for (int r = 0; r < size; r++) {
+      if (heard[r]) continue;
+      char name[300];
+      strbuf_printf(&msg, "%s%s", count++ ? ", " : "", mpix_rank_name(world_rank_of(comm, r), name, sizeof name));
+    }
+    LOG_ERROR("%s: this rank hears nothing from %s", what, strbuf_str(&msg));
+    strbuf_free(&msg);
+  }
+  /* The unanswered requests stay with MPI, and so do their buffers (reqs, in, heard, all): MPI may
+   * still complete them, and the job is ending. */
+  return silent;
+}
+
+int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what) {
+  MPI_Request req;
+  *out = MPI_COMM_NULL;
+  MPICHECK(MPI_Comm_idup(comm, out, &req));
+  int done = wait_until(&req, 1, util_now() + timeout_s);
+  if (done == 1) return GPL_OK;
+  if (done < 0) return GPL_EMPI;
+  LOG_ERROR("timed out after %.1f s in %s: MPI_Comm_idup did not complete although every rank had arrived; "
+            "checking which ranks can reach each other", timeout_s, what);
+  diagnose_pairs(comm, timeout_s < 10 ? timeout_s : 10, what);
+  *out = MPI_COMM_NULL;
+  return GPL_ETIMEDOUT;
 }
