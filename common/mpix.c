@@ -239,85 +239,86 @@ void mpix_free_strs(char **all, int n) {
   free(all);
 }
 
-/* After a collective stalled although every rank had arrived: which ranks can reach which?
- * Every rank sends one byte to every other and waits up to timeout_s; each reports whom it did
- * not hear from to rank 0 (the star the arrival check just used), which names every pair; a rank
- * that cannot reach rank 0 either names its own silent peers. Diagnosis only: it never returns
- * anything but the count of silent peers this rank saw. */
-static int diagnose_pairs(MPI_Comm comm, double timeout_s, const char *what) {
+int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double timeout_s, const char *what) {
   int rank, size;
   MPICHECK(MPI_Comm_rank(comm, &rank));
   MPICHECK(MPI_Comm_size(comm, &size));
-  MPI_Request *reqs = calloc((size_t)size * 2, sizeof *reqs);
-  char *heard = calloc((size_t)size, 1), *all = rank == 0 ? calloc((size_t)size * (size_t)size, 1) : NULL;
+  int me = -1; /* my index among the probers */
+  for (int i = 0; i < nprobers; i++)
+    if (probers[i] == rank) me = i;
+  int n = nprobers, verdict = 0;
+  /* The buffers stay with MPI when a probe goes unanswered (it may still complete them): they
+   * are freed only when every request completed. */
+  MPI_Request *reqs = NULL;
+  char *in = NULL, *heard = NULL, *all = NULL;
   static char one = 1;
-  char *in = calloc((size_t)size, 1);
-  if (!reqs || !heard || !in || (rank == 0 && !all)) {
-    free(reqs), free(heard), free(in), free(all);
-    return GPL_ENOMEM;
-  }
-  for (int r = 0; r < size; r++) {
-    reqs[2 * r] = reqs[2 * r + 1] = MPI_REQUEST_NULL;
-    if (r == rank) continue;
-    MPI_Irecv(&in[r], 1, MPI_BYTE, r, TAG_PROBE, comm, &reqs[2 * r]);
-    MPI_Isend(&one, 1, MPI_BYTE, r, TAG_PROBE, comm, &reqs[2 * r + 1]);
-  }
-  wait_until(reqs, 2 * size, util_now() + timeout_s);
-  int silent = 0;
-  for (int r = 0; r < size; r++) {
-    int flag = r == rank;
-    if (!flag && reqs[2 * r] != MPI_REQUEST_NULL) MPI_Test(&reqs[2 * r], &flag, MPI_STATUS_IGNORE);
-    else if (!flag) flag = 1;
-    heard[r] = (char)flag;
-    silent += !flag;
-  }
-  /* To rank 0, bounded; rank 0 names the pairs. */
-  int reported = 0;
-  if (rank != 0) {
-    MPI_Request rq;
-    MPI_Isend(heard, size, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
-    reported = wait_until(&rq, 1, util_now() + timeout_s) == 1 && heard[0];
-  } else {
-    MPI_Request *rr = calloc((size_t)size, sizeof *rr);
-    if (rr) {
-      rr[0] = MPI_REQUEST_NULL;
-      memcpy(all, heard, (size_t)size);
-      for (int r = 1; r < size; r++) MPI_Irecv(all + (size_t)r * size, size, MPI_BYTE, r, TAG_PROBE_REPORT, comm, &rr[r]);
-      wait_until(rr, size, util_now() + timeout_s);
+  int clean = 1;
+  if (me >= 0) {
+    reqs = calloc((size_t)n * 2, sizeof *reqs);
+    in = calloc((size_t)n, 1);
+    heard = calloc((size_t)n, 1);
+    all = rank == 0 ? calloc((size_t)n * (size_t)n, 1) : NULL;
+    if (!reqs || !in || !heard || (rank == 0 && !all)) return GPL_ENOMEM;
+    for (int i = 0; i < n; i++) {
+      reqs[2 * i] = reqs[2 * i + 1] = MPI_REQUEST_NULL;
+      if (i == me) continue;
+      MPI_Irecv(&in[i], 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i]);
+      MPI_Isend(&one, 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i + 1]);
+    }
+    clean = wait_until(reqs, 2 * n, util_now() + timeout_s) == 1;
+    for (int i = 0; i < n; i++) {
+      int flag = i == me || reqs[2 * i] == MPI_REQUEST_NULL;
+      if (!flag) MPI_Test(&reqs[2 * i], &flag, MPI_STATUS_IGNORE);
+      heard[i] = (char)flag;
+    }
+    /* Every prober reports whom it heard to rank 0 (the star every rank just used). */
+    if (rank != 0) {
+      MPI_Request rq;
+      MPI_Isend(heard, n, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
+      clean &= wait_until(&rq, 1, util_now() + timeout_s) == 1;
+    } else {
+      MPI_Request *rr = calloc((size_t)n, sizeof *rr);
+      if (!rr) return GPL_ENOMEM;
+      memcpy(all + (size_t)me * n, heard, (size_t)n);
+      for (int i = 0; i < n; i++) {
+        rr[i] = MPI_REQUEST_NULL;
+        if (i != me) MPI_Irecv(all + (size_t)i * n, n, MPI_BYTE, probers[i], TAG_PROBE_REPORT, comm, &rr[i]);
+      }
+      clean &= wait_until(rr, n, util_now() + timeout_s) == 1;
       int shown = 0, pairs = 0;
-      for (int a = 0; a < size; a++) {
-        int flag = a == 0;
-        if (!flag && rr[a] != MPI_REQUEST_NULL) MPI_Test(&rr[a], &flag, MPI_STATUS_IGNORE);
-        for (int b = 0; flag && b < size; b++) {
-          if (a == b || all[(size_t)a * size + b]) continue;
-          if (b < a && !all[(size_t)b * size + a]) continue; /* both ways: said once */
+      for (int a = 0; a < n; a++) {
+        int got = a == me || rr[a] == MPI_REQUEST_NULL;
+        if (!got) MPI_Test(&rr[a], &got, MPI_STATUS_IGNORE);
+        if (!got) { /* its report never came: it cannot reach rank 0 either */
+          for (int b = 0; b < n; b++) all[(size_t)a * n + b] = b == me ? 0 : 1;
+          all[(size_t)a * n + a] = 1;
+        }
+      }
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+          if (a == b || all[(size_t)a * n + b]) continue;
+          int both = !all[(size_t)b * n + a];
+          if (both && b < a) continue; /* said once */
           pairs++;
           if (shown++ >= 12) continue;
           char na[300], nb[300];
-          int both = !all[(size_t)b * size + a];
-          LOG_ERROR("%s: %s %s %s", what, mpix_rank_name(world_rank_of(comm, a), na, sizeof na),
-                    both ? "and" : "hears nothing from", mpix_rank_name(world_rank_of(comm, b), nb, sizeof nb));
-          if (both) LOG_ERROR("%s:   (the two cannot reach each other: a network partition?)", what);
+          LOG_ERROR("%s: %s and %s cannot reach each other%s", what,
+                    mpix_rank_name(world_rank_of(comm, probers[a]), na, sizeof na),
+                    mpix_rank_name(world_rank_of(comm, probers[b]), nb, sizeof nb),
+                    both ? " (a network partition between their hosts?)" : " (one way)");
         }
-      }
       if (shown > 12) LOG_ERROR("%s: ... and %d more pairs that cannot reach each other", what, pairs - 12);
-      if (!pairs) LOG_ERROR("%s: every rank reached every other; MPI itself stalled", what);
+      verdict = pairs ? 1 : 0;
+      if (clean) free(rr);
     }
   }
-  if (rank != 0 && !reported && silent) {
-    strbuf_t msg = STRBUF_INIT;
-    int count = 0;
-    for (int r = 0; r < size; r++) {
-      if (heard[r]) continue;
-      char name[300];
-      strbuf_printf(&msg, "%s%s", count++ ? ", " : "", mpix_rank_name(world_rank_of(comm, r), name, sizeof name));
-    }
-    LOG_ERROR("%s: this rank hears nothing from %s", what, strbuf_str(&msg));
-    strbuf_free(&msg);
+  /* Everyone learns the verdict (bounded; a rank rank 0 cannot reach times out on its own). */
+  int rc = mpix_bcast(&verdict, (int)sizeof verdict, 0, comm, timeout_s, what);
+  if (clean && reqs) {
+    free(reqs), free(in), free(heard), free(all);
   }
-  /* The unanswered requests stay with MPI, and so do their buffers (reqs, in, heard, all): MPI may
-   * still complete them, and the job is ending. */
-  return silent;
+  if (rc < 0) return rc;
+  return verdict ? GPL_ETIMEDOUT : GPL_OK;
 }
 
 int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what) {
@@ -329,7 +330,12 @@ int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *wh
   if (done < 0) return GPL_EMPI;
   LOG_ERROR("timed out after %.1f s in %s: MPI_Comm_idup did not complete although every rank had arrived; "
             "checking which ranks can reach each other", timeout_s, what);
-  diagnose_pairs(comm, timeout_s < 10 ? timeout_s : 10, what);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int *all = calloc((size_t)size, sizeof *all);
+  for (int r = 0; all && r < size; r++) all[r] = r;
+  if (all) mpix_reach_check(comm, all, size, timeout_s < 10 ? timeout_s : 10, what);
+  free(all);
   *out = MPI_COMM_NULL;
   return GPL_ETIMEDOUT;
 }

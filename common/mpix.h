@@ -61,10 +61,17 @@ int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeou
 int mpix_allgather_str(const char *mine, char ***all, MPI_Comm comm, double timeout_s, const char *what);
 void mpix_free_strs(char **all, int n);
 
+/* Can the probers reach each other? Each of probers[0..n) (ranks of comm; rank 0 among them)
+ * sends one byte to every other and waits up to timeout_s; rank 0 gathers whom each heard and
+ * names every pair that cannot reach each other. Collective over comm (the others only learn
+ * the verdict). GPL_OK, or GPL_ETIMEDOUT when some pair cannot talk (every rank returns it).
+ * MPI's own collectives need every pair; the star-shaped exchanges above need only rank 0. */
+int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double timeout_s, const char *what);
+
 /* MPI_Comm_dup with a deadline (MPI_Comm_idup, waited for as mpix_wait waits). Every rank must
  * have arrived (a bounded exchange just before) for this to be the question: when the dup still
- * stalls, a link between two ranks is broken, and a bounded all-pairs probe names every pair that
- * cannot reach each other. 0, or GPL_ETIMEDOUT (then *out is MPI_COMM_NULL). One dup at a time:
+ * stalls, a link between two ranks is broken, and mpix_reach_check over all ranks names every
+ * pair that cannot reach each other. 0, or GPL_ETIMEDOUT (then *out is MPI_COMM_NULL). One dup at a time:
  * Open MPI 4.1 sometimes never completes one of two concurrent MPI_Comm_idup. */
 int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what);
 

@@ -30,6 +30,9 @@ static const conf_key_t g_schema[] = {
      "passed to the program as GPULAUNCH_CHECKPOINT_DIR (restarts resume from there)"},
     {"job", "timeout", CONF_DURATION, "60s", NULL, 0, 0,
      "deadline of every start-up wait on other ranks"},
+    {"job", "liveness_timeout", CONF_DURATION, "10s", NULL, 0, 0,
+     "while the program runs, a rank whose supervisor is silent this long (host lost, network cut, "
+     "gpulaunch killed or hung) ends the whole job with exit 68, naming it (0: off)"},
     {"job", "workdir", CONF_STR, "", NULL, 0, 0, "working directory of the program"},
     {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
      "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},

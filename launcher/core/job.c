@@ -95,6 +95,24 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   mpix_set_hosts((const char *const *)job->hosts, job->size);
   job_test_stall(job, "dup");
 
+  /* MPI's collectives below need every pair of hosts to reach each other, which the star above
+   * does not show: a partition between two hosts that both reach rank 0 would stall them. The
+   * first rank of each host checks it can reach the first rank of every other (bounded, named). */
+  int *firsts = calloc((size_t)job->size, sizeof *firsts), nfirst = 0;
+  if (!firsts) rc = GPL_ENOMEM;
+  for (int r = 0; rc == GPL_OK && r < job->size; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++) seen = strcmp(job->hosts[q], job->hosts[r]) == 0;
+    if (!seen) firsts[nfirst++] = r;
+  }
+  if (rc == GPL_OK && nfirst > 1)
+    rc = mpix_reach_check(MPI_COMM_WORLD, firsts, nfirst, timeout, "start-up (hosts reaching each other)");
+  free(firsts);
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+
   CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->world, timeout, "start-up (gpulaunch's communicator)"), rc, out);
   CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->ctl, timeout, "start-up (the supervisors' communicator)"), rc, out);
   wdog_arm(timeout, "start-up: MPI_Comm_split_type (the ranks of each node)", STUCK_HINT, GPL_EXIT_TIMEOUT);
@@ -193,6 +211,7 @@ int job_agree(job_t *job, int rc, const char *what) {
 void job_exit(job_t *job, int code) {
   fflush(stdout);
   fflush(stderr);
+  if (job->lost) _exit(code);
   int *codes = calloc((size_t)job->size, sizeof *codes);
   if (!codes || mpix_allgather(&code, (int)sizeof code, codes, job->world, job->timeout,
                                "exit (agreeing on the exit status)") < 0)
