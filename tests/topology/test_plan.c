@@ -175,13 +175,13 @@ static void test_visible_devices(void **state) {
   assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "5,4");
   plan_free(p);
   /* One GPU per process, when asked. */
+  o.visible = "4,5";
   o.visible_gpus = PLAN_VISIBLE_RANK;
   assert_int_equal(plan_make(t, &o, &p), 0);
   assert_string_equal(plan_env_get(&p->ranks[0], "CUDA_VISIBLE_DEVICES"), "4");
   assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "5");
   plan_free(p);
   o.visible_gpus = PLAN_VISIBLE_NODE;
-  o.visible = "4,5";
   o.local_size = 3;
   assert_int_equal(plan_make(t, &o, &p), GPL_ETOPO);
   topo_free(t);
