@@ -10,6 +10,7 @@ pkgs=(
   libuv1-dev libinih-dev libcjson-dev libcmocka-dev libssl-dev
   iproute2 iptables procps util-linux bc python3
   gnuplot-nox jq libxml2-utils shellcheck
+  patchelf
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
