@@ -89,11 +89,26 @@ int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double 
   return GPL_ETIMEDOUT;
 }
 
+int mpix_comm_size(MPI_Comm comm, int *rank, int *size) {
+  int init = 0;
+  MPI_Initialized(&init); /* callable before MPI_Init */
+  if (!init) {
+    if (rank) *rank = 0;
+    if (size) *size = 1;
+    return GPL_OK;
+  }
+  int r = 0, n = 0;
+  MPICHECK(MPI_Comm_rank(comm, &r));
+  MPICHECK(MPI_Comm_size(comm, &n));
+  if (rank) *rank = r;
+  if (size) *size = n;
+  return GPL_OK;
+}
+
 int mpix_allgather(const void *send, int bytes, void *recv, MPI_Comm comm, double timeout_s,
                    const char *what) {
   int rank, size, rc = GPL_OK;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size));
   char *out = recv;
   memcpy(out + (size_t)rank * (size_t)bytes, send, (size_t)bytes);
   if (size == 1) return GPL_OK;
@@ -135,8 +150,7 @@ done:
 
 int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, const char *what) {
   int rank, size, rc = GPL_OK;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size));
   if (size == 1) return GPL_OK;
   if (rank != root) {
     MPI_Request req;
@@ -165,7 +179,7 @@ int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, 
 
 int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   char dummy = 0;
   char *all = malloc((size_t)size);
   if (!all) return GPL_ENOMEM;
@@ -177,7 +191,7 @@ int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
 int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeout_s,
                           const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   double *all = malloc((size_t)size * sizeof *all);
   if (!all) return GPL_ENOMEM;
   int rc = mpix_allgather(inout, (int)sizeof *inout, all, comm, timeout_s, what);
@@ -198,7 +212,7 @@ int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeou
 int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double timeout_s,
                        const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   int len = (int)strlen(mine) + 1;
   int *lens = malloc((size_t)size * sizeof *lens);
   if (!lens) return GPL_ENOMEM;

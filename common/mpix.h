@@ -32,6 +32,12 @@
     MPICHECK(guarded_rc_);                                                                   \
   } while (0)
 
+/* This rank and the size of comm. A job of one started alone never initialises MPI (there may be
+ * no MPI runtime to start, and a singleton MPI_Init can hang): while MPI is not initialised every
+ * communicator (MPI_COMM_NULL there) is this process alone, rank 0 of 1, and the collectives
+ * below are local. */
+int mpix_comm_size(MPI_Comm comm, int *rank, int *size);
+
 /* Host names by world rank, used to name missing ranks ("rank 3 (host node2)"). The array is
  * borrowed, not copied; pass NULL to forget it. */
 void mpix_set_hosts(const char *const *hosts, int n);

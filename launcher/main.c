@@ -47,7 +47,9 @@ static const char g_usage[] =
     "the config has no [job] timeout; a lost rank while the job runs: [job] liveness_timeout).\n"
     "Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
     "GPULAUNCH_COMM_INIT_TIMEOUT (for gpl_init; set by gpulaunch for wrapped programs),\n"
-    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K.\n";
+    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K,\n"
+    "GPULAUNCH_NCCL_LIB=/path/to/libnccl.so.2 (NCCL is loaded at run time; default: libnccl.so.2).\n"
+    "Started alone (no mpirun/srun), gpulaunch is a job of one and does not initialise MPI.\n";
 
 static void print_config_help(void) {
   int n;

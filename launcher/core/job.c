@@ -48,12 +48,31 @@ typedef struct rank_info_s {
 #define STUCK_HINT "the network between the job's hosts stopped carrying MPI's traffic, or a rank is gone " \
                    "(GPULAUNCH_TIMEOUT / [job] timeout bound every start-up wait)"
 
+/* A job of one started alone (no mpirun, srun or PMI): no MPI_Init at all. A singleton MPI_Init
+ * needs the MPI runtime's own daemons (Open MPI forks orted; where there is none it fails or
+ * hangs), and one rank needs nothing from MPI: its communicators stay MPI_COMM_NULL, which
+ * common/mpix.c and launcher/core/ctl.c take as this process alone. */
+static int job_init_alone(job_t *job) {
+  job->rank = 0;
+  job->size = job->local_size = job->nnodes = 1;
+  job->hosts = calloc(1, sizeof *job->hosts);
+  job->node_of = calloc(1, sizeof *job->node_of);
+  job->leader_of_node = calloc(1, sizeof *job->leader_of_node);
+  if (!job->hosts || !job->node_of || !job->leader_of_node || !(job->hosts[0] = strdup(job->host)))
+    return GPL_ENOMEM;
+  log_set_identity(job->host, 0);
+  mpix_set_hosts((const char *const *)job->hosts, 1);
+  LOG_INFO(JOB, "a job of one, started alone: MPI is not used");
+  return GPL_OK;
+}
+
 int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(job, 0, sizeof *job);
   job->world = job->node_comm = job->leaders = job->ctl = MPI_COMM_NULL;
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
+  if (!job->under_launcher) return job_init_alone(job);
 
   /* Every step below is bounded: exchanges of our own have deadlines that name the missing
    * ranks, MPI_Comm_idup is waited for with one, and the calls MPI offers only as blocking
@@ -161,8 +180,8 @@ void job_finalize(job_t *job) {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
+  mpix_set_hosts(NULL, 0);
   if (init && !fin) {
-    mpix_set_hosts(NULL, 0);
     if (job->leaders != MPI_COMM_NULL) MPI_Comm_free(&job->leaders);
     if (job->node_comm != MPI_COMM_NULL) MPI_Comm_free(&job->node_comm);
     if (job->world != MPI_COMM_NULL) MPI_Comm_free(&job->world);

@@ -25,7 +25,9 @@ typedef struct job_s {
  * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
 int job_env_rank(void);
 
-/* MPI_Init and the exchanges above (each bounded by timeout). */
+/* MPI_Init and the exchanges above (each bounded by timeout). A process started alone
+ * (job_env_rank() < 0) is a job of one that never initialises MPI: world, node_comm, leaders and
+ * ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h take as this process alone. */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
 /* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
 struct comm_job_s;

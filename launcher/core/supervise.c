@@ -579,7 +579,7 @@ static void co_check_deadline(sup_t *s) {
   }
   fprintf(stderr, "gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
   fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, code);
+  job_abort(s->job, code); /* MPI_Abort, or (a job of one, maybe without MPI) exit */
 }
 
 /* ---- commands from the coordinator ---- */
