@@ -16,7 +16,7 @@ slurm_stop() {
   if [[ -n $CL ]]; then
     # The logs help when a test failed; the cluster itself goes.
     if [[ ${SLURM_TEST_FAILED:-0} == 1 ]]; then
-      for f in "$CL"/log/slurmctld.log "$CL"/log/slurmd-*.log; do
+      for f in "$T"/*.out "$CL"/log/slurmctld.log "$CL"/log/slurmd-*.log; do
         [[ -r $f ]] && { echo "---- ${f##*/} (last lines)"; tail -n 15 "$f"; }
       done >&2
     fi

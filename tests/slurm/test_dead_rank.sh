@@ -2,13 +2,9 @@
 # A gpulaunch killed with SIGKILL under srun (its node's OOM killer, a crash): the job ends within
 # seconds, rank 0 names the dead rank and its host, and the exit status is its own (68: a rank is
 # missing), never 75 (a requeue). With and without srun --kill-on-bad-exit.
-# Needs the supervisors' liveness connection (launcher/core/liveness.c, issue 10).
+# The supervisors' liveness connection (launcher/core/liveness.c) notices it.
 #   test_dead_rank.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
-if [[ ! -f $GPULAUNCH_SOURCE_DIR/launcher/core/liveness.c ]]; then
-  echo "SKIP: needs the supervisor liveness of issue 10 (launcher/core/liveness.c), not merged yet"
-  exit 77
-fi
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1
 slurm_start 2 --kill-wait 30
@@ -49,6 +45,9 @@ for kob in 0 1; do
   [[ $RC != 75 && $RC != 0 ]] || fail "--kill-on-bad-exit=$kob: exit status $RC"
   assert_grep "$T/err" "rank 3 .*node1" "--kill-on-bad-exit=$kob: the root cause names rank 3 and node1"
   assert_nogrep "$T/err" "job preempted" "--kill-on-bad-exit=$kob: a dead rank is no preemption"
+  # srun exits with the highest task status: the killed one's 137; the others said 68.
+  assert_grep "$T/err" "tasks? [0-9,-]+: Exited with exit code 68" "--kill-on-bad-exit=$kob: the other ranks exit 68"
+  assert_nogrep "$T/err" "exit code 75" "--kill-on-bad-exit=$kob: no rank exits 75"
   pass "srun --kill-on-bad-exit=$kob: SIGKILL of rank 3's gpulaunch ends the job in ${took}s, status $RC, rank 3 (node1) named"
 done
 echo "ok: $TESTS_RUN dead rank checks"
