@@ -34,7 +34,11 @@ slurm_start() {
     echo "SKIP: $(cat "$T/cluster.err")"
     exit 77
   fi
-  ((rc == 0)) && [[ -d $CL ]] || { cat "$T/cluster.err" >&2; CL=""; fail "the Slurm cluster did not start"; }
+  if ((rc != 0)) || [[ ! -d $CL ]]; then
+    cat "$T/cluster.err" >&2
+    CL=""
+    fail "the Slurm cluster did not start"
+  fi
   trap 'rc=$?; ((rc == 0 || rc == 77)) || SLURM_TEST_FAILED=1; slurm_stop; rm -rf "$T"; exit $rc' EXIT
   echo "cluster: $nodes node(s) in $CL"
 }

@@ -30,7 +30,7 @@ completed() { [[ $(job_field "$1" JobState) == COMPLETED ]]; }
 JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -o "$T/job.out" "$T/job.sbatch" "$T/job.conf")
 wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
 t0=$(now)
-URG=$(sx sbatch --parsable -p urgent -N2 --exclusive -J urgent -o "$T/urgent.out" --wrap "sleep 2")
+sx sbatch --parsable -p urgent -N2 --exclusive -J urgent -o "$T/urgent.out" --wrap "sleep 2" >/dev/null
 wait_until 30 "the preempted job's programs checkpoint" files_at_least "$T/rec/sig.0.*" 4
 sig_each "$T/rec" 0 4 TERM 1 slurmstepd "preemption"
 sig_each "$T/rec" 0 4 TERM 1 "" "preemption (from anyone)"
