@@ -10,7 +10,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1
 PROG=$2
-slurm_start 2 --cpus 2 --grace-time 10 --kill-wait 10
+slurm_start 2 --cpus 2 --grace-time 10 --kill-wait 10 --cred-expire 10
 cd "$T"
 export GPULAUNCH_SCRIPTS=$GPULAUNCH_SOURCE_DIR/scripts
 "$GPULAUNCH_SOURCE_DIR/scripts/slurm/render" --no-gpus --nodes 1 --gpus-per-node 2 --cpus-per-gpu 1 \
@@ -18,10 +18,10 @@ export GPULAUNCH_SCRIPTS=$GPULAUNCH_SOURCE_DIR/scripts
 
 requeued_pending() { [[ $(job_field "$1" Restarts) == "$2" && $(job_field "$1" JobState) == PENDING ]]; }
 state_in() { local s; s=$(job_field "$1" JobState); [[ " ${*:2} " == *" $s "* ]]; }
-# release_requeued JOB RESTARTS: wait out Slurm's requeue delay by starting the job now.
+# release_requeued JOB RESTARTS: the requeued job runs again after Slurm's requeue delay (the
+# cluster's cred_expire, 10 s; starting it sooner can kill it: "Job credential revoked").
 release_requeued() {
   wait_until 40 "job $1 requeued ($2 restart(s), pending)" requeued_pending "$1" "$2"
-  sx scontrol update JobId="$1" StartTime=now
   wait_until 90 "requeued job $1 completes" state_in "$1" COMPLETED
 }
 # submit NAME CONF [sbatch options]: the job id; waits until its programs run

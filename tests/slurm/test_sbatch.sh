@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1
-slurm_start 2 --cpus 2 --grace-time 10 --kill-wait 10
+slurm_start 2 --cpus 2 --grace-time 10 --kill-wait 10 --cred-expire 10
 cd "$T"
 mkdir -p "$T/rec"
 "$GPULAUNCH_SOURCE_DIR/scripts/slurm/render" --no-gpus --nodes 2 --gpus-per-node 2 --cpus-per-gpu 1 \
@@ -18,11 +18,16 @@ command = $SIGREC $T/rec 300 1 0
 grace = 6s
 CONF
 
-# release_requeued JOB: a requeued job waits Slurm's requeue delay (BeginTime); start it now.
+# release_requeued JOB: a requeued job waits Slurm's requeue delay (the cluster's cred_expire,
+# 10 s: squeue says Reason=BeginTime), then runs again.
 release_requeued() {
   wait_until 30 "job $1 requeued (Restarts=1, pending)" requeued_pending "$1"
-  echo "requeued: $(sx scontrol show job -o "$1" | grep -o 'Reason=[^ ]*') StartTime=$(job_field "$1" StartTime)"
-  sx scontrol update JobId="$1" StartTime=now
+  local t0 r
+  t0=$(now)
+  r=$(sx scontrol show job -o "$1" | grep -o 'Reason=[^ ]*')
+  [[ $r == Reason=BeginTime ]] || fail "a requeued job waits for its begin time, not '$r'"
+  wait_until 60 "the requeued job runs again" files_at_least "$T/rec/ready.1.*" 4
+  echo "requeue delay: $(elapsed "$t0") s"
 }
 requeued_pending() { [[ $(job_field "$1" Restarts) == 1 && $(job_field "$1" JobState) == PENDING ]]; }
 completed() { [[ $(job_field "$1" JobState) == COMPLETED ]]; }
@@ -37,6 +42,7 @@ sig_each "$T/rec" 0 4 TERM 1 "" "preemption (from anyone)"
 release_requeued "$JOB"
 took=$(elapsed "$t0")
 wait_until 90 "the requeued job completes" completed "$JOB"
+assert_le 7 "$took" "the requeue delay (cred_expire 10 s) holds"
 out=$T/job.out
 cat "$out"
 assert_grep "$out" "gpulaunch: job preempted: SIGTERM from Slurm: Slurm is preempting the job" "preemption said"
@@ -47,7 +53,7 @@ assert_grep "$out" "job $JOB \(run 2\)" "second run appended to the same output"
 [[ $(grep -c 'checkpoint written' "$out") == 4 ]] || fail "every program checkpointed in the first run"
 assert_eq "$(job_field "$JOB" Restarts)" 1 "requeued once"
 assert_eq "$(job_field "$JOB" ExitCode)" 0:0 "the second run's exit code"
-pass "srun sbatch: preempted by 'urgent', one SIGTERM per program, exit 75, requeued, second run appended and completed (${took}s to requeue)"
+pass "srun sbatch: preempted by 'urgent', one SIGTERM per program, exit 75, requeued, second run appended and completed (${took}s from preemption to run 2)"
 
 # A signal for the batch script only (scancel -b, --signal=B:TERM@120): passed on to the step
 # through Slurm, so every program gets it once; exit 75, requeued.
