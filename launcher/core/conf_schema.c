@@ -114,7 +114,8 @@ static const conf_key_t g_schema[] = {
     {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
     {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
     {"monitor", "sm_threshold", CONF_DOUBLE, "80", NULL, 0, 100,
-     "warn when SM utilisation stays under this (percent) for the window"},
+     "warn when SM activity (GPM, Hopper+), else GPU busy time, stays under this (percent) "
+     "for the window"},
     {"monitor", "window", CONF_DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low"},
     {"monitor", "replay", CONF_PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)"},
     {"monitor", "metrics", CONF_STR, "", NULL, 0, 0, "write samples as JSON lines"},
