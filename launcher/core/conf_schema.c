@@ -109,7 +109,7 @@ static const conf_key_t g_schema[] = {
     {"accept", "strict", CONF_BOOL, "false", NULL, 0, 0, "warnings count as failures (exit 73)"},
     {"accept", "max_gpu_temp", CONF_DOUBLE, "85", NULL, 0, 200, "GPU temperature limit, C (NVML)"},
     {"accept", "iface", CONF_STR, "", NULL, 0, 0,
-     "interface for the reachability check and min_busbw = auto (default: the one MPI uses)"},
+     "interface every rank must use: fails when the start-up agreed on another (default: any)"},
     /* [monitor]: GPU utilisation monitor of wrapped programs. */
     {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
     {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
