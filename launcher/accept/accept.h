@@ -386,8 +386,6 @@ void accept_search_feed(accept_search_t *s, const double *bw, const double *jitt
                         accept_report_t *rep, const char *const *hosts);
 /** Switch to halving when the ring named nobody (used when the job's busbw check failed). */
 void accept_search_fallback_halving(accept_search_t *s);
-/** Nodes the search named (verdict bad) into bad (nnodes flags); returns their count. */
-int accept_search_bad_nodes(const accept_search_t *s, int *bad);
 /** The search's results as checks ("bad_node" in the named node's suite, "bad_link",
  * "pair_search" for the job), the bad hosts/links of the report, and the report's fraction,
  * noise and rule. */
