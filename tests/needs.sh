@@ -11,12 +11,15 @@
 #   tc_u32    netns, and tc can attach an htb qdisc with a u32 filter inside a namespace
 #   chromium  a headless Chromium (chromium, chromium-browser or google-chrome)
 #   gpu       an NVIDIA GPU the driver answers for (nvidia-smi -L lists one)
+#   nogpu     no such GPU (a test of what happens without one)
 #   cuda      this build has CUDA (GPL_BUILD_CUDA=1, set by CMake)
 #   nccl      this build has the NCCL backend (GPL_BUILD_NCCL=1, set by CMake)
 #   ipv4      an interface besides lo with an IPv4 address
 #   ipv6      the IPv6 loopback address ::1
 #   cxx       this build found a C++ compiler (GPL_BUILD_CXX=1, set by CMake)
 #   cuobjdump the CUDA toolkit's cuobjdump (on PATH or in /usr/local/cuda/bin)
+#   nvdisasm  cuobjdump and the nvdisasm it needs to disassemble (on PATH or beside it)
+#   torch     a Python with PyTorch's torch.distributed (/usr/bin/python3 or python3)
 set -uo pipefail
 needs=${1:?usage: needs.sh NEED[,NEED...] -- COMMAND [ARGS...]}
 shift
@@ -74,6 +77,21 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
     cxx) [ "${GPL_BUILD_CXX:-0}" = 1 ] || { why="this build found no C++ compiler"; return 1; } ;;
     cuobjdump)
       command -v cuobjdump >/dev/null || [ -x /usr/local/cuda/bin/cuobjdump ] || { why="no cuobjdump"; return 1; } ;;
+    nvdisasm)
+      have cuobjdump || return 1
+      command -v nvdisasm >/dev/null || [ -x /usr/local/cuda/bin/nvdisasm ] || { why="no nvdisasm"; return 1; } ;;
+    nogpu)
+      if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+        why="a GPU is here"
+        return 1
+      fi ;;
+    torch)
+      local p
+      for p in /usr/bin/python3 python3; do
+        "$p" -c 'import sys, torch.distributed as d; sys.exit(0 if d.is_available() else 1)' 2>/dev/null && return 0
+      done
+      why="no Python with torch.distributed"
+      return 1 ;;
     *) echo "needs.sh: unknown need '$1'" >&2; exit 2 ;;
   esac
 }
