@@ -388,8 +388,20 @@ verdict:;
   preflight_counts(pf, &st->accepted, &st->refused); /* final: every prober has its answer now */
   if (me_l == 0) {
     for (int i = 0; i < n; i++) {
+      st->job_probes += all[i].probes;
       st->job_failed += all[i].failed;
-      for (int k = 0; k < all[i].nfail; k++) st->job_failed += all[i].fail[k].to < 0;
+      for (int k = 0; k < all[i].nfail; k++) {
+        const pf_fail_t *f = &all[i].fail[k];
+        st->job_failed += f->to < 0;
+        if (st->nfail == PREFLIGHT_FAILS_MAX) continue;
+        preflight_fail_t *o = &st->fail[st->nfail++];
+        o->from = i, o->to = f->to, o->port = f->port;
+        util_strlcpy(o->src, f->src, sizeof o->src);
+        util_strlcpy(o->dst, f->dst, sizeof o->dst);
+        util_strlcpy(o->src_if, f->src_if, sizeof o->src_if);
+        util_strlcpy(o->dst_if, f->dst_if, sizeof o->dst_if);
+        util_strlcpy(o->err, f->err, sizeof o->err);
+      }
     }
     if (x.verdict < 0) print_failures(job, mode, all, n);
     else LOG_INFO(NET, "preflight (%s): %d nodes reach each other (%.1f ms)", preflight_mode_name(mode), n, (util_now() - t0) * 1e3);

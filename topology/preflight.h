@@ -20,12 +20,25 @@ const char *preflight_mode_name(preflight_mode_t m);
  * environment. */
 #define PREFLIGHT_TOKEN_LEN 32
 
+/* One path that did not work, as world rank 0 prints it (and `gpulaunch accept` reports it). */
+#define PREFLIGHT_FAILS_MAX 16
+typedef struct preflight_fail_s {
+  int from, to;        /* node indexes; to = -1: node `from` could not listen on its address src */
+  int port;            /* dst's port */
+  char src[48], dst[48];
+  char src_if[IFACE_NAME_LEN], dst_if[IFACE_NAME_LEN];
+  char err[160];       /* "connection refused", "timed out after 5.0 s connecting", ... */
+} preflight_fail_t;
+
 typedef struct preflight_stats_s {
   int probes;         /* connections this rank made (node leaders only) */
   int failed;         /* of them, failed */
   int accepted;       /* probes its listeners accepted (the right token) */
   int refused;        /* connections its listeners refused (wrong token, garbage, too slow) */
-  int job_failed;     /* failed probes in the whole job */
+  int job_probes;     /* connections tried in the whole job (world rank 0 only) */
+  int job_failed;     /* failed probes in the whole job (world rank 0 only) */
+  int nfail;          /* the first failed paths of the job, in fail (world rank 0 only) */
+  preflight_fail_t fail[PREFLIGHT_FAILS_MAX];
   double seconds;     /* wall time on this rank */
 } preflight_stats_t;
 

@@ -10,7 +10,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "topology/nvmlx.h"
+#include "topology/nvml.h"
 
 /* ---- small helpers ------------------------------------------------------------------------- */
 
@@ -395,7 +395,7 @@ static int discover(topo_t *t) {
     if (is_gpu(pci)) CHECK(add_gpu(t, pci, &gcap));
     else CHECK(add_nic(t, pci, &ncap));
   }
-  if (t->live) CHECK(nvmlx_probe(t, &gcap));
+  if (t->live) CHECK(nvml_probe(t, &gcap));
   if (t->ngpus > 1) qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, cmp_gpu);
   if (t->nnics > 1) qsort(t->nics, (size_t)t->nnics, sizeof *t->nics, cmp_nic);
   for (int i = 0; i < t->ngpus; i++) t->gpus[i].index = i;

@@ -1,7 +1,8 @@
-/* gpulaunch public API, everything in one include: errors, data types and communication. */
+/* gpulaunch public API, everything in one include: version, errors, data types and communication. */
 #ifndef GPULAUNCH_GPULAUNCH_H
 #define GPULAUNCH_GPULAUNCH_H
 
+#include "gpulaunch/version.h"
 #include "gpulaunch/error.h"
 #include "gpulaunch/types.h"
 #include "gpulaunch/comm.h"

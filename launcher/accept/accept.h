@@ -1,5 +1,5 @@
 /* gpulaunch accept: the check results, the options, and the functions of the accept_* files
- * (node checks, reachability, bandwidth, bad-node search, reports). */
+ * (node checks, the start-up's reachability, bandwidth, bad-node search, reports). */
 #ifndef GPL_LAUNCHER_ACCEPT_H
 #define GPL_LAUNCHER_ACCEPT_H
 
@@ -172,9 +172,10 @@ typedef struct accept_opts_s {
   accept_search_mode_t search;
   int strict;               /* warnings count as failures */
   double max_gpu_temp;      /* C (NVML) */
-  char iface[64];           /* interface for reachability / auto threshold; "" = the one MPI uses */
-  int probe;                /* [topology] probe: 0 off, 1 ring, 2 all */
-  double probe_timeout;     /* [topology] probe_timeout */
+  char iface[64];           /* the interface every rank must use (the start-up's choice is checked
+                             * against it); "" = whatever the start-up agreed on */
+  int probe;                /* [topology] probe: 0 off, 1 ring, 2 all (the start-up's preflight) */
+  double probe_timeout;     /* [topology] probe_timeout (reported in the settings) */
   /* Command line. */
   const char *json, *junit, *html, *exclude;
   int progress;             /* -1 auto (a terminal), 0 off, 1 on */
@@ -220,26 +221,28 @@ int accept_xid_scan(const char *text, char *last, size_t len);
  * Gen4 x8"; "" when nothing matches. */
 const char *accept_pcie_decode(double gbps, char *buf, size_t len);
 
-/* ---- Network: interface and reachability (accept_net.c) ----------------------------------- */
+/* ---- Network: the start-up's interface and preflight as checks (accept_reach.c) ------------- */
 
 typedef struct accept_if_s {
   char name[32];
-  char addr[48];   /* IPv4 text */
-  int speed_mbps;  /* -1 unknown */
+  char addr[48];   /* IPv4 or IPv6 text */
+  int speed_mbps;  /* -1 unknown, or a virtual interface's made-up speed */
   char why[160];   /* how it was chosen */
 } accept_if_t;
 
-/** The interface this rank's traffic uses: o->iface, else NCCL_SOCKET_IFNAME, else Open MPI's
- * btl_tcp_if_include (a name or a CIDR subnet), else the best interface by tier.
- * \return 0 or GPL_ENET (why says it). */
-int accept_pick_iface(const char *want, accept_if_t *out);
-
 struct job_s;
-/** Every rank listens on its interface; each connects to the next rank (probe ring) or all
- * others (probe all) and exchanges ranks, within probe_timeout. Results go to rank 0's list.
- * \return 0, or a negative code when the exchange itself failed. */
-int accept_reach(const struct job_s *job, const accept_opts_t *o, const accept_if_t *ifc,
-                 accept_list_t *out);
+struct place_s;
+/** This rank's interface as the start-up's interface agreement chose it (place_rank), with its
+ * link speed for min_busbw = auto. \return 0, or GPL_ENET when the agreement gave it none (why
+ * says it). */
+int accept_job_iface(const struct place_s *pl, accept_if_t *out);
+
+/** The reachability rows, added on world rank 0 (the others add nothing; not collective): the
+ * start-up's interface agreement (every node's choice, [accept] iface as an expectation), its TCP
+ * preflight's verdict, and one "reach" row per path the preflight could not open. accept does not
+ * probe a second time: what it reports is what the job's programs get. \return 0 or GPL_ENOMEM. */
+int accept_reach_checks(const struct job_s *job, const struct place_s *pl, const accept_opts_t *o,
+                        accept_list_t *out);
 
 /* ---- Bandwidth (accept_bw.c) ---------------------------------------------------------------- */
 
@@ -383,8 +386,6 @@ void accept_search_feed(accept_search_t *s, const double *bw, const double *jitt
                         accept_report_t *rep, const char *const *hosts);
 /** Switch to halving when the ring named nobody (used when the job's busbw check failed). */
 void accept_search_fallback_halving(accept_search_t *s);
-/** Nodes the search named (verdict bad) into bad (nnodes flags); returns their count. */
-int accept_search_bad_nodes(const accept_search_t *s, int *bad);
 /** The search's results as checks ("bad_node" in the named node's suite, "bad_link",
  * "pair_search" for the job), the bad hosts/links of the report, and the report's fraction,
  * noise and rule. */

@@ -1,7 +1,7 @@
-/* GPU health checks of `gpulaunch accept` as a table: ECC, retired pages / row remaps, clocks
- * and temperature through the GPU monitor's NVML loader (launcher/ops/monitor_nvml.c, dlopen'ed at
- * run time), and Xid errors from the kernel log. Each check is skipped with its reason where
- * NVML is not available, the topology is a file, or the node has no GPU. */
+/* GPU health checks of `gpulaunch accept`: ECC, retired pages / remapped rows, clocks, temperature
+ * and NVLink through the project's NVML loader (topology/nvml.h, dlopen'ed at run time), and Xid
+ * errors from the kernel log. Each check is skipped with its reason where NVML is not available,
+ * the topology is a file, the node has no GPU, or the GPU does not have what is checked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "common/strbuf.h"
 #include "launcher/accept/accept.h"
 #include "launcher/ops/monitor.h"
+#include "topology/nvml.h"
 
 /* ---- Xid in the kernel log ---- */
 
@@ -114,19 +115,140 @@ static int skip_all(const accept_node_ctx_t *x, accept_list_t *out, const char *
   return GPL_OK;
 }
 
+static void check_ecc(accept_check_t *c, const nvml_reading_t *s) {
+  accept_check_threshold(c, "0 uncorrectable");
+  if (!(s->have & NVML_HAVE_ECC)) {
+    accept_check_set(c, ACCEPT_SKIP, "NVML reports no ECC counts for this GPU (ECC off, or a board "
+                     "without it)");
+    return;
+  }
+  accept_check_value(c, (double)s->ecc_uncorrected, "", "%llu uncorrectable, %llu corrected",
+                     (unsigned long long)s->ecc_uncorrected, (unsigned long long)s->ecc_corrected);
+  if (s->ecc_uncorrected > 0)
+    accept_check_set(c, ACCEPT_FAIL, "uncorrectable ECC errors since the driver loaded: drain the "
+                     "node and reset the GPU");
+  else
+    accept_check_set(c, ACCEPT_PASS, "volatile ECC counts since the driver loaded");
+}
+
+/* Ampere and later remap rows of bad memory; older GPUs retire pages. Both are normal in small
+ * numbers and handled by the driver. A remap or retirement that waits for a reset or reboot is a
+ * warning (until then the driver keeps the bad memory out of use; NVML's documentation says
+ * pending remaps do not affect work); a remap that failed (no spare row left) fails the GPU. */
+static void check_retired(accept_check_t *c, const nvml_health_t *h) {
+  accept_check_threshold(c, "none pending, no failed remap");
+  if (h->mem_kind == 2) {
+    accept_check_value(c, (double)(h->remap_corr + h->remap_unc), "", "%u rows remapped (%u correctable, "
+                       "%u uncorrectable)%s%s", h->remap_corr + h->remap_unc, h->remap_corr, h->remap_unc,
+                       h->remap_pending ? ", remap pending" : "", h->remap_failed ? ", a remap failed" : "");
+    if (h->remap_failed)
+      accept_check_set(c, ACCEPT_FAIL, "a row remapping failed (no spare row left in a bank): the GPU "
+                       "needs replacing (nvidia-smi -q -d ROW_REMAPPER)");
+    else if (h->remap_pending)
+      accept_check_set(c, ACCEPT_WARN, "row remappings are pending: reset the GPU (nvidia-smi -r, or "
+                       "reboot) when the node is drained to apply them");
+    else
+      accept_check_set(c, ACCEPT_PASS, "row remapper: nothing pending, no failure (nvmlDeviceGetRemappedRows)");
+  } else if (h->mem_kind == 1) {
+    accept_check_value(c, (double)(h->retired_sbe + h->retired_dbe), "", "%u pages retired (%u single-bit, "
+                       "%u double-bit)%s", h->retired_sbe + h->retired_dbe, h->retired_sbe, h->retired_dbe,
+                       h->retired_pending ? ", retirement pending" : "");
+    if (h->retired_pending)
+      accept_check_set(c, ACCEPT_WARN, "pages are pending retirement: reboot the node (or reset the GPU) "
+                       "when it is drained to retire them");
+    else
+      accept_check_set(c, ACCEPT_PASS, "no page pending retirement (nvmlDeviceGetRetiredPages)");
+  } else {
+    accept_check_set(c, ACCEPT_SKIP, "NVML reports neither remapped rows nor retired pages for this GPU "
+                     "(not supported by the board, or MIG is on)");
+  }
+}
+
+static void check_clocks(accept_check_t *c, const nvml_reading_t *s) {
+  const uint64_t hard = MON_THROTTLE_HW_SLOWDOWN | MON_THROTTLE_HW_THERMAL | MON_THROTTLE_HW_POWER_BRAKE |
+                        MON_THROTTLE_SW_THERMAL;
+  accept_check_threshold(c, "no thermal/hardware slowdown");
+  if (!(s->have & NVML_HAVE_THROTTLE)) {
+    accept_check_set(c, ACCEPT_SKIP, "NVML reports no clock event reasons for this GPU");
+    return;
+  }
+  if (s->have & NVML_HAVE_CLOCKS)
+    accept_check_value(c, s->sm_clock_mhz, "MHz", "SM %u MHz, memory %u MHz, reasons 0x%llx", s->sm_clock_mhz,
+                       s->mem_clock_mhz, (unsigned long long)s->throttle);
+  else
+    accept_check_text(c, "reasons 0x%llx", (unsigned long long)s->throttle);
+  if (s->throttle & hard)
+    accept_check_set(c, ACCEPT_FAIL, "clocks slowed by %s%s%s%s",
+                     s->throttle & MON_THROTTLE_HW_SLOWDOWN ? "hardware slowdown " : "",
+                     s->throttle & MON_THROTTLE_HW_THERMAL ? "hardware thermal " : "",
+                     s->throttle & MON_THROTTLE_SW_THERMAL ? "software thermal " : "",
+                     s->throttle & MON_THROTTLE_HW_POWER_BRAKE ? "power brake" : "");
+  else if (s->throttle & MON_THROTTLE_SW_POWER_CAP)
+    accept_check_set(c, ACCEPT_WARN, "clocks held by the software power cap while idle (power limit set "
+                     "low?)");
+  else
+    accept_check_set(c, ACCEPT_PASS, "no slowdown reason active");
+}
+
+static void check_temp(accept_check_t *c, const nvml_reading_t *s, double limit) {
+  accept_check_threshold(c, "<= %g C", limit);
+  if (!(s->have & NVML_HAVE_TEMP)) {
+    accept_check_set(c, ACCEPT_SKIP, "NVML reports no temperature for this GPU");
+    return;
+  }
+  accept_check_value(c, s->temp_c, "C", NULL);
+  if (s->temp_c > limit)
+    accept_check_set(c, ACCEPT_FAIL, "hotter than %g C at rest: cooling problem", limit);
+  else
+    accept_check_set(c, ACCEPT_PASS, "GPU core temperature");
+}
+
+/* Links NVML knows for the GPU: all active passes; some down fails (NCCL then routes that GPU's
+ * traffic over fewer links or PCIe, and the job runs at a fraction of its speed); none active is
+ * a warning, since a PCIe board without its bridge looks the same as an NVSwitch fabric that is
+ * down. */
+static void check_nvlink(accept_check_t *c, const nvml_health_t *h) {
+  accept_check_threshold(c, "every link active");
+  if (h->nvlink_links == 0) {
+    accept_check_set(c, ACCEPT_SKIP, "this GPU has no NVLink (NVML answers no link state)");
+    return;
+  }
+  accept_check_value(c, h->nvlink_active, "", "%d of %d links active%s%s", h->nvlink_active, h->nvlink_links,
+                     h->nvlink_version ? ", NVLink " : "",
+                     h->nvlink_version ? nvml_nvlink_version_name(h->nvlink_version) : "");
+  if (h->nvlink_active == h->nvlink_links) {
+    accept_check_set(c, ACCEPT_PASS, "every NVLink of the GPU is active (nvmlDeviceGetNvLinkState)");
+    return;
+  }
+  char down[160] = "";
+  size_t n = 0;
+  for (int l = 0; l < NVML_NVLINK_MAX && n + 8 < sizeof down; l++)
+    if (h->nvlink_down & (1ull << l)) n += (size_t)snprintf(down + n, sizeof down - n, "%s%d", n ? "," : "", l);
+  if (h->nvlink_active == 0)
+    accept_check_set(c, ACCEPT_WARN, "none of its %d NVLinks is active: no bridge or NVSwitch, or the fabric is "
+                     "down (nvidia-smi nvlink -s; on NVSwitch systems, nvidia-fabricmanager)", h->nvlink_links);
+  else
+    accept_check_set(c, ACCEPT_FAIL, "NVLink(s) %s down: NCCL routes around them at a fraction of the "
+                     "bandwidth; reset the GPU or check the NVSwitch tray", down);
+}
+
 static int nvml_gpu(const accept_node_ctx_t *x, int g, accept_list_t *out) {
   const topo_gpu_t *gp = &x->t->gpus[g];
   char subj[16], why[256] = "";
   snprintf(subj, sizeof subj, "GPU%d", g);
   accept_check_t c;
-  mon_source_t *src = NULL;
-  mon_sample_t s;
+  nvml_dev_t *dev = NULL;
+  nvml_reading_t s;
+  nvml_health_t h;
   memset(&s, 0, sizeof s);
-  int rc = mon_nvml_open(gp->pci[0] ? gp->pci : NULL, gp->nvml_index >= 0 ? gp->nvml_index : g, &src, why, sizeof why);
+  memset(&h, 0, sizeof h);
+  int rc = nvml_dev_open(gp->pci[0] ? gp->pci : NULL, gp->nvml_index >= 0 ? gp->nvml_index : g, &dev, why,
+                         sizeof why);
   if (rc == GPL_OK) {
-    rc = src->ops->read(src, &s);
+    rc = nvml_dev_read(dev, &s);
+    if (rc == GPL_OK) rc = nvml_dev_health(dev, &h);
     if (rc < 0) snprintf(why, sizeof why, "NVML read failed: %s", gpl_strerror(rc));
-    src->ops->close(src);
+    nvml_dev_close(dev);
   } else if (!why[0]) {
     snprintf(why, sizeof why, "NVML does not know %s (%s)", gp->pci, gpl_strerror(rc));
   }
@@ -134,73 +256,15 @@ static int nvml_gpu(const accept_node_ctx_t *x, int g, accept_list_t *out) {
     accept_check_init(&c, g_nvml_names[i], x->host, x->node, -1, subj);
     if (rc < 0) {
       accept_check_set(&c, ACCEPT_ERROR, "%s", why);
-      CHECK(accept_list_add(out, &c));
-      continue;
-    }
-    switch ((nvml_check_t)i) {
-      case N_ECC:
-        accept_check_threshold(&c, "0 uncorrectable");
-        if (!(s.have & MON_HAVE_ECC)) {
-          accept_check_set(&c, ACCEPT_SKIP, "NVML reports no ECC counts for this GPU (ECC off, or a "
-                           "board without it)");
-          break;
-        }
-        accept_check_value(&c, (double)s.ecc_uncorrected, "", "%llu uncorrectable, %llu corrected",
-                           (unsigned long long)s.ecc_uncorrected, (unsigned long long)s.ecc_corrected);
-        if (s.ecc_uncorrected > 0)
-          accept_check_set(&c, ACCEPT_FAIL, "uncorrectable ECC errors since the driver loaded: drain "
-                           "the node and reset the GPU");
-        else
-          accept_check_set(&c, ACCEPT_PASS, "volatile ECC counts since the driver loaded");
-        break;
-      case N_RETIRED:
-        accept_check_set(&c, ACCEPT_SKIP, "not read by the NVML loader (launcher/monitor_nvml.c has no "
-                         "nvmlDeviceGetRetiredPages / nvmlDeviceGetRemappedRows)");
-        break;
-      case N_NVLINK:
-        accept_check_set(&c, ACCEPT_SKIP, "not read by the NVML loader (launcher/monitor_nvml.c has no "
-                         "nvmlDeviceGetNvLinkState / nvmlDeviceGetNvLinkVersion); hwloc files carry no NVLink");
-        break;
-      case N_CLOCKS: {
-        const uint64_t hard = MON_THROTTLE_HW_SLOWDOWN | MON_THROTTLE_HW_THERMAL |
-                              MON_THROTTLE_HW_POWER_BRAKE | MON_THROTTLE_SW_THERMAL;
-        accept_check_threshold(&c, "no thermal/hardware slowdown");
-        if (!(s.have & MON_HAVE_THROTTLE)) {
-          accept_check_set(&c, ACCEPT_SKIP, "NVML reports no clock event reasons for this GPU");
-          break;
-        }
-        if (s.have & MON_HAVE_CLOCKS)
-          accept_check_value(&c, s.sm_clock_mhz, "MHz", "SM %u MHz, memory %u MHz, reasons 0x%llx",
-                             s.sm_clock_mhz, s.mem_clock_mhz, (unsigned long long)s.throttle);
-        else
-          accept_check_text(&c, "reasons 0x%llx", (unsigned long long)s.throttle);
-        if (s.throttle & hard)
-          accept_check_set(&c, ACCEPT_FAIL, "clocks slowed by %s%s%s%s",
-                           s.throttle & MON_THROTTLE_HW_SLOWDOWN ? "hardware slowdown " : "",
-                           s.throttle & MON_THROTTLE_HW_THERMAL ? "hardware thermal " : "",
-                           s.throttle & MON_THROTTLE_SW_THERMAL ? "software thermal " : "",
-                           s.throttle & MON_THROTTLE_HW_POWER_BRAKE ? "power brake" : "");
-        else if (s.throttle & MON_THROTTLE_SW_POWER_CAP)
-          accept_check_set(&c, ACCEPT_WARN, "clocks held by the software power cap while idle (power "
-                           "limit set low?)");
-        else
-          accept_check_set(&c, ACCEPT_PASS, "no slowdown reason active");
-        break;
+    } else {
+      switch ((nvml_check_t)i) {
+        case N_ECC: check_ecc(&c, &s); break;
+        case N_RETIRED: check_retired(&c, &h); break;
+        case N_CLOCKS: check_clocks(&c, &s); break;
+        case N_TEMP: check_temp(&c, &s, x->o->max_gpu_temp); break;
+        case N_NVLINK: check_nvlink(&c, &h); break;
+        default: break;
       }
-      case N_TEMP:
-        accept_check_threshold(&c, "<= %g C", x->o->max_gpu_temp);
-        if (!(s.have & MON_HAVE_TEMP)) {
-          accept_check_set(&c, ACCEPT_SKIP, "NVML reports no temperature for this GPU");
-          break;
-        }
-        accept_check_value(&c, s.temp_c, "C", NULL);
-        if (s.temp_c > x->o->max_gpu_temp)
-          accept_check_set(&c, ACCEPT_FAIL, "hotter than %g C at rest: cooling problem", x->o->max_gpu_temp);
-        else
-          accept_check_set(&c, ACCEPT_PASS, "GPU core temperature");
-        break;
-      default:
-        break;
     }
     CHECK(accept_list_add(out, &c));
   }
@@ -209,7 +273,7 @@ static int nvml_gpu(const accept_node_ctx_t *x, int g, accept_list_t *out) {
 
 int accept_nvml_checks(const accept_node_ctx_t *x, accept_list_t *out) {
   char why[256] = "";
-  int have = mon_nvml_versions(why, sizeof why, NULL, 0, NULL) == GPL_OK;
+  int have = nvml_versions(why, sizeof why, NULL, 0, NULL) == GPL_OK;
   if (!have) CHECK(skip_all(x, out, "NVML not available: %s", why));
   else if (!x->t->live) CHECK(skip_all(x, out, "%s", "topology from a file: NVML reads this machine, not that node"));
   else if (x->t->ngpus == 0) CHECK(skip_all(x, out, "%s", "no GPU on this node"));

@@ -692,15 +692,6 @@ void accept_search_fallback_halving(accept_search_t *s) {
   }
 }
 
-int accept_search_bad_nodes(const accept_search_t *s, int *bad) {
-  int n = 0;
-  for (int i = 0; i < s->nnodes; i++) {
-    bad[i] = s->verdict[i] == V_BAD;
-    n += bad[i];
-  }
-  return n;
-}
-
 /* ---- the report ---- */
 
 /* The search's results as checks: one "bad_node" per named node (in that node's suite), one

@@ -1,6 +1,7 @@
-/* `gpulaunch accept`: cluster acceptance checks under mpirun. Every rank places itself, node
- * leaders check their node, everyone takes part in the reachability test, the job's allreduce
- * and the bad-node search; rank 0 gathers the results and writes the table and the reports.
+/* `gpulaunch accept`: cluster acceptance checks under mpirun. Every rank places itself (the
+ * start-up's interface agreement and TCP preflight are the reachability checks), node leaders
+ * check their node, everyone takes part in the job's allreduce and the bad-node search; rank 0
+ * gathers the results and writes the table and the reports.
  * Every rank makes the same collective calls in the same order whatever its own results, so a
  * failing check never leaves another rank waiting; each wait has a deadline. */
 #include <limits.h>
@@ -291,25 +292,18 @@ int mode_accept(launch_t *L) {
   place_t pl;
   int prc = place_rank(L, NULL, &pl);
   topo_t *t = pl.topo, *own = NULL;
-  /* place_rank is collective and fails the same way on every rank: one row, from rank 0. The
-   * start-up's interface agreement and TCP preflight (topology/net, topology/preflight) are part
-   * of it; their failure is a reachability failure of the job. */
+  /* place_rank is collective and fails the same way on every rank: one row, from rank 0. Its
+   * network steps (interface agreement, TCP preflight) come after the placement proper; what they
+   * decided and proved is reported as the reachability rows (step 5), with the same answer the
+   * job's programs get. */
   accept_check_t placed;
-  if (prc == GPL_ENET || prc == GPL_EUNREACH) {
-    accept_check_init(&placed, "reachability", "", -1, -1, "preflight");
-    accept_check_threshold(&placed, "every node reached");
-    accept_check_set(&placed, ACCEPT_FAIL, "%s during start-up: %s (the message above names the nodes, "
-                     "the interface and the address)", prc == GPL_ENET ? "no interface connects the nodes"
-                     : "the TCP preflight failed", gpl_strerror(prc));
-  } else if (prc < 0) {
-    accept_check_init(&placed, "placement", "", -1, -1, "");
+  accept_check_init(&placed, "placement", "", -1, -1, "");
+  if (prc < 0 && !pl.net_done)
     accept_check_set(&placed, prc == GPL_ETOPO ? ACCEPT_FAIL : ACCEPT_ERROR, "the ranks could not be "
                      "placed: %s (the reason is in the log above)", gpl_strerror(prc));
-  } else {
-    accept_check_init(&placed, "placement", "", -1, -1, "");
-    accept_check_set(&placed, ACCEPT_PASS, "every rank placed and bound; the start-up's interface "
-                     "agreement and TCP preflight ([topology] probe) passed");
-  }
+  else
+    accept_check_set(&placed, ACCEPT_PASS, "every rank placed and bound (the start-up's interface "
+                     "agreement and TCP preflight are the reachability rows)");
   if (rank0) accept_report_add(&rep, &placed);
   if (!t) {
     const char *xml = xml_path(L);
@@ -339,13 +333,10 @@ int mode_accept(launch_t *L) {
     accept_rank_binding(t, job->host, job->node, job->rank, gpu, NULL, &mine);
   }
 
-  /* 3. The job's interface and what each node tells for the auto threshold. */
+  /* 3. The job's interface (the start-up's choice; when it has none, the interface agreement's
+   * row says why) and what each node tells for the auto threshold. */
   accept_if_t ifc;
-  if (accept_pick_iface(o.iface, &ifc) < 0 && job->local_rank == 0) {
-    accept_check_init(&c, "reachability", job->host, job->node, -1, "");
-    accept_check_set(&c, ACCEPT_FAIL, "no interface for the job on this node: %s", ifc.why);
-    accept_list_add(&mine, &c);
-  }
+  if (accept_job_iface(&pl, &ifc) < 0) LOG_INFO(ACCEPT, "%s", ifc.why);
   accept_nodeinfo_t ni_mine, *ni_all = calloc((size_t)job->size, sizeof *ni_all);
   accept_nodeinfo_t *ni = calloc((size_t)job->nnodes, sizeof *ni);
   if (!ni_all || !ni) return GPL_EXIT_INTERNAL;
@@ -360,19 +351,13 @@ int mode_accept(launch_t *L) {
     for (int n = 0; n < job->nnodes; n++) ni[n] = ni_all[job->leader_of_node[n]];
   accept_list_free(&mine);
 
-  /* 5. Reachability. */
+  /* 5. Reachability: the start-up's answer, the one the job's programs got (no second probe). */
   if (err == GPL_OK) {
     accept_progress(progress, 4, NSTEPS, "reachability over %s", ifc.name[0] ? ifc.name : "?");
-    if (o.probe == 0) {
-      accept_check_init(&c, "reachability", "", -1, -1, "");
-      accept_check_set(&c, ACCEPT_SKIP, "[topology] probe = off");
-      if (rank0) accept_report_add(&rep, &c);
-    } else {
-      accept_list_t jl = {0};
-      err = accept_reach(job, &o, &ifc, &jl);
-      if (rank0) add_list(&rep, &jl);
-      accept_list_free(&jl);
-    }
+    accept_list_t jl = {0};
+    err = accept_reach_checks(job, &pl, &o, &jl);
+    if (rank0) add_list(&rep, &jl);
+    accept_list_free(&jl);
   }
 
   /* 6. Bus bandwidth. */

@@ -117,12 +117,13 @@ static const conf_key_t g_schema[] = {
     {"accept", "strict", CONF_BOOL, "false", NULL, 0, 0, "warnings count as failures (exit 73)"},
     {"accept", "max_gpu_temp", CONF_DOUBLE, "85", NULL, 0, 200, "GPU temperature limit, C (NVML)"},
     {"accept", "iface", CONF_STR, "", NULL, 0, 0,
-     "interface for the reachability check and min_busbw = auto (default: the one MPI uses)"},
+     "interface every rank must use: fails when the start-up agreed on another (default: any)"},
     /* [monitor]: GPU utilisation monitor of wrapped programs. */
     {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
     {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
     {"monitor", "sm_threshold", CONF_DOUBLE, "80", NULL, 0, 100,
-     "warn when SM utilisation stays under this (percent) for the window"},
+     "warn when SM activity (GPM, Hopper+), else GPU busy time, stays under this (percent) "
+     "for the window"},
     {"monitor", "window", CONF_DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low"},
     {"monitor", "replay", CONF_PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)"},
     {"monitor", "metrics", CONF_STR, "", NULL, 0, 0, "write samples as JSON lines"},

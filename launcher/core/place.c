@@ -181,15 +181,17 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
   const char *source = NULL;
   const char *user = place_user_var(L, "NCCL_SOCKET_IFNAME", &source);
   plan_rank_t *me = &out->plan->ranks[job->local_rank];
-  net_result_t net;
-  int rc = net_agree(&nj, out->topo, me, user, source, &net);
+  net_result_t *net = &out->net;
+  int rc = net_agree(&nj, out->topo, me, user, source, net);
+  out->net_done = 1;
+  out->net_rc = rc;
   if (rc >= 0) {
-    util_strlcpy(out->ifname, net.ifname, sizeof out->ifname);
-    util_strlcpy(out->master_addr, net.master_addr, sizeof out->master_addr);
+    util_strlcpy(out->ifname, net->ifname, sizeof out->ifname);
+    util_strlcpy(out->master_addr, net->master_addr, sizeof out->master_addr);
     const char *v = plan_env_get(me, "NCCL_SOCKET_IFNAME");
     /* The user's own value reaches the program through [nccl] or the environment already. */
     if (v && !user) {
-      LOG_INFO(NET, "NCCL_SOCKET_IFNAME=%s: %s", v, net.reason);
+      LOG_INFO(NET, "NCCL_SOCKET_IFNAME=%s: %s", v, net->reason);
       rc = set_var(ce, "NCCL_SOCKET_IFNAME", v);
     }
   }
@@ -197,9 +199,12 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
     preflight_mode_t mode = PREFLIGHT_RING;
     if (L->conf) preflight_mode_parse(conf_str(L->conf, "topology", "probe"), &mode);
     double timeout = L->conf ? conf_duration(L->conf, "topology", "probe_timeout") : 5.0;
-    rc = preflight_run(&nj, &net, mode, timeout, NULL);
+    rc = preflight_run(&nj, net, mode, timeout, &out->preflight);
+    out->preflight_done = 1;
+    out->preflight_rc = rc;
+    out->preflight_mode = mode;
+    out->preflight_timeout = timeout;
   }
-  net_result_free(&net);
   return rc < 0 ? rc : GPL_OK;
 }
 
@@ -266,6 +271,7 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
 void place_free(place_t *p) {
   if (p->plan) plan_free(p->plan);
   if (p->topo) topo_free(p->topo);
+  net_result_free(&p->net);
   p->plan = NULL;
   p->topo = NULL;
 }

@@ -5,6 +5,7 @@
 
 #include "launcher/core/childenv.h"
 #include "launcher/launcher.h"
+#include "topology/preflight.h"
 
 struct topo_s;
 struct plan_s;
@@ -18,6 +19,16 @@ typedef struct place_s {
   char nic[64];         /* nearest NIC ("" if none) */
   struct topo_s *topo;  /* this node's topology (owned; place_free) */
   struct plan_s *plan;  /* the node's plan; this rank's entry is plan->ranks[local_rank] */
+  /* What the start-up's network steps decided and proved, for those that report it (accept):
+   * one answer per run. Zero when the step did not run (an earlier step failed). */
+  int net_done;         /* net_agree ran: net is filled as far as it got (place_free frees it) */
+  int net_rc;           /* its status: 0, 1 (with warnings, logged), or a negative code */
+  net_result_t net;
+  int preflight_done;   /* preflight_run ran (also with probe = off or on one node) */
+  int preflight_rc;     /* its status: 0, GPL_EUNREACH, GPL_ETIMEDOUT, ... */
+  preflight_mode_t preflight_mode;
+  double preflight_timeout;
+  preflight_stats_t preflight; /* its counts; the job's failed paths on world rank 0 */
 } place_t;
 
 /* Plan and bind this rank; adds CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME to ce

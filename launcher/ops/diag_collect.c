@@ -24,7 +24,7 @@
 #include "launcher/ops/diag.h"
 #include "launcher/ops/diag_int.h"
 #include "common/redact.h"
-#include "launcher/ops/monitor.h"
+#include "topology/nvml.h"
 #include "topology/plan.h"
 #include "topology/report.h"
 #include "topology/topo.h"
@@ -96,7 +96,7 @@ void diag_collect_versions(diag_facts_t *f, strbuf_t *b) {
 
   char nvml[128], drv[96], why[256];
   int nvml_cuda = 0;
-  f->nvml_ok = mon_nvml_versions(nvml, sizeof nvml, drv, sizeof drv, &nvml_cuda) == 0;
+  f->nvml_ok = nvml_versions(nvml, sizeof nvml, drv, sizeof drv, &nvml_cuda) == 0;
   if (f->nvml_ok) {
     util_strlcpy(f->driver_version, drv, sizeof f->driver_version);
     strbuf_printf(b, "NVML             %s (driver %s, CUDA %d.%d)\n", nvml, drv, nvml_cuda / 1000,

@@ -12,8 +12,8 @@
 #include "common/util.h"
 #include "launcher/ops/monitor_int.h"
 
-/* SM% histogram in 0.1% steps: constant memory for a week of samples, exact p5 for NVML's
- * whole percents. */
+/* Utilisation histograms in 0.1% steps: constant memory for a week of samples, exact p5 for
+ * NVML's whole percents. */
 #define HIST_BINS 1001
 
 struct monitor_s {
@@ -26,9 +26,10 @@ struct monitor_s {
   int metrics_fd;
   char *metrics_path, *prom_path;
   int out_err_logged, read_err_logged;
-  /* the under-threshold window */
+  /* the under-threshold window, on the judged measure (mon_measure_t) */
+  mon_measure_t judge;
   double low_since;    /* time of the first sample of the current low run, < 0 when none */
-  double low_sum;      /* SM% summed over the current low run */
+  double low_sum;      /* the measure summed over the current low run */
   int low_n;
   int episode_warned;  /* the current low run already reached the window */
   int warned;          /* the one warning was printed */
@@ -36,9 +37,9 @@ struct monitor_s {
   double last_t;
   int last_low, have_last;
   /* stats */
-  uint64_t n_sm;
-  double sum_sm, low_seconds;
-  uint32_t hist[HIST_BINS];
+  uint64_t n_busy, n_sm;
+  double sum_busy, sum_sm, sum_occ, low_seconds;
+  uint32_t hist_busy[HIST_BINS], hist_sm[HIST_BINS];
   uint64_t n_clock;
   double sum_clock;
   uint64_t peak_mem, mem_total;
@@ -62,7 +63,7 @@ void mon_opts_default(mon_opts_t *o) {
 
 static void say_off(const mon_opts_t *o, int rank, const char *host, int gpu, const char *why) {
   if (o->off_level <= LOG_LVL_WARN)
-    LOG_WARN("GPU monitor off on rank %d (host %s) GPU %d: %s; SM utilisation is not sampled",
+    LOG_WARN("GPU monitor off on rank %d (host %s) GPU %d: %s; GPU utilisation is not sampled",
              rank, host, gpu, why);
   else
     LOG_INFO(MON, "GPU monitor off on rank %d (host %s) GPU %d: %s", rank, host, gpu, why);
@@ -157,48 +158,88 @@ int mon_active(const monitor_t *m) { return m != NULL && m->active; }
 
 double mon_interval(const monitor_t *m) { return m ? m->opts.interval : 0; }
 
+const char *mon_measure_name(mon_measure_t m) {
+  return m == MON_MEASURE_SM_ACTIVE ? "SM activity" : "GPU busy";
+}
+
+/* Why the judged measure is the one it is, for the warning. */
+static const char *measure_why(mon_measure_t m) {
+  return m == MON_MEASURE_SM_ACTIVE
+             ? "measured as GPM SM activity: the share of SMs at work, which NCCL kernels waiting "
+               "for peers barely raise"
+             : "measured as GPU busy time (NVML utilization: the share of time any kernel ran); "
+               "this GPU reports no GPM SM activity, the better measure";
+}
+
 static void warn_low(monitor_t *m, double t) {
   double mean = m->low_n ? m->low_sum / m->low_n : 0;
+  const char *what = mon_measure_name(m->judge);
   m->episodes++;
   m->episode_warned = 1;
   if (!m->warned) {
     m->warned = 1;
-    LOG_WARN("SM utilisation stayed under %g%% for %.0f s on rank %d (host %s) GPU %d (mean %.1f%%)"
-             ": the GPU is waiting - check the data pipeline (DataLoader workers, pinned memory), "
-             "the batch size, or the parallelism",
-             m->opts.sm_threshold, t - m->low_since, m->rank, m->host, m->gpu, mean);
+    LOG_WARN("%s stayed under %g%% for %.0f s on rank %d (host %s) GPU %d (mean %.1f%%; %s): the "
+             "GPU is waiting - check the data pipeline (DataLoader workers, pinned memory), the "
+             "batch size, or the parallelism",
+             what, m->opts.sm_threshold, t - m->low_since, m->rank, m->host, m->gpu, mean,
+             measure_why(m->judge));
   } else {
     /* One warning per monitor: later low runs are counted in the stats, not repeated. */
-    LOG_INFO(MON, "SM utilisation under %g%% again for %.0f s on rank %d GPU %d (run %d)",
+    LOG_INFO(MON, "%s under %g%% again for %.0f s on rank %d GPU %d (run %d)", what,
              m->opts.sm_threshold, t - m->low_since, m->rank, m->gpu, m->episodes);
   }
 }
 
+static double clamp_pct(double v) { return v < 0 ? 0 : v > 100 ? 100 : v; }
+
+/* The under-threshold window and time on the judged measure: SM activity from the first sample
+ * that has it on (a GPU or a recording with GPM), GPU busy until then. */
+static void judge(monitor_t *m, const mon_sample_t *s) {
+  if ((s->have & MON_HAVE_SM_ACTIVE) && m->judge != MON_MEASURE_SM_ACTIVE) {
+    /* Time under the threshold measured in busy time does not carry over. */
+    m->judge = MON_MEASURE_SM_ACTIVE;
+    m->low_since = -1;
+    m->low_seconds = 0;
+    m->have_last = 0;
+  }
+  unsigned need = m->judge == MON_MEASURE_SM_ACTIVE ? MON_HAVE_SM_ACTIVE : MON_HAVE_BUSY;
+  if (!(s->have & need)) return;
+  double v = clamp_pct(m->judge == MON_MEASURE_SM_ACTIVE ? s->sm_active_pct : s->busy_pct);
+  int low = v < m->opts.sm_threshold;
+  if (m->have_last && m->last_low && s->t > m->last_t) m->low_seconds += s->t - m->last_t;
+  if (low) {
+    if (m->low_since < 0) {
+      m->low_since = s->t;
+      m->low_sum = 0;
+      m->low_n = 0;
+      m->episode_warned = 0;
+    }
+    m->low_sum += v;
+    m->low_n++;
+    if (!m->episode_warned && s->t - m->low_since >= m->opts.window) warn_low(m, s->t);
+  } else {
+    m->low_since = -1;
+  }
+  m->last_t = s->t;
+  m->last_low = low;
+  m->have_last = 1;
+}
+
 static void account(monitor_t *m, const mon_sample_t *s) {
-  if (s->have & MON_HAVE_SM) {
-    double v = s->sm_pct < 0 ? 0 : s->sm_pct > 100 ? 100 : s->sm_pct;
-    int low = v < m->opts.sm_threshold;
+  if (s->have & MON_HAVE_BUSY) {
+    double v = clamp_pct(s->busy_pct);
+    m->n_busy++;
+    m->sum_busy += v;
+    m->hist_busy[(int)lround(v * 10.0)]++;
+  }
+  if (s->have & MON_HAVE_SM_ACTIVE) {
+    double v = clamp_pct(s->sm_active_pct);
     m->n_sm++;
     m->sum_sm += v;
-    m->hist[(int)lround(v * 10.0)]++;
-    if (m->have_last && m->last_low && s->t > m->last_t) m->low_seconds += s->t - m->last_t;
-    if (low) {
-      if (m->low_since < 0) {
-        m->low_since = s->t;
-        m->low_sum = 0;
-        m->low_n = 0;
-        m->episode_warned = 0;
-      }
-      m->low_sum += v;
-      m->low_n++;
-      if (!m->episode_warned && s->t - m->low_since >= m->opts.window) warn_low(m, s->t);
-    } else {
-      m->low_since = -1;
-    }
-    m->last_t = s->t;
-    m->last_low = low;
-    m->have_last = 1;
+    m->sum_occ += clamp_pct(s->sm_occupancy_pct);
+    m->hist_sm[(int)lround(v * 10.0)]++;
   }
+  judge(m, s);
   if (s->have & MON_HAVE_CLOCKS && s->sm_clock_mhz > 0) {
     m->n_clock++;
     m->sum_clock += s->sm_clock_mhz;
@@ -275,7 +316,7 @@ int mon_tick(monitor_t *m) {
   int rc = m->src->ops->read(m->src, &s);
   if (rc == 1) {
     LOG_INFO(MON, "rank %d: the %s source has no more samples after %llu; monitor off", m->rank,
-             m->src->ops->name, (unsigned long long)m->n_sm);
+             m->src->ops->name, (unsigned long long)m->n_busy);
     m->active = 0;
     return 1;
   }
@@ -335,11 +376,16 @@ void mon_stats(const monitor_t *m, mon_stats_t *out) {
     return;
   }
   mon_stats_empty(out, m->rank, m->host, m->gpu);
-  out->active = m->src != NULL && (m->active || m->n_sm > 0);
+  out->active = m->src != NULL && (m->active || m->n_busy > 0 || m->n_sm > 0);
   out->warned = m->warned;
-  out->samples = m->n_sm;
-  out->mean_sm = m->n_sm ? m->sum_sm / (double)m->n_sm : 0;
-  out->p5_sm = percentile(m->hist, m->n_sm, 0.05);
+  out->samples = m->n_busy;
+  out->mean_busy = m->n_busy ? m->sum_busy / (double)m->n_busy : 0;
+  out->p5_busy = percentile(m->hist_busy, m->n_busy, 0.05);
+  out->sm_samples = m->n_sm;
+  out->mean_sm_active = m->n_sm ? m->sum_sm / (double)m->n_sm : 0;
+  out->p5_sm_active = percentile(m->hist_sm, m->n_sm, 0.05);
+  out->mean_sm_occupancy = m->n_sm ? m->sum_occ / (double)m->n_sm : 0;
+  out->measure = m->judge;
   out->low_seconds = m->low_seconds;
   out->mean_sm_clock_mhz = m->n_clock ? m->sum_clock / (double)m->n_clock : 0;
   out->peak_mem_used = m->peak_mem;

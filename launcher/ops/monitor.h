@@ -1,5 +1,6 @@
-/* GPU utilisation monitor: samples one rank's GPU (NVML or a replayed stream), warns when SM
- * utilisation stays under a threshold, keeps per-rank stats and prints the job-wide summary. */
+/* GPU utilisation monitor: samples one rank's GPU (NVML or a replayed stream), warns when the GPU
+ * stays under-used (SM activity where the GPU counts it, else busy time), keeps per-rank stats
+ * and prints the job-wide summary. */
 #ifndef GPL_LAUNCHER_MONITOR_H
 #define GPL_LAUNCHER_MONITOR_H
 
@@ -17,7 +18,7 @@
 /* Which fields of a sample the source could read (NVML answers NOT_SUPPORTED for some fields on
  * some boards; a replayed line may leave fields out). */
 enum {
-  MON_HAVE_SM = 1u << 0,        /* sm_pct */
+  MON_HAVE_BUSY = 1u << 0,      /* busy_pct */
   MON_HAVE_MEM = 1u << 1,       /* mem_used, mem_total */
   MON_HAVE_POWER = 1u << 2,     /* power_w */
   MON_HAVE_TEMP = 1u << 3,      /* temp_c */
@@ -26,7 +27,20 @@ enum {
   MON_HAVE_THROTTLE = 1u << 6,  /* throttle */
   MON_HAVE_ECC = 1u << 7,       /* ecc_corrected, ecc_uncorrected */
   MON_HAVE_MEMUTIL = 1u << 8,   /* mem_util_pct */
+  MON_HAVE_SM_ACTIVE = 1u << 9, /* sm_active_pct, sm_occupancy_pct */
 };
+
+/* Two measures of how much a GPU works, and which one the under-use warning judges:
+ *  - GPU busy (NVML's "utilization.gpu", nvmlDeviceGetUtilizationRates): the share of time at
+ *    least one kernel ran, on however few SMs. A NCCL kernel spinning while it waits for a peer
+ *    counts as busy, so a data-parallel job reads near 100% however little it computes;
+ *  - SM activity (GPM, Hopper and later: NVML_GPM_METRIC_SM_UTIL, with SM_OCCUPANCY beside it):
+ *    the share of SMs that were busy over the interval, which a waiting NCCL kernel barely moves.
+ * The warning uses SM activity from the first sample that has it, and GPU busy on GPUs (and
+ * recordings) without it; it names the measure it used. */
+typedef enum mon_measure_e { MON_MEASURE_BUSY = 0, MON_MEASURE_SM_ACTIVE = 1 } mon_measure_t;
+/* "GPU busy", "SM activity". */
+const char *mon_measure_name(mon_measure_t m);
 
 /* NVML's clock event ("throttle") reason bits, as nvmlDeviceGetCurrentClocksEventReasons gives
  * them. MON_THROTTLE_SLOWDOWN is the set that means "clocks were lowered against the program's
@@ -51,7 +65,9 @@ typedef struct mon_sample_s {
   double t;                    /* seconds since the monitor started (NVML) or the file's "t" */
   int rank;                    /* the rank it belongs to (replay: the line's "rank"; -1 = any) */
   unsigned have;               /* MON_HAVE_* bits */
-  double sm_pct;               /* SM utilisation, % of the period a kernel ran (nvml "gpu") */
+  double busy_pct;             /* GPU busy: % of the period a kernel ran (NVML "gpu") */
+  double sm_active_pct;        /* SM activity: % of SMs busy since the previous sample (GPM) */
+  double sm_occupancy_pct;     /* % of warps resident against the maximum (GPM) */
   double mem_util_pct;         /* memory controller utilisation % */
   uint64_t mem_used, mem_total; /* bytes of device memory */
   double power_w;              /* board power, watts */
@@ -81,21 +97,19 @@ struct mon_source_s {
   void *state;
 };
 
-/* NVML source for one GPU, found by PCI bus id ("0000:3b:00.0") when given, else by NVML index.
- * The library is dlopen'ed ("libnvidia-ml.so.1"; GPULAUNCH_NVML_LIB overrides the name, for tests
- * and odd installs). Returns GPL_ENOTSUP with a reason in why (library or symbol missing, init
- * failed) or GPL_ENOGPU (no such device); nothing is logged here. */
+/* NVML source for one GPU, found by PCI bus id ("0000:3b:00.0") when given, else by NVML index,
+ * through the project's NVML loader (topology/nvml.h: "libnvidia-ml.so.1", or GPULAUNCH_NVML_LIB).
+ * Returns GPL_ENOTSUP with a reason in why (library or symbol missing, init failed) or GPL_ENOGPU
+ * (no such device); nothing is logged here. */
 int mon_nvml_open(const char *pci_bus_id, int index, mon_source_t **out, char *why, size_t whylen);
-/* The NVML library's and driver's versions ("12.535.104.05", "535.104.05"); GPL_ENOTSUP without
- * NVML. Used by diag. */
-int mon_nvml_versions(char *nvml, size_t nlen, char *driver, size_t dlen, int *cuda_driver);
 
 /* Replay source: reads JSON lines in the --metrics format from path, keeping the lines whose
  * "rank" equals rank (lines without "rank" apply to every rank). Time comes from each line's
  * "t", not from the clock. GPL_ENOENT / GPL_ESYS when the file cannot be opened. */
 int mon_replay_open(const char *path, int rank, mon_source_t **out);
-/* Parse one JSON line of the --metrics format into a sample. 0, or GPL_EINVAL when the line is
- * not a JSON object or has neither "t" nor "sm". */
+/* Parse one JSON line of the --metrics format into a sample (recordings made before "busy" was
+ * named for what it is carry it as "sm": read the same). 0, or GPL_EINVAL when the line is not a
+ * JSON object or has none of "t", "busy", "sm", "sm_active". */
 int mon_sample_from_json(const char *line, mon_sample_t *s);
 /* The sample as one JSON object (the --metrics line, without newline); caller frees. */
 char *mon_sample_to_json(const mon_sample_t *s, const char *host, int gpu);
@@ -105,7 +119,7 @@ char *mon_sample_to_json(const mon_sample_t *s, const char *host, int gpu);
 typedef struct mon_opts_s {
   int enabled;           /* [monitor] enabled (default 1) */
   double interval;       /* [monitor] interval, seconds between ticks (default 5) */
-  double sm_threshold;   /* [monitor] sm_threshold, percent (default 80) */
+  double sm_threshold;   /* [monitor] sm_threshold, percent (default 80), of the judged measure */
   double window;         /* [monitor] window, seconds under the threshold before warning (60) */
   const char *replay;    /* [monitor] replay: JSON lines to replay instead of NVML (NULL: NVML) */
   const char *metrics;   /* [monitor] metrics / --metrics: append each sample as a JSON line */
@@ -167,10 +181,16 @@ typedef struct mon_stats_s {
   char host[64];
   int32_t active;            /* 1 when the monitor sampled (0: off) */
   int32_t warned;            /* 1 when the under-threshold warning was printed */
-  uint64_t samples;          /* samples with an SM reading */
-  double mean_sm;            /* mean SM utilisation % */
-  double p5_sm;              /* 5th percentile SM utilisation % (0.1% resolution) */
-  double low_seconds;        /* time spent under the threshold */
+  uint64_t samples;          /* samples with a GPU busy reading */
+  double mean_busy;          /* mean GPU busy % */
+  double p5_busy;            /* 5th percentile GPU busy % (0.1% resolution) */
+  uint64_t sm_samples;       /* samples with an SM activity reading (GPM) */
+  double mean_sm_active;     /* mean SM activity % (0 without GPM) */
+  double p5_sm_active;
+  double mean_sm_occupancy;
+  int32_t measure;           /* mon_measure_t the warning and low_seconds judged */
+  int32_t pad0_;
+  double low_seconds;        /* time spent under the threshold (of that measure) */
   double mean_sm_clock_mhz;  /* mean SM clock (0 when unknown) */
   uint64_t peak_mem_used;    /* bytes */
   uint64_t mem_total;        /* bytes */
@@ -199,14 +219,14 @@ int mon_gather(const mon_stats_t *mine, MPI_Comm comm, double timeout_s, mon_sta
 typedef struct mon_straggler_s {
   int index;          /* index into the stats array, -1 when no rank has samples */
   int clear;          /* 1 when it stands out (a real straggler), 0 when it is only the lowest */
-  double median_sm;   /* median of the ranks' mean SM % */
+  double median_busy; /* median of the ranks' mean GPU busy % */
   char reason[256];   /* one sentence */
 } mon_straggler_t;
 void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_straggler_t *out);
 
-/* Print the job-wide table (per rank: samples, mean/p5 SM%, peak memory, max power/temp,
- * throttling, ECC/XID) and the straggler line to f, and add a "monitor" object to summary (when
- * not NULL). Ranks without samples are listed as "off". Rank 0 calls it after mon_gather. */
+/* Print the job-wide table (per rank: samples, mean/p5 GPU busy %, mean SM activity %, peak
+ * memory, max power/temp, throttling, ECC/XID) and the straggler line to f, and add a "monitor"
+ * object to summary (when not NULL). Ranks without samples are listed as "off". Rank 0 calls it after mon_gather. */
 void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJSON *summary);
 
 /* Everything rank 0 prints at the end, in one call on every rank of comm: each rank's stats

@@ -16,7 +16,7 @@ char *mon__expand_path(const char *path, int rank, const char *host, int prom_su
 int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *st,
                     double sm_threshold);
 
-/* The monitor's SM threshold (80 for NULL). */
+/* The monitor's under-use threshold, [monitor] sm_threshold (80 for NULL). */
 double mon__threshold(const monitor_t *m);
 
 /* Escape a Prometheus label value (backslash, double quote, newline) into out. */

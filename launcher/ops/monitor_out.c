@@ -81,10 +81,18 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
   mon__prom_escape(st->host, host, sizeof host);
   snprintf(labels, sizeof labels, "rank=\"%d\",host=\"%s\",gpu=\"%d\"", st->rank, host, st->gpu);
   strbuf_t b = STRBUF_INIT;
-  if (s->have & MON_HAVE_SM)
-    family(&b, "gpulaunch_gpu_sm_utilization_percent", "gauge",
-           "Percent of the last sample period during which a kernel ran (NVML gpu utilization).",
-           labels, s->sm_pct);
+  if (s->have & MON_HAVE_BUSY)
+    family(&b, "gpulaunch_gpu_busy_percent", "gauge",
+           "GPU busy: percent of the last sample period during which any kernel ran (NVML gpu "
+           "utilization; a NCCL kernel waiting for a peer counts).", labels, s->busy_pct);
+  if (s->have & MON_HAVE_SM_ACTIVE) {
+    family(&b, "gpulaunch_gpu_sm_active_percent", "gauge",
+           "SM activity: percent of SMs busy since the previous sample (NVML GPM SM_UTIL).",
+           labels, s->sm_active_pct);
+    family(&b, "gpulaunch_gpu_sm_occupancy_percent", "gauge",
+           "Percent of warps resident against the maximum since the previous sample (NVML GPM "
+           "SM_OCCUPANCY).", labels, s->sm_occupancy_pct);
+  }
   if (s->have & MON_HAVE_MEMUTIL)
     family(&b, "gpulaunch_gpu_memory_utilization_percent", "gauge",
            "Percent of the last sample period during which device memory was read or written.",
@@ -130,13 +138,16 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
   }
   family(&b, "gpulaunch_gpu_xid_events_total", "counter", "XID events seen by the monitor.",
          labels, (double)st->xid_count);
-  family(&b, "gpulaunch_gpu_sm_utilization_mean_percent", "gauge",
-         "Mean SM utilisation since the job started.", labels, st->mean_sm);
-  family(&b, "gpulaunch_gpu_sm_under_threshold_seconds_total", "counter",
-         "Seconds the SM utilisation spent under the monitor's threshold.", labels,
-         st->low_seconds);
-  family(&b, "gpulaunch_gpu_sm_threshold_percent", "gauge", "The monitor's SM threshold.",
-         labels, sm_threshold);
+  family(&b, "gpulaunch_gpu_busy_mean_percent", "gauge",
+         "Mean GPU busy time since the job started.", labels, st->mean_busy);
+  if (st->sm_samples)
+    family(&b, "gpulaunch_gpu_sm_active_mean_percent", "gauge",
+           "Mean SM activity (GPM) since the job started.", labels, st->mean_sm_active);
+  family(&b, "gpulaunch_gpu_under_threshold_seconds_total", "counter",
+         "Seconds the judged measure (SM activity where the GPU counts it, else GPU busy) spent "
+         "under the monitor's threshold.", labels, st->low_seconds);
+  family(&b, "gpulaunch_gpu_threshold_percent", "gauge",
+         "The monitor's under-use threshold ([monitor] sm_threshold).", labels, sm_threshold);
   family(&b, "gpulaunch_gpu_last_sample_timestamp_seconds", "gauge",
          "Wall clock of the last sample (Unix time).", labels, (double)time(NULL));
   if (b.oom) {

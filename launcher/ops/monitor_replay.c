@@ -32,8 +32,8 @@ static int replay_read(mon_source_t *src, mon_sample_t *out) {
     mon_sample_t s;
     if (mon_sample_from_json(line, &s) < 0) {
       if (!r->bad_logged)
-        LOG_WARN("%s:%ld: not a monitor sample (a JSON object with \"t\" and \"sm\"); skipped",
-                 r->path, r->lineno);
+        LOG_WARN("%s:%ld: not a monitor sample (a JSON object with \"t\" and \"busy\", \"sm\" "
+                 "or \"sm_active\"); skipped", r->path, r->lineno);
       r->bad_logged = 1;
       continue;
     }

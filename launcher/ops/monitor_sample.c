@@ -12,7 +12,10 @@
  *   t            seconds since the monitor started (replay: the time axis)
  *   time         wall clock, ISO 8601 (for people; ignored by replay)
  *   rank host gpu
- *   sm mem_util  percent
+ *   busy         percent: GPU busy time (NVML utilization.gpu); recordings made before it was
+ *                named for what it is call it "sm", which is read the same
+ *   sm_active sm_occupancy   percent: GPM SM activity and occupancy (Hopper and later)
+ *   mem_util     percent
  *   mem_used mem_total   bytes
  *   power_w temp_c sm_clock_mhz mem_clock_mhz pcie_rx_kbs pcie_tx_kbs
  *   throttle     NVML clock event reason bits (number)
@@ -29,7 +32,11 @@ char *mon_sample_to_json(const mon_sample_t *s, const char *host, int gpu) {
   cJSON_AddNumberToObject(o, "rank", s->rank);
   if (host) cJSON_AddStringToObject(o, "host", host);
   cJSON_AddNumberToObject(o, "gpu", gpu);
-  if (s->have & MON_HAVE_SM) cJSON_AddNumberToObject(o, "sm", s->sm_pct);
+  if (s->have & MON_HAVE_BUSY) cJSON_AddNumberToObject(o, "busy", s->busy_pct);
+  if (s->have & MON_HAVE_SM_ACTIVE) {
+    cJSON_AddNumberToObject(o, "sm_active", s->sm_active_pct);
+    cJSON_AddNumberToObject(o, "sm_occupancy", s->sm_occupancy_pct);
+  }
   if (s->have & MON_HAVE_MEMUTIL) cJSON_AddNumberToObject(o, "mem_util", s->mem_util_pct);
   if (s->have & MON_HAVE_MEM) {
     cJSON_AddNumberToObject(o, "mem_used", (double)s->mem_used);
@@ -80,8 +87,12 @@ int mon_sample_from_json(const char *line, mon_sample_t *s) {
   int rc = GPL_EINVAL;
   int have_t = num(o, "t", &s->t);
   if (num(o, "rank", &v)) s->rank = (int)v;
-  if (num(o, "sm", &s->sm_pct)) s->have |= MON_HAVE_SM;
-  if (!have_t && !(s->have & MON_HAVE_SM)) goto done;
+  if (num(o, "busy", &s->busy_pct) || num(o, "sm", &s->busy_pct)) s->have |= MON_HAVE_BUSY;
+  if (num(o, "sm_active", &s->sm_active_pct)) {
+    s->have |= MON_HAVE_SM_ACTIVE;
+    num(o, "sm_occupancy", &s->sm_occupancy_pct);
+  }
+  if (!have_t && !(s->have & (MON_HAVE_BUSY | MON_HAVE_SM_ACTIVE))) goto done;
   if (num(o, "mem_util", &s->mem_util_pct)) s->have |= MON_HAVE_MEMUTIL;
   if (num(o, "mem_used", &v)) {
     s->have |= MON_HAVE_MEM;

@@ -9,10 +9,10 @@
 #include "launcher/ops/monitor.h"
 #include "launcher/ops/monitor_int.h"
 
-/* A rank is a clear straggler by utilisation when its mean SM% is this many points below the
- * median of the ranks; by clocks when it was slowed down in this share of its samples and its
+/* A rank is a clear straggler by utilisation when its mean GPU busy % is this many points below
+ * the median of the ranks; by clocks when it was slowed down in this share of its samples and its
  * mean SM clock is this fraction below the median clock. */
-#define STRAGGLER_SM_GAP 10.0
+#define STRAGGLER_BUSY_GAP 10.0
 #define STRAGGLER_THROTTLE_SHARE 0.10
 #define STRAGGLER_CLOCK_DROP 0.05
 
@@ -22,9 +22,11 @@ int mon_gather(const mon_stats_t *mine, MPI_Comm comm, double timeout_s, mon_sta
 
 /* Who drags the job. In synchronous data parallelism every step ends in a collective, and NVML
  * counts a NCCL kernel that waits for a late peer as "a kernel running": the ranks that wait
- * show HIGH SM utilisation. The rank whose own GPU idles (low SM%) is the one whose input is
- * late (data pipeline, CPU, I/O), and everyone waits for it: the lowest mean SM% is the
- * straggler when it stands clearly below the median. A rank slowed by its own hardware (power
+ * show HIGH GPU busy time. The rank whose own GPU idles (low busy %) is the one whose input is
+ * late (data pipeline, CPU, I/O), and everyone waits for it: the lowest mean busy % is the
+ * straggler when it stands clearly below the median. This is the one place where busy time is
+ * the right measure and SM activity is not: a waiting NCCL kernel leaves the SMs idle on the
+ * waiting ranks too, and would hide who makes them wait. A rank slowed by its own hardware (power
  * cap, thermal slowdown) looks busy like the others; its lowered clocks give it away, so that
  * is the second rule. Otherwise no rank stands out, and the lowest is named as such. */
 void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_straggler_t *out) {
@@ -41,30 +43,30 @@ void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_
   int na = 0, nc = 0, low = -1;
   for (int i = 0; i < n; i++) {
     if (all[i].samples == 0) continue;
-    sm[na++] = all[i].mean_sm;
+    sm[na++] = all[i].mean_busy;
     if (all[i].mean_sm_clock_mhz > 0) clk[nc++] = all[i].mean_sm_clock_mhz;
-    if (low < 0 || all[i].mean_sm < all[low].mean_sm) low = i;
+    if (low < 0 || all[i].mean_busy < all[low].mean_busy) low = i;
   }
   if (na == 0) {
     snprintf(out->reason, sizeof out->reason, "no rank sampled its GPU (monitor off)");
     goto done;
   }
-  out->median_sm = util_median(sm, (size_t)na);
+  out->median_busy = util_median(sm, (size_t)na);
   double med_clk = util_median(clk, (size_t)nc);
   out->index = low;
   if (na == 1) {
-    snprintf(out->reason, sizeof out->reason, "the only rank with samples (mean SM %.1f%%)",
-             all[low].mean_sm);
+    snprintf(out->reason, sizeof out->reason, "the only rank with samples (mean GPU busy %.1f%%)",
+             all[low].mean_busy);
     goto done;
   }
-  double gap = out->median_sm - all[low].mean_sm;
-  if (gap >= STRAGGLER_SM_GAP) {
+  double gap = out->median_busy - all[low].mean_busy;
+  if (gap >= STRAGGLER_BUSY_GAP) {
     out->clear = 1;
     snprintf(out->reason, sizeof out->reason,
-             "mean SM %.1f%% vs %.1f%% median of the ranks: its GPU waits for its input while the "
-             "others wait for it in the collectives - a straggler drags everyone in data "
-             "parallelism%s", all[low].mean_sm, out->median_sm,
-             all[low].mean_sm < sm_threshold ? " (check its data pipeline and host)" : "");
+             "mean GPU busy %.1f%% vs %.1f%% median of the ranks: its GPU waits for its input "
+             "while the others wait for it in the collectives - a straggler drags everyone in "
+             "data parallelism%s", all[low].mean_busy, out->median_busy,
+             all[low].mean_busy < sm_threshold ? " (check its data pipeline and host)" : "");
     goto done;
   }
   /* Second rule: the most throttled rank whose clocks are clearly below the others'. */
@@ -89,9 +91,9 @@ void mon_find_straggler(const mon_stats_t *all, int n, double sm_threshold, mon_
     goto done;
   }
   snprintf(out->reason, sizeof out->reason,
-           "no clear straggler: every rank is within %.0f points of the %.1f%% median SM "
-           "utilisation (this one is the lowest, %.1f%%)", STRAGGLER_SM_GAP, out->median_sm,
-           all[low].mean_sm);
+           "no clear straggler: every rank is within %.0f points of the %.1f%% median GPU busy "
+           "time (this one is the lowest, %.1f%%)", STRAGGLER_BUSY_GAP, out->median_busy,
+           all[low].mean_busy);
 done:
   free(sm);
   free(clk);
@@ -124,8 +126,15 @@ static cJSON *rank_json(const mon_stats_t *s) {
   cJSON_AddBoolToObject(o, "active", s->samples > 0);
   cJSON_AddNumberToObject(o, "samples", (double)s->samples);
   if (s->samples == 0) return o;
-  cJSON_AddNumberToObject(o, "mean_sm", s->mean_sm);
-  cJSON_AddNumberToObject(o, "p5_sm", s->p5_sm);
+  cJSON_AddNumberToObject(o, "mean_busy", s->mean_busy);
+  cJSON_AddNumberToObject(o, "p5_busy", s->p5_busy);
+  if (s->sm_samples) {
+    cJSON_AddNumberToObject(o, "sm_samples", (double)s->sm_samples);
+    cJSON_AddNumberToObject(o, "mean_sm_active", s->mean_sm_active);
+    cJSON_AddNumberToObject(o, "p5_sm_active", s->p5_sm_active);
+    cJSON_AddNumberToObject(o, "mean_sm_occupancy", s->mean_sm_occupancy);
+  }
+  cJSON_AddStringToObject(o, "judged_by", mon_measure_name((mon_measure_t)s->measure));
   cJSON_AddNumberToObject(o, "under_threshold_s", s->low_seconds);
   cJSON_AddBoolToObject(o, "warned", s->warned);
   cJSON_AddNumberToObject(o, "peak_mem_used", (double)s->peak_mem_used);
@@ -146,17 +155,18 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
   mon_straggler_t st;
   mon_find_straggler(all, n, sm_threshold, &st);
   strbuf_t b = STRBUF_INIT;
-  strbuf_printf(&b, "GPU monitor summary (SM threshold %g%%)\n", sm_threshold);
-  strbuf_printf(&b, "%5s  %-16s %4s %8s %9s %7s %21s %6s %5s  %-22s %8s %5s\n", "rank", "host",
-                "gpu", "samples", "mean SM%", "p5 SM%", "peak memory", "max W", "max C",
-                "throttled", "ECC c/u", "XID");
+  strbuf_printf(&b, "GPU monitor summary (threshold %g%% of SM activity where the GPU counts it, "
+                "else of GPU busy time)\n", sm_threshold);
+  strbuf_printf(&b, "%5s  %-16s %4s %8s %9s %7s %8s %21s %6s %5s  %-22s %8s %5s\n", "rank", "host",
+                "gpu", "samples", "mean busy", "p5 busy", "SM act.", "peak memory", "max W",
+                "max C", "throttled", "ECC c/u", "XID");
   for (int i = 0; i < n; i++) {
     const mon_stats_t *s = &all[i];
     if (s->samples == 0) {
       strbuf_printf(&b, "%5d  %-16.16s %4d %8s   monitor off\n", s->rank, s->host, s->gpu, "-");
       continue;
     }
-    char peak[24], total[24], mem[56], thr[80], names[48], ecc[48], xid[40];
+    char peak[24], total[24], mem[56], thr[80], names[48], ecc[48], xid[40], act[24];
     mon_fmt_bytes(s->peak_mem_used, peak, sizeof peak);
     if (s->mem_total) snprintf(mem, sizeof mem, "%s / %s", peak,
                                mon_fmt_bytes(s->mem_total, total, sizeof total));
@@ -171,10 +181,13 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
     if (s->xid_count) snprintf(xid, sizeof xid, "%llu (%d)", (unsigned long long)s->xid_count,
                                s->last_xid);
     else snprintf(xid, sizeof xid, "-");
-    strbuf_printf(&b, "%5d  %-16.16s %4d %8llu %9.1f %7.1f %21s %6.0f %5.0f  %-22.22s %8s %5s%s\n",
-                  s->rank, s->host, s->gpu, (unsigned long long)s->samples, s->mean_sm, s->p5_sm,
-                  mem, s->max_power_w, s->max_temp_c, thr, ecc, xid,
-                  s->mean_sm < sm_threshold ? "  < threshold" : "");
+    if (s->sm_samples) snprintf(act, sizeof act, "%.1f", s->mean_sm_active);
+    else snprintf(act, sizeof act, "-");
+    double judged = s->measure == MON_MEASURE_SM_ACTIVE ? s->mean_sm_active : s->mean_busy;
+    strbuf_printf(&b, "%5d  %-16.16s %4d %8llu %9.1f %7.1f %8s %21s %6.0f %5.0f  %-22.22s %8s %5s%s\n",
+                  s->rank, s->host, s->gpu, (unsigned long long)s->samples, s->mean_busy, s->p5_busy,
+                  act, mem, s->max_power_w, s->max_temp_c, thr, ecc, xid,
+                  judged < sm_threshold ? "  < threshold" : "");
   }
   if (st.index >= 0)
     strbuf_printf(&b, "slowest rank: %d (host %s, GPU %d): %s\n", all[st.index].rank,
@@ -203,8 +216,8 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
     cJSON_AddStringToObject(sg, "host", all[st.index].host);
     cJSON_AddNumberToObject(sg, "gpu", all[st.index].gpu);
     cJSON_AddBoolToObject(sg, "clear", st.clear);
-    cJSON_AddNumberToObject(sg, "mean_sm", all[st.index].mean_sm);
-    cJSON_AddNumberToObject(sg, "median_sm", st.median_sm);
+    cJSON_AddNumberToObject(sg, "mean_busy", all[st.index].mean_busy);
+    cJSON_AddNumberToObject(sg, "median_busy", st.median_busy);
   }
   if (sg) cJSON_AddStringToObject(sg, "reason", st.reason);
   cJSON_DeleteItemFromObjectCaseSensitive(summary, "monitor");

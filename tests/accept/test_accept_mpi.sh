@@ -110,6 +110,25 @@ assert_eq "$(check_status "$T/e.json" busbw)" error "busbw error"
 assert_eq "$(xmllint --xpath 'count(//testcase[starts-with(@name,"busbw[allreduce")]/error)' "$T/e.xml")" 1 "<error> in JUnit"
 pass "allreduce that cannot run: exit 74, <error> in JUnit"
 
+# 6b. Reachability is the start-up's answer: on one node the interface agreement's choice (the
+#     preflight, which probes between nodes, has nothing to prove); [accept] iface is an
+#     expectation on that choice: the interface it chose passes, another fails the run.
+row() { json_get "$1" "[c['$3'] for c in d['checks'] if c['name']=='reachability' and c['subject']=='$2'][0]"; }
+assert_eq "$(row "$T/j.json" preflight status)" skipped "one node: no preflight row to pass"
+assert_grep "$T/j.json" 'one node: no path between nodes to prove' "one node: the reason"
+chosen=$(row "$T/j.json" "interface agreement" value_text | awk '{print $2}')
+[ -n "$chosen" ] || fail "the interface agreement row names no interface"
+conf ifok min_busbw=0.001 iface="$chosen"
+run_mpi 2 "$GPULAUNCH" accept "$T/ifok.conf" --json "$T/ifok.json"
+assert_eq "$RC" 0 "[accept] iface = the start-up's choice ($chosen): exit status"
+assert_eq "$(row "$T/ifok.json" "interface agreement" status)" pass "[accept] iface = $chosen"
+conf ifbad min_busbw=0.001 iface=nosuch0
+run_mpi 2 "$GPULAUNCH" accept "$T/ifbad.conf" --json "$T/ifbad.json"
+assert_eq "$RC" 73 "[accept] iface = nosuch0: exit status"
+assert_eq "$(row "$T/ifbad.json" "interface agreement" status)" fail "[accept] iface = nosuch0"
+assert_grep "$T/ifbad.json" "rank 0 \\(host [^)]*\\) uses $chosen, not nosuch0 as \\[accept\\] iface expects" "the mismatch named"
+pass "reachability: the start-up's interface on one node; [accept] iface checked against it"
+
 # 7. Usage and progress.
 run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --bogus
 assert_eq "$RC" 64 "unknown option"

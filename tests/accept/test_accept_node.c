@@ -2,7 +2,9 @@
  * (GPULAUNCH_TOPOLOGY_DIR): GPU count and model, NIC presence and state, the GPU->NIC distance
  * warning (g4dn.metal: GPUs 0-3 have no NIC on their NUMA node), PCIe link degradation (a copy
  * of a file with one GPU's link cut), NUMA binding against a given CPU set, the NVML checks
- * skipped without NVML and run through the monitor's loader with a stand-in library. */
+ * skipped without NVML and run through the project's NVML loader with the stand-in library of
+ * tests/fake_nvml (argv[1]; the test fails without it): ECC, clocks, temperature, retired pages
+ * and remapped rows, NVLink. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +20,7 @@
 #include "launcher/accept/accept.h"
 
 static const char *g_dir;
-static const char *g_fake_nvml; /* argv[1]: a stand-in libnvidia-ml, or absent */
+static const char *g_fake_nvml; /* argv[1]: tests/fake_nvml's stand-in libnvidia-ml */
 
 static topo_t *load(const char *file) {
   char path[1024];
@@ -273,15 +275,12 @@ static void test_xid_scan(void **state) {
   assert_int_equal(accept_xid_scan("nothing here\n", last, sizeof last), 0);
 }
 
-/* The NVML checks through the monitor's loader with a stand-in library that knows one GPU at
+/* The NVML checks through the project's loader with the stand-in library, which knows one GPU at
  * 0000:3b:00.0 (DGX-2H's GPU0): 61 C, 3 corrected and 0 uncorrected ECC errors, the software
- * power cap active. The topology is marked live for this: the GPUs must be "here" for NVML. */
-static void test_nvml_through_the_monitor_loader(void **state) {
+ * power cap active, no row remapper and no NVLink unless told. The topology is marked live for
+ * this: the GPUs must be "here" for NVML. */
+static void test_nvml_through_the_loader(void **state) {
   (void)state;
-  if (!g_fake_nvml || access(g_fake_nvml, R_OK) != 0) {
-    print_message("no stand-in NVML library given: skipped\n");
-    skip();
-  }
   setenv("GPULAUNCH_NVML_LIB", g_fake_nvml, 1);
   topo_t *t = load("hwloc-nvidia-dgx2h.xml");
   t->live = 1;
@@ -321,6 +320,80 @@ static void test_nvml_through_the_monitor_loader(void **state) {
   unsetenv("GPULAUNCH_NVML_LIB");
 }
 
+/* DGX-2H's GPU0 through the stand-in, with its memory and NVLink health set by the environment;
+ * the check's row for that GPU. */
+static accept_check_t health_row(const char *name, const char *var, const char *value) {
+  setenv("GPULAUNCH_NVML_LIB", g_fake_nvml, 1);
+  if (value) setenv(var, value, 1);
+  topo_t *t = load("hwloc-nvidia-dgx2h.xml");
+  t->live = 1;
+  accept_opts_t o;
+  accept_opts_default(&o);
+  accept_list_t l = {0};
+  accept_node_ctx_t ctx = {t, &o, "node-a", 0, 1};
+  assert_int_equal(accept_nvml_checks(&ctx, &l), 0);
+  int g = -1;
+  for (int i = 0; i < t->ngpus; i++)
+    if (strcmp(t->gpus[i].pci, "0000:3b:00.0") == 0) g = i;
+  char subj[8];
+  snprintf(subj, sizeof subj, "GPU%d", g);
+  const accept_check_t *c = get(&l, name, subj);
+  assert_non_null(c);
+  accept_check_t out = *c;
+  accept_list_free(&l);
+  topo_free(t);
+  unsetenv(var);
+  unsetenv("GPULAUNCH_NVML_LIB");
+  return out;
+}
+
+/* Ampere and later: the row remapper. Remapped rows alone pass (the driver handled them), a
+ * pending remap warns (reset the GPU), a failed one fails (no spare row left). */
+static void test_nvml_remapped_rows(void **state) {
+  (void)state;
+  accept_check_t c = health_row("retired_pages", "FAKE_NVML_REMAP", "2,1,0,0");
+  assert_int_equal(c.status, ACCEPT_PASS);
+  assert_int_equal((int)c.value, 3);
+  assert_non_null(strstr(c.value_text, "3 rows remapped (2 correctable, 1 uncorrectable)"));
+  c = health_row("retired_pages", "FAKE_NVML_REMAP", "0,1,1,0");
+  assert_int_equal(c.status, ACCEPT_WARN);
+  assert_non_null(strstr(c.detail, "pending"));
+  c = health_row("retired_pages", "FAKE_NVML_REMAP", "0,9,0,1");
+  assert_int_equal(c.status, ACCEPT_FAIL);
+  assert_non_null(strstr(c.detail, "remapping failed"));
+}
+
+/* Before Ampere: retired pages, counted by cause (more than fit the loader's buffer is counted
+ * too), and a retirement pending until the next reboot. */
+static void test_nvml_retired_pages(void **state) {
+  (void)state;
+  accept_check_t c = health_row("retired_pages", "FAKE_NVML_RETIRED", "4,300,0");
+  assert_int_equal(c.status, ACCEPT_PASS);
+  assert_non_null(strstr(c.value_text, "304 pages retired (4 single-bit, 300 double-bit)"));
+  c = health_row("retired_pages", "FAKE_NVML_RETIRED", "0,1,1");
+  assert_int_equal(c.status, ACCEPT_WARN);
+  assert_non_null(strstr(c.detail, "pending retirement"));
+}
+
+/* NVLink: every link active passes with the generation; some down fails naming them; none active
+ * warns (a bridge-less PCIe board looks the same as a fabric that is down). */
+static void test_nvml_nvlink(void **state) {
+  (void)state;
+  accept_check_t c = health_row("nvlink", "FAKE_NVML_NVLINK", "1,1,1,1,1,1");
+  assert_int_equal(c.status, ACCEPT_PASS);
+  assert_non_null(strstr(c.value_text, "6 of 6 links active, NVLink 4.0"));
+  c = health_row("nvlink", "FAKE_NVML_NVLINK", "1,1,0,1,0,1");
+  assert_int_equal(c.status, ACCEPT_FAIL);
+  assert_int_equal((int)c.value, 4);
+  assert_non_null(strstr(c.detail, "NVLink(s) 2,4 down"));
+  c = health_row("nvlink", "FAKE_NVML_NVLINK", "0,0");
+  assert_int_equal(c.status, ACCEPT_WARN);
+  assert_non_null(strstr(c.detail, "none of its 2 NVLinks is active"));
+  c = health_row("nvlink", "FAKE_NVML_NVLINK", NULL); /* the driver answers no link at all */
+  assert_int_equal(c.status, ACCEPT_SKIP);
+  assert_non_null(strstr(c.detail, "no NVLink"));
+}
+
 int main(int argc, char **argv) {
   g_dir = getenv("GPULAUNCH_TOPOLOGY_DIR");
   if (!g_dir || access(g_dir, R_OK) != 0) {
@@ -328,6 +401,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   g_fake_nvml = argc > 1 ? argv[1] : NULL;
+  if (!g_fake_nvml || access(g_fake_nvml, R_OK) != 0) {
+    fprintf(stderr, "test_accept_node: the stand-in NVML library (argv[1], tests/fake_nvml) is "
+                    "missing: %s\n", g_fake_nvml ? g_fake_nvml : "not given");
+    return 1;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_g4dn_gpu_without_local_nic_warns),
       cmocka_unit_test(test_pix_nics_pass),
@@ -338,7 +416,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_numa_binding),
       cmocka_unit_test(test_nvml_skipped_without_nvml),
       cmocka_unit_test(test_xid_scan),
-      cmocka_unit_test(test_nvml_through_the_monitor_loader),
+      cmocka_unit_test(test_nvml_through_the_loader),
+      cmocka_unit_test(test_nvml_remapped_rows),
+      cmocka_unit_test(test_nvml_retired_pages),
+      cmocka_unit_test(test_nvml_nvlink),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,12 +4,12 @@
 # shellcheck source=tests/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 if ! command -v nvidia-smi >/dev/null || [[ -z "$(nvidia-smi -L 2>/dev/null)" ]]; then
-  echo "skipped: no GPU here"
+  echo "SKIP: no GPU here"
   exit 77
 fi
 run_one "$GPULAUNCH" bench --backend nccl -b 1M -e 64M -f 4 -n 5 -w 2 --json "$T/g.json"
 if [[ "$RC" == 69 ]]; then
-  echo "skipped: $(cat "$T/err")"
+  echo "SKIP: $(cat "$T/err")"
   exit 77
 fi
 assert_eq "$RC" 0 "exit status"

@@ -20,7 +20,7 @@ log = $T/audit.log
 CONF
 run_mpi 4 "$GPULAUNCH" "$T/mon.conf" --summary "$T/s.json"
 assert_eq "$RC" 0 "exit status"
-n=$(grep -c "SM utilisation stayed under 80%" "$T/err" || true)
+n=$(grep -c "GPU busy stayed under 80%" "$T/err" || true)
 assert_eq "$n" 1 "one low-utilisation warning"
 assert_grep "$T/err" "under 80% for 60 s on rank 2 \(host [^)]*\) GPU 2" "the warning names rank 2"
 assert_grep "$T/out" "^slowest rank: 2 " "summary names the slowest rank"
@@ -42,7 +42,7 @@ replay = $DATA/four_ranks_one_low.jsonl
 CONF
 run_mpi 4 "$GPULAUNCH" "$T/short.conf"
 assert_eq "$RC" 0 "short program: exit status"
-n=$(grep -c "SM utilisation stayed under 80%" "$T/err" || true)
+n=$(grep -c "GPU busy stayed under 80%" "$T/err" || true)
 assert_eq "$n" 1 "short program: one low-utilisation warning"
 assert_grep "$T/out" "^slowest rank: 2 " "short program: summary names the slowest rank"
 pass "a program shorter than the recording: the whole recording is judged"

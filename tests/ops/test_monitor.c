@@ -88,17 +88,21 @@ static void test_one_low_rank_warns_once_and_is_named(void **state) {
   mon_stats_t st[4];
   char *log = replay_all("four_ranks_one_low.jsonl", 4, &o, st);
   /* one warning in all, for rank 2, with the guide's hint (31 low samples over 150 s) */
-  assert_int_equal(count(log, "SM utilisation stayed under"), 1);
-  assert_non_null(strstr(log, "SM utilisation stayed under 80% for 60 s on rank 2 (host h1) GPU 2"));
+  assert_int_equal(count(log, "GPU busy stayed under"), 1);
+  assert_non_null(strstr(log, "GPU busy stayed under 80% for 60 s on rank 2 (host h1) GPU 2"));
+  /* an old recording (its field is "sm"): judged by busy time, and the warning says why */
+  assert_non_null(strstr(log, "this GPU reports no GPM SM activity"));
   assert_non_null(strstr(log, "check the data pipeline (DataLoader workers, pinned memory), the "
                               "batch size, or the parallelism"));
   free(log);
   for (int r = 0; r < 4; r++) assert_int_equal(st[r].samples, 31);
   assert_true(st[2].warned);
   assert_false(st[0].warned || st[1].warned || st[3].warned);
-  assert_true(st[2].mean_sm > 35 && st[2].mean_sm < 60);
-  assert_true(st[0].mean_sm >= 93);
-  assert_true(st[2].p5_sm >= 35 && st[2].p5_sm <= st[2].mean_sm);
+  assert_true(st[2].mean_busy > 35 && st[2].mean_busy < 60);
+  assert_true(st[0].mean_busy >= 93);
+  assert_true(st[2].p5_busy >= 35 && st[2].p5_busy <= st[2].mean_busy);
+  assert_int_equal(st[2].measure, MON_MEASURE_BUSY);
+  assert_int_equal(st[2].sm_samples, 0);
   assert_true(st[2].low_seconds >= 149.0 && st[2].low_seconds <= 150.0);
   assert_int_equal(st[1].peak_mem_used, (uint64_t)(63.0 * 1024 * 1024 * 1024));
 
@@ -110,7 +114,7 @@ static void test_one_low_rank_warns_once_and_is_named(void **state) {
   mon_summary(st, 4, o.sm_threshold, f, sum);
   fclose(f);
   fputs(txt, stdout);
-  assert_non_null(strstr(txt, "slowest rank: 2 (host h1, GPU 2): mean SM"));
+  assert_non_null(strstr(txt, "slowest rank: 2 (host h1, GPU 2): mean GPU busy"));
   assert_non_null(strstr(txt, "a straggler drags everyone"));
   cJSON *sg = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "straggler");
   assert_non_null(sg);
@@ -129,7 +133,7 @@ static void test_all_busy_no_warning(void **state) {
   mon_opts_default(&o);
   mon_stats_t st[4];
   char *log = replay_all("all_busy.jsonl", 4, &o, st);
-  assert_int_equal(count(log, "SM utilisation"), 0);
+  assert_int_equal(count(log, "stayed under"), 0);
   free(log);
   mon_straggler_t s;
   mon_find_straggler(st, 4, o.sm_threshold, &s);
@@ -139,7 +143,7 @@ static void test_all_busy_no_warning(void **state) {
   /* a higher threshold makes the same stream warn: the data can trigger it */
   o.sm_threshold = 99.5;
   log = replay_all("all_busy.jsonl", 4, &o, st);
-  assert_int_equal(count(log, "SM utilisation stayed under"), 4);
+  assert_int_equal(count(log, "GPU busy stayed under"), 4);
   free(log);
 }
 
@@ -149,19 +153,87 @@ static void test_short_dip_does_not_warn(void **state) {
   mon_opts_default(&o); /* window 60 s; the dip lasts 45 s */
   mon_stats_t st[2];
   char *log = replay_all("short_dip.jsonl", 2, &o, st);
-  assert_int_equal(count(log, "SM utilisation stayed under"), 0);
+  assert_int_equal(count(log, "stayed under"), 0);
   /* the truncated line was skipped with one warning per replaying rank, and not counted */
   assert_int_equal(count(log, "not a monitor sample"), 2);
   free(log);
   assert_int_equal(st[1].samples, 31);
   assert_true(st[1].low_seconds >= 45.0 && st[1].low_seconds <= 50.0);
-  assert_true(st[1].p5_sm <= 30.0);
+  assert_true(st[1].p5_busy <= 30.0);
   /* a window shorter than the dip warns, once */
   o.window = 30;
   log = replay_all("short_dip.jsonl", 2, &o, st);
-  assert_int_equal(count(log, "SM utilisation stayed under 80% for 30 s on rank 1"), 1);
-  assert_int_equal(count(log, "SM utilisation stayed under"), 1);
+  assert_int_equal(count(log, "GPU busy stayed under 80% for 30 s on rank 1"), 1);
+  assert_int_equal(count(log, "stayed under"), 1);
   free(log);
+}
+
+/* Issue 11's case: NCCL kernels keep both GPUs 97-99% busy while a fifth of their SMs work. Judged
+ * by GPU busy time nothing would be said; the recording has GPM SM activity (from the second
+ * sample on, as NVML records it), so the warning judges by that, names it, and the summary shows
+ * both measures. */
+static void test_sm_activity_beats_busy_time(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  mon_stats_t st[2];
+  char *log = replay_all("nccl_spin.jsonl", 2, &o, st);
+  assert_int_equal(count(log, "SM activity stayed under 80% for 60 s on rank "), 2);
+  assert_int_equal(count(log, "GPU busy stayed under"), 0);
+  assert_non_null(strstr(log, "measured as GPM SM activity"));
+  free(log);
+  for (int r = 0; r < 2; r++) {
+    assert_true(st[r].warned);
+    assert_int_equal(st[r].measure, MON_MEASURE_SM_ACTIVE);
+    assert_int_equal(st[r].samples, 31);
+    assert_int_equal(st[r].sm_samples, 30);
+    assert_true(st[r].mean_busy >= 97);
+    assert_true(st[r].mean_sm_active >= 18 && st[r].mean_sm_active <= 30);
+    assert_true(st[r].p5_sm_active >= 18 && st[r].p5_sm_active <= st[r].mean_sm_active);
+    assert_true(st[r].mean_sm_occupancy >= 10 && st[r].mean_sm_occupancy <= 22);
+    /* the time under the threshold is the SM activity's: every interval from the second sample */
+    assert_true(st[r].low_seconds >= 144.0 && st[r].low_seconds <= 145.0);
+  }
+  char *txt = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&txt, &len);
+  cJSON *sum = cJSON_CreateObject();
+  mon_summary(st, 2, o.sm_threshold, f, sum);
+  fclose(f);
+  fputs(txt, stdout);
+  assert_non_null(strstr(txt, "< threshold"));
+  cJSON *r0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "ranks"), 0);
+  assert_string_equal(cJSON_GetObjectItem(r0, "judged_by")->valuestring, "SM activity");
+  assert_true(cJSON_GetObjectItem(r0, "mean_sm_active")->valuedouble < 31);
+  assert_true(cJSON_GetObjectItem(r0, "mean_busy")->valuedouble >= 97);
+  cJSON_Delete(sum);
+  free(txt);
+}
+
+/* A line of today's format and one of the first recordings' ("sm" was GPU busy time) read the
+ * same; a line with neither measure nor time is refused. */
+static void test_old_and_new_field_names(void **state) {
+  (void)state;
+  mon_sample_t a, b;
+  assert_int_equal(mon_sample_from_json("{\"t\": 5, \"rank\": 1, \"sm\": 41}", &a), 0);
+  assert_int_equal(mon_sample_from_json("{\"t\": 5, \"rank\": 1, \"busy\": 41}", &b), 0);
+  assert_int_equal(a.have, MON_HAVE_BUSY);
+  assert_int_equal(b.have, MON_HAVE_BUSY);
+  assert_true(a.busy_pct == 41 && b.busy_pct == 41);
+  assert_int_equal(mon_sample_from_json("{\"sm_active\": 12.5, \"sm_occupancy\": 7}", &a), 0);
+  assert_int_equal(a.have, MON_HAVE_SM_ACTIVE);
+  assert_true(a.sm_active_pct == 12.5 && a.sm_occupancy_pct == 7);
+  assert_int_equal(mon_sample_from_json("{\"rank\": 1, \"mem_used\": 5}", &a), GPL_EINVAL);
+  /* what the monitor writes: "busy", never "sm" */
+  b.have |= MON_HAVE_SM_ACTIVE;
+  b.sm_active_pct = 22;
+  b.sm_occupancy_pct = 11;
+  char *line = mon_sample_to_json(&b, "h", 0);
+  assert_non_null(strstr(line, "\"busy\":41"));
+  assert_non_null(strstr(line, "\"sm_active\":22"));
+  assert_non_null(strstr(line, "\"sm_occupancy\":11"));
+  assert_null(strstr(line, "\"sm\":"));
+  free(line);
 }
 
 static void test_throttled_rank_is_the_straggler(void **state) {
@@ -170,7 +242,7 @@ static void test_throttled_rank_is_the_straggler(void **state) {
   mon_opts_default(&o);
   mon_stats_t st[4];
   char *log = replay_all("throttled.jsonl", 4, &o, st);
-  assert_int_equal(count(log, "SM utilisation stayed under"), 0);
+  assert_int_equal(count(log, "stayed under"), 0);
   assert_int_equal(count(log, "XID 13 on rank 3"), 1);
   free(log);
   assert_int_equal(st[3].xid_count, 1);
@@ -205,7 +277,7 @@ static void test_nvml_absent_monitor_off_one_message(void **state) {
   char *log = cap_end();
   assert_int_equal(count(log, "\n"), 1);
   assert_non_null(strstr(log, "GPU monitor off on rank 5 (host h9) GPU 1: no NVIDIA driver "
-                              "(/nonexistent/libnvidia-ml.so.1 not found); SM utilisation is not "
+                              "(/nonexistent/libnvidia-ml.so.1 not found); GPU utilisation is not "
                               "sampled"));
   free(log);
   assert_int_equal(st.samples, 0);
@@ -254,7 +326,7 @@ static void test_metrics_round_trip(void **state) {
       assert_int_equal(b->ops->read(b, &y), 0);
       assert_true(x.t == y.t);
       assert_int_equal(x.have, y.have);
-      assert_true(x.sm_pct == y.sm_pct && x.power_w == y.power_w && x.temp_c == y.temp_c);
+      assert_true(x.busy_pct == y.busy_pct && x.power_w == y.power_w && x.temp_c == y.temp_c);
       assert_true(x.mem_used == y.mem_used && x.mem_total == y.mem_total);
       assert_int_equal(x.sm_clock_mhz, y.sm_clock_mhz);
       assert_true(x.throttle == y.throttle && x.ecc_corrected == y.ecc_corrected);
@@ -276,7 +348,7 @@ static void test_metrics_round_trip(void **state) {
     mon_stats(m, &second[r]);
     mon_destroy(m);
     assert_int_equal(first[r].samples, second[r].samples);
-    assert_true(first[r].mean_sm == second[r].mean_sm && first[r].p5_sm == second[r].p5_sm);
+    assert_true(first[r].mean_busy == second[r].mean_busy && first[r].p5_busy == second[r].p5_busy);
     assert_true(first[r].peak_mem_used == second[r].peak_mem_used);
     assert_true(first[r].throttle_samples == second[r].throttle_samples);
     assert_true(first[r].xid_count == second[r].xid_count);
@@ -351,7 +423,7 @@ static void test_prometheus_file_well_formed(void **state) {
   size_t n;
   assert_int_equal(util_read_file(path, &txt, &n), 0);
   check_prom(txt, "host=\"we\\\"ird\\\\h\"");
-  assert_non_null(strstr(txt, "gpulaunch_gpu_sm_utilization_percent{rank=\"2\""));
+  assert_non_null(strstr(txt, "gpulaunch_gpu_busy_percent{rank=\"2\""));
   assert_non_null(strstr(txt, "gpulaunch_gpu_memory_total_bytes{"));
   free(txt);
   /* written atomically: no temporary file left beside it */
@@ -491,6 +563,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_one_low_rank_warns_once_and_is_named),
       cmocka_unit_test(test_all_busy_no_warning),
       cmocka_unit_test(test_short_dip_does_not_warn),
+      cmocka_unit_test(test_sm_activity_beats_busy_time),
+      cmocka_unit_test(test_old_and_new_field_names),
       cmocka_unit_test(test_throttled_rank_is_the_straggler),
       cmocka_unit_test(test_nvml_absent_monitor_off_one_message),
       cmocka_unit_test(test_metrics_round_trip),

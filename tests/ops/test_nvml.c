@@ -1,18 +1,23 @@
-/* NVML source tests against a stand-in libnvidia-ml (fake_nvml.c): loading by name, device lookup,
- * field mapping, NOT_SUPPORTED fields, XID events, init failure, reference-counted shutdown. */
+/* The monitor's NVML source over the stand-in libnvidia-ml (tests/fake_nvml): loading by name,
+ * device lookup, field mapping, NOT_SUPPORTED fields, XID events, init failure, reference-counted
+ * shutdown, GPM SM activity between readings and the warning that judges by it. */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/log.h"
 #include "gpulaunch/error.h"
+#include "common/util.h"
 #include "launcher/ops/monitor.h"
+#include "topology/nvml.h"
 
 static const char *g_lib;
 static int (*fake_count)(const char *);
@@ -27,9 +32,10 @@ static void test_sample_fields(void **state) {
     memset(&s[i], 0, sizeof s[i]);
     assert_int_equal(src->ops->read(src, &s[i]), 0);
   }
-  assert_true(s[0].sm_pct == 91 && s[1].sm_pct == 12 && s[2].sm_pct == 77);
+  assert_true(s[0].busy_pct == 91 && s[1].busy_pct == 12 && s[2].busy_pct == 77);
   assert_true(s[0].mem_util_pct == 33);
-  assert_true(s[0].have & MON_HAVE_SM && s[0].have & MON_HAVE_MEM && s[0].have & MON_HAVE_POWER);
+  assert_true(s[0].have & MON_HAVE_BUSY && s[0].have & MON_HAVE_MEM && s[0].have & MON_HAVE_POWER);
+  assert_false(s[1].have & MON_HAVE_SM_ACTIVE); /* no GPM on this "GPU" */
   assert_true(s[0].have & MON_HAVE_TEMP && s[0].have & MON_HAVE_CLOCKS);
   assert_true(s[0].have & MON_HAVE_THROTTLE && s[0].have & MON_HAVE_ECC);
   assert_false(s[0].have & MON_HAVE_PCIE); /* NOT_SUPPORTED: left out */
@@ -107,10 +113,79 @@ static void test_monitor_over_nvml_and_versions(void **state) {
   mon_destroy(m);
   char nvml[64], drv[64];
   int cuda = 0;
-  assert_int_equal(mon_nvml_versions(nvml, sizeof nvml, drv, sizeof drv, &cuda), 0);
+  assert_int_equal(nvml_versions(nvml, sizeof nvml, drv, sizeof drv, &cuda), 0);
   assert_string_equal(nvml, "12.550.54.15");
   assert_string_equal(drv, "550.54.15");
   assert_int_equal(cuda, 12040);
+}
+
+/* GPM: the first reading only starts an interval; each later one has the SM activity of the
+ * interval that ends with it (the fake answers 35, 20, 45 % by sample number); the buffers are
+ * freed with the source. The monitor then judges by SM activity and says so. */
+static void test_gpm_sm_activity(void **state) {
+  (void)state;
+  setenv("FAKE_NVML_GPM", "1", 1);
+  static const double sm[] = {35, 20, 45};
+  mon_source_t *src = NULL;
+  char why[256];
+  assert_int_equal(mon_nvml_open("0000:3b:00.0", -1, &src, why, sizeof why), 0);
+  assert_int_equal(fake_count("gpm_allocated"), 2);
+  int seq0 = fake_count("gpm_samples");
+  mon_sample_t s[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&s[i], 0, sizeof s[i]);
+    assert_int_equal(src->ops->read(src, &s[i]), 0);
+  }
+  assert_false(s[0].have & MON_HAVE_SM_ACTIVE);
+  for (int i = 1; i < 3; i++) {
+    assert_true(s[i].have & MON_HAVE_SM_ACTIVE);
+    assert_true(s[i].have & MON_HAVE_BUSY); /* both measures, side by side */
+    assert_true(s[i].sm_active_pct == sm[(seq0 + 1 + i) % 3]);
+    assert_true(s[i].sm_occupancy_pct == sm[(seq0 + 1 + i) % 3] - 10);
+  }
+  assert_int_equal(fake_count("gpm_samples"), seq0 + 3);
+  src->ops->close(src);
+  assert_int_equal(fake_count("gpm_allocated"), 0);
+
+  /* Issue 11's case: the GPU is 95 % busy (by NVML's count) and at most 45 % of its SMs work. The
+   * warning judges by SM activity and names it; judged by busy time it would stay quiet. */
+  setenv("FAKE_NVML_BUSY", "95", 1);
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.sm_threshold = 50;
+  o.window = 0;
+  monitor_t *m = NULL;
+  char cap[] = "/tmp/gpl-ops-nvml-XXXXXX";
+  int fd = mkstemp(cap);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  close(fd);
+  assert_int_equal(mon_create(&m, &o, 3, "gpm-node", 0, "0000:3b:00.0"), 0);
+  for (int i = 0; i < 4; i++) assert_int_equal(mon_tick(m), 0);
+  mon_stats_t st;
+  mon_stats(m, &st);
+  mon_destroy(m);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char *log = NULL;
+  size_t len = 0;
+  assert_int_equal(util_read_file(cap, &log, &len), 0);
+  unlink(cap);
+  fputs(log, stderr);
+  assert_non_null(strstr(log, "SM activity stayed under 50% for 0 s on rank 3 (host gpm-node) GPU 0"));
+  assert_non_null(strstr(log, "measured as GPM SM activity"));
+  assert_null(strstr(log, "GPU busy stayed under"));
+  free(log);
+  assert_true(st.warned);
+  assert_int_equal(st.measure, MON_MEASURE_SM_ACTIVE);
+  assert_int_equal(st.samples, 4);
+  assert_int_equal(st.sm_samples, 3);
+  assert_true(st.mean_sm_active >= 20 && st.mean_sm_active <= 45);
+  unsetenv("FAKE_NVML_GPM");
+  unsetenv("FAKE_NVML_BUSY");
 }
 
 static void test_gpu_lost(void **state) {
@@ -144,6 +219,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unknown_device_and_refcount),
       cmocka_unit_test(test_init_failure_means_off),
       cmocka_unit_test(test_monitor_over_nvml_and_versions),
+      cmocka_unit_test(test_gpm_sm_activity),
       cmocka_unit_test(test_gpu_lost),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

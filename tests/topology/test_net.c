@@ -349,7 +349,7 @@ static void test_pick_nearest_gpu(void **state) {
   char path[1024];
   snprintf(path, sizeof path, "%s/hwloc-juwels-booster-jwb0001.xml", dir ? dir : "tests/data/topologies");
   topo_t *t = NULL;
-  if (topo_load(&t, path) < 0) skip();
+  assert_int_equal(topo_load(&t, path), 0); /* a file of the tree: it must load */
   plan_opts_t o;
   plan_opts_default(&o);
   plan_t *p = NULL;

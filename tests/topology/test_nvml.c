@@ -12,7 +12,7 @@
 
 #include "common/log.h"
 #include "gpulaunch/error.h"
-#include "topology/nvmlx.h"
+#include "topology/nvml.h"
 #include "topology/plan.h"
 #include "topology/topo.h"
 
@@ -20,8 +20,8 @@ static void test_gpus_only_nvml_knows(void **state) {
   (void)state;
   /* This machine has no NVIDIA PCI device: both GPUs come from NVML, in bus order. */
   setenv("FAKE_NVML_GPUS", "00000000:00:1f.0|Fake B200|GPU-2222;00000000:00:1e.0|Fake H200|GPU-1111", 1);
-  nvmlx_gpu_t *v = NULL;
-  assert_int_equal(nvmlx_list(&v), 2);
+  nvml_gpu_t *v = NULL;
+  assert_int_equal(nvml_list(&v), 2);
   assert_string_equal(v[0].pci, "0000:00:1f.0");
   assert_string_equal(v[1].name, "Fake H200");
   free(v);
@@ -86,16 +86,16 @@ static void test_container_sees_fewer(void **state) {
 
 static void test_nvml_failing_is_quiet(void **state) {
   (void)state;
-  setenv("FAKE_NVML_FAIL", "1", 1);
-  nvmlx_gpu_t *v = (nvmlx_gpu_t *)1;
-  assert_int_equal(nvmlx_list(&v), 0);
+  setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+  nvml_gpu_t *v = (nvml_gpu_t *)1;
+  assert_int_equal(nvml_list(&v), 0);
   assert_null(v);
   topo_t *t = NULL;
   assert_int_equal(topo_load(&t, NULL), 0);
   assert_false(t->nvml);
   assert_int_equal(t->ngpus, 0);
   topo_free(t);
-  unsetenv("FAKE_NVML_FAIL");
+  unsetenv("FAKE_NVML_INIT_FAIL");
 }
 
 int main(void) {

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Writes the recorded monitor sample streams used by tests/ops (JSON lines, the --metrics format).
 
-Deterministic (no randomness): rerun to regenerate after a format change.
-  four_ranks_one_low.jsonl  4 ranks, 5 s interval, 150 s; rank 2 held at 35-60% SM, others 93-99%
-  all_busy.jsonl            4 ranks, every sample >= 82% SM
+Deterministic (no randomness): rerun to regenerate after a format change. The first four are in
+the format of the first recordings, where GPU busy time was called "sm": they must keep replaying.
+  four_ranks_one_low.jsonl  4 ranks, 5 s interval, 150 s; rank 2 held at 35-60% busy, others 93-99%
+  all_busy.jsonl            4 ranks, every sample >= 82% busy
   short_dip.jsonl           2 ranks; rank 1 under 80% from t=40 to t=85 (45 s < 60 s window),
                             plus one truncated line that the replay must skip
-  throttled.jsonl           4 ranks all ~97% SM; rank 3 power-capped (clock 1410 MHz) half the time,
+  throttled.jsonl           4 ranks all ~97% busy; rank 3 power-capped (clock 1410 MHz) half the time,
                             one XID 13 and two new corrected ECC errors on rank 3
+  nccl_spin.jsonl           today's format ("busy", GPM "sm_active"/"sm_occupancy"): 2 ranks whose
+                            GPUs are 97-99% busy (NCCL kernels spinning) while 18-30% of their SMs
+                            work; as NVML records it, each rank's first sample has no GPM reading
 """
 import json
 import os
@@ -70,6 +74,19 @@ def short_dip():
     return out
 
 
+def nccl_spin():
+    out = []
+    for i in range(31):
+        for r in range(2):
+            s = sample(5.0 * i, r, 97 + (i + r) % 3, 40, host="h1")
+            s["busy"] = s.pop("sm")
+            if i > 0:
+                s["sm_active"] = 18 + (i * 7 + r) % 13  # 18..30
+                s["sm_occupancy"] = s["sm_active"] - 8
+            out.append(s)
+    return out
+
+
 def throttled():
     out = []
     for i in range(31):
@@ -90,3 +107,4 @@ if __name__ == "__main__":
     write("all_busy.jsonl", all_busy())
     write("short_dip.jsonl", short_dip())
     write("throttled.jsonl", throttled())
+    write("nccl_spin.jsonl", nccl_spin())
