@@ -102,6 +102,7 @@ static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *re
   cJSON_AddNumberToObject(run, "attempts", res->attempts);
   cJSON_AddNumberToObject(run, "seconds", res->seconds);
   cJSON_AddBoolToObject(run, "preempted", res->preempted);
+  cJSON_AddBoolToObject(run, "cancelled", res->cancelled);
   if (res->failed_rank >= 0) {
     cJSON *rc = cJSON_AddObjectToObject(run, "root_cause");
     cJSON_AddNumberToObject(rc, "rank", res->failed_rank);

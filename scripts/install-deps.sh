@@ -13,6 +13,8 @@ pkgs=(
   patchelf
   # A real PyTorch client in the tests (tests/torch): Debian's build, for /usr/bin/python3.
   python3-torch
+  # a real one-machine Slurm for the slurm tests (scripts/slurm/cluster); runtime packages only
+  munge slurmctld slurmd slurm-client
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.

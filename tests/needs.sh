@@ -20,6 +20,9 @@
 #   cuobjdump the CUDA toolkit's cuobjdump (on PATH or in /usr/local/cuda/bin)
 #   nvdisasm  cuobjdump and the nvdisasm it needs to disassemble (on PATH or beside it)
 #   torch     a Python with PyTorch's torch.distributed (/usr/bin/python3 or python3)
+#   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
+#             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
+#             scontrol, mpi_pmix.so)
 set -uo pipefail
 needs=${1:?usage: needs.sh NEED[,NEED...] -- COMMAND [ARGS...]}
 shift
@@ -92,6 +95,14 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       done
       why="no Python with torch.distributed"
       return 1 ;;
+    slurm)
+      probe_netns || return 1
+      local t
+      for t in munged mungekey slurmctld slurmd srun sbatch scontrol; do
+        command -v "$t" >/dev/null || { why="no $t (scripts/install-deps.sh installs Slurm)"; return 1; }
+      done
+      ls /usr/lib/*/slurm-wlm/mpi_pmix.so /usr/lib*/slurm/mpi_pmix.so >/dev/null 2>&1 ||
+        { why="no Slurm PMIx plugin (mpi_pmix.so)"; return 1; } ;;
     *) echo "needs.sh: unknown need '$1'" >&2; exit 2 ;;
   esac
 }

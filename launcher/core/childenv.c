@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "common/util.h"
+#include "launcher/core/slurm.h"
 
 extern char **environ;
 
@@ -19,7 +20,7 @@ static int is_mpi_runtime_var(const char *kv) {
                                          "HYDRA_", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
   for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
     if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
-  return 0;
+  return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 
 typedef struct kv_s {
@@ -77,6 +78,8 @@ int childenv_add(childenv_t *ce, const char *key, const char *value) {
   return rc;
 }
 
+static int set_kv(void *kv, const char *key, const char *value) { return kv_set(kv, key, value); }
+
 /* Fill kv with gpulaunch's own variables (not the inherited ones). */
 static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherited) {
   const job_t *j = ce->job;
@@ -102,6 +105,8 @@ static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherit
   CHECK(kv_set(kv, "GPULAUNCH_RUN_ID", ce->run_id));
   const char *ckpt = ce->conf ? conf_str(ce->conf, "job", "checkpoint_dir") : "";
   if (ckpt && *ckpt) CHECK(kv_set(kv, "GPULAUNCH_CHECKPOINT_DIR", ckpt));
+  /* Inside a Slurm job: SLURM_PROCID and the others describe this rank, not mpirun's daemon. */
+  CHECK(slurm_child_env(j, set_kv, kv));
   for (int i = 0; i < ce->nplan_env; i++) {
     char *eq = strchr(ce->plan_env[i], '=');
     if (!eq) continue;

@@ -13,11 +13,13 @@ static const conf_key_t g_schema[] = {
     {"job", "restarts", CONF_INT, "0", NULL, 0, 1000,
      "times all ranks' programs are restarted together after a failure"},
     {"job", "grace", CONF_DURATION, "10s", NULL, 0, 0,
-     "after a forwarded SIGTERM/SIGINT (or the preempt signal), time before SIGKILL"},
+     "after SIGTERM/SIGINT (or the preempt signal), time before SIGKILL; keep it below "
+     "Slurm's KillWait/GraceTime"},
     {"job", "stop_timeout", CONF_DURATION, "1s", NULL, 0, 0,
      "when another rank failed, time between SIGTERM and SIGKILL of this rank's program"},
     {"job", "preempt_signal", CONF_SIGNAL, "SIGTERM", NULL, 0, 0,
-     "signal every program gets when the job receives SIGTERM (to write a checkpoint)"},
+     "signal every program gets when the job receives SIGTERM (to write a checkpoint); a "
+     "SIGTERM Slurm sends a step reaches the program itself instead"},
     {"job", "prefix", CONF_ENUM, "host:rank", "host:rank|rank|none", 0, 0,
      "prefix of each output line of the program"},
     {"job", "output", CONF_ENUM, "rank0", "rank0|local", 0, 0,

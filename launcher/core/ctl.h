@@ -36,7 +36,9 @@ enum {
   CTL_F_SPAWN_FAILED = 4,  /* it could not be started */
   CTL_F_USE_GRACE = 8,     /* CTL_STOP: wait the grace period (preemption), not stop_timeout */
   CTL_F_PREEMPTED = 16,    /* CTL_EXIT: the job was preempted (SIGTERM) */
-  CTL_F_INTERRUPTED = 32   /* CTL_EXIT: the job was interrupted (SIGINT) */
+  CTL_F_INTERRUPTED = 32,  /* CTL_EXIT: the job was interrupted (SIGINT) */
+  CTL_F_BY_RM = 64,        /* CTL_EV_SIGNAL, CTL_STOP: Slurm sent the signal to every program */
+  CTL_F_CANCELLED = 128    /* CTL_EXIT: Slurm cancelled the job (scancel): not a preemption */
 };
 
 typedef struct ctl_s {

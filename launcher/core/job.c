@@ -12,6 +12,7 @@
 #include "common/util.h"
 #include "common/watchdog.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/slurm.h"
 
 
 int job_env_rank(void) {
@@ -72,6 +73,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
+  slurm_check_launch(); /* srun without PMIx: one line saying what to pass, instead of MPI_Init's */
   if (!job->under_launcher) return job_init_alone(job);
 
   /* Every step below is bounded: exchanges of our own have deadlines that name the missing

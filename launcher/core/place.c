@@ -260,10 +260,11 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   if (!L->job) return rc;
   rc = job_agree(L->job, rc, "start-up (placement)");
   if (rc < 0) return rc;
-  if (L->job->local_size > 1) {
-    rc = job_agree(L->job, check_node_uniform(L, ce, out), "start-up (node-wide values)");
-    if (rc < 0) return rc;
-  }
+  /* The check is the node's, the agreement everyone's: nodes may have different rank counts
+   * (sbatch -n 3 on two nodes), and a node of one rank must still join the agreement. */
+  rc = job_agree(L->job, L->job->local_size > 1 ? check_node_uniform(L, ce, out) : GPL_OK,
+                 "start-up (node-wide values)");
+  if (rc < 0) return rc;
   return place_network(L, ce, out);
 }
 

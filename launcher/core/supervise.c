@@ -20,6 +20,8 @@
 #include "launcher/core/exitcode.h"
 #include "launcher/core/liveness.h"
 #include "launcher/core/output.h"
+#include "launcher/core/sigorigin.h"
+#include "launcher/core/slurm.h"
 
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
@@ -28,6 +30,10 @@
 #define STOP_MARGIN_S 5.0    /* coordinator: extra time for ranks to report a stop */
 #define FWD_CHUNK (64 << 10) /* forwarded output is sent in messages of up to this size */
 #define FWD_MAX_INFLIGHT (8u << 20) /* stop reading the program's pipes above this */
+#define RELAY_S 2.0          /* a signal again from elsewhere this soon after Slurm delivered it
+                              * to the whole step is its relayed copy (mpirun, a batch script) */
+#define RM_WAIT_MS 1000      /* a stop for a signal Slurm sent the step: wait this long for it */
+#define QUERY_S 3.0          /* the longest wait for Slurm's reason (scontrol) */
 
 enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
 static const int g_signals[NSIGS] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
@@ -42,7 +48,16 @@ typedef struct co_s {
   double deadline;  /* all ranks must have reported the stop by then */
   int preempt, interrupt;
   int finished;
+  int sig;          /* first terminating signal reported (SIGTERM, SIGINT), 0: none */
+  int sig_by_rm;    /* ... which Slurm delivered to every program of the step itself */
+  double sig_t0;
+  char *sig_seen;   /* per rank: reported that signal */
+  int verdict;      /* 0 undecided, else VERDICT_* (why the job stops) */
+  int finish_pending; /* every rank stopped, the verdict still waits for Slurm */
+  slurm_end_t end;  /* Slurm's reason, when asked */
 } co_t;
+
+enum { VERDICT_PREEMPTED = 1, VERDICT_CANCELLED, VERDICT_INTERRUPTED };
 
 typedef struct sup_s {
   uv_loop_t loop;
@@ -53,12 +68,16 @@ typedef struct sup_s {
   uv_process_t proc;
   uv_pipe_t pipes[2];
   uv_signal_t sigs[NSIGS];
-  uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer;
+  uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer, rm_timer;
   int open_handles;     /* process + pipes still open in this attempt */
   int attempt;
   int spawned, running, exited, reported, stop_requested, spawn_failed;
   int sig_received;     /* SIGTERM or SIGINT received by gpulaunch */
-  int forwarded;        /* a terminating signal was sent to the program */
+  int forwarded;        /* a terminating signal was sent to the program (or Slurm sent it) */
+  int sig_by_rm;        /* sig_received came from Slurm, to the program as well */
+  double rm_sig_at[NSIGS]; /* when Slurm last delivered each signal to the step */
+  int stop_signo;       /* a stop waiting for Slurm's own signal (rm_timer) */
+  double stop_grace;
   int pending_start;    /* a START arrived while handles were still closing */
   int64_t status;
   int term_signal;
@@ -387,34 +406,88 @@ static void spawn(sup_t *s) {
 
 /* ---- signals received by gpulaunch ---- */
 
+static int sig_index(int signum) {
+  for (int i = 0; i < NSIGS; i++)
+    if (g_signals[i] == signum) return i;
+  return 0;
+}
+
+/* Deliver a stop signal to the program, once, and SIGKILL it after grace seconds. */
+static void deliver_stop(sup_t *s, int sig, double grace, int by_rm) {
+  uv_timer_stop(&s->rm_timer);
+  if (s->forwarded || !s->running) return;
+  if (!by_rm) kill_group(s, sig);
+  s->forwarded = 1;
+  uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(grace * 1000), 0);
+}
+
+/* A stop the coordinator asked for because Slurm signalled the step: this rank's program gets
+ * Slurm's signal itself, any moment now; if it did not come, gpulaunch delivers the stop. */
+static void on_rm_wait(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  if (s->forwarded || !s->running) return;
+  LOG_INFO(SUP, "Slurm's signal did not reach this rank; sending %s to the program",
+           util_signal_name(s->stop_signo));
+  deliver_stop(s, s->stop_signo, GPL_MAX(0.0, s->stop_grace - RM_WAIT_MS / 1000.0), 0);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   sup_t *s = h->loop->data;
+  sigorigin_t from;
+  sigorigin_get(signum, &from);
+  double now = util_now();
+  int i = sig_index(signum);
+  /* Under srun Slurm signals every process of the step, the program included: delivering the
+   * signal again would give the program two. A copy relayed right after (mpirun's daemon, a batch
+   * script's trap) is the same signal. */
+  int by_rm = slurm_signal_reached_program(&from);
+  int relayed = !by_rm && s->rm_sig_at[i] > 0 && now - s->rm_sig_at[i] < RELAY_S;
+  if (by_rm) s->rm_sig_at[i] = now;
+  LOG_INFO(SUP, "%s from pid %d (%s)%s", util_signal_name(signum), (int)from.pid,
+           from.comm[0] ? from.comm : "?", by_rm ? ": Slurm signalled the whole step" :
+           relayed ? ": a copy of the one Slurm delivered" : "");
   if (signum == SIGUSR1 || signum == SIGUSR2) {
+    if (by_rm || relayed) {
+      LOG_INFO(SUP, "%s reached the program from Slurm: not forwarded again", util_signal_name(signum));
+      return;
+    }
     LOG_INFO(SUP, "forwarding %s to the program", util_signal_name(signum));
     if (s->running) kill_group(s, signum);
     return;
   }
   if (s->sig_received) {
-    /* A second SIGTERM/SIGINT: do not wait any longer. */
-    if (s->running) kill_group(s, SIGKILL);
+    /* A second SIGINT from a person (Ctrl-C twice): do not wait any longer. Repeated SIGTERMs
+     * (Slurm sends two at a time limit; mpirun and Slurm both send one) keep the grace. */
+    if (signum == SIGINT && s->sig_received == SIGINT && !by_rm && !relayed && s->running)
+      kill_group(s, SIGKILL);
+    if (by_rm && s->running && !s->forwarded) deliver_stop(s, signum, s->o->grace, 1);
     return;
   }
   s->sig_received = signum;
+  s->sig_by_rm = by_rm || relayed;
   int fwd = signum == SIGTERM ? s->o->preempt_signal : signum;
-  /* Said at once: under mpirun the launcher's own SIGKILL may follow within a second. */
-  if (s->job->rank == 0 && signum == SIGTERM)
-    fprintf(stderr, "gpulaunch: SIGTERM received: job preempted; every program gets %s now, "
-            "SIGKILL after %.0f s\n", util_signal_name(fwd), s->o->grace);
-  else if (s->job->rank == 0)
-    fprintf(stderr, "gpulaunch: %s received: stopping the job\n", util_signal_name(signum));
-  if (s->running) {
-    LOG_INFO(SUP, "%s received: sending %s to the program, SIGKILL in %.1f s", util_signal_name(signum),
-             util_signal_name(fwd), s->o->grace);
-    kill_group(s, fwd);
-    s->forwarded = 1;
-    uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(s->o->grace * 1000), 0);
+  /* Said at once: under mpirun the launcher's own SIGKILL may follow within a second. Why the job
+   * stops (preemption, a cancel, a rank that died) is said once the coordinator knows. */
+  if (s->job->rank == 0) {
+    if (s->sig_by_rm)
+      fprintf(stderr, "gpulaunch: %s from Slurm, which sent it to every program of the step: "
+              "stopping the job; SIGKILL after %.0f s\n", util_signal_name(signum), s->o->grace);
+    else
+      fprintf(stderr, "gpulaunch: %s received: stopping the job; every program gets %s now, "
+              "SIGKILL after %.0f s\n", util_signal_name(signum), util_signal_name(fwd), s->o->grace);
+    if (s->sig_by_rm && fwd != signum)
+      fprintf(stderr, "gpulaunch: [job] preempt_signal = %s is not sent on top of Slurm's %s; to "
+              "have Slurm send it: sbatch --signal=%s@SECONDS, scancel --signal=%s\n",
+              util_signal_name(fwd), util_signal_name(signum), util_signal_name(fwd) + 3,
+              util_signal_name(fwd) + 3);
   }
-  send_event(s, CTL_EV_SIGNAL, 0);
+  if (s->running) {
+    LOG_INFO(SUP, "%s received: %s, SIGKILL in %.1f s", util_signal_name(signum),
+             s->sig_by_rm ? "the program got it from Slurm" : "sending the program the stop signal",
+             s->o->grace);
+    deliver_stop(s, fwd, s->o->grace, s->sig_by_rm);
+  }
+  send_event(s, CTL_EV_SIGNAL, s->sig_by_rm ? CTL_F_BY_RM : 0);
 }
 
 /* ---- coordinator (rank 0) ---- */
@@ -469,32 +542,69 @@ static void co_broadcast(sup_t *s, int type, int signo, int flags, int code) {
       m.type = CTL_EXIT;
       m.code = code;
     }
-    if (s->co.preempt) m.flags |= CTL_F_PREEMPTED;
-    if (s->co.interrupt) m.flags |= CTL_F_INTERRUPTED;
+    if (s->co.verdict == VERDICT_PREEMPTED) m.flags |= CTL_F_PREEMPTED;
+    if (s->co.verdict == VERDICT_INTERRUPTED) m.flags |= CTL_F_INTERRUPTED;
+    if (s->co.verdict == VERDICT_CANCELLED) m.flags |= CTL_F_CANCELLED;
   }
   ctl_broadcast(&s->ctl, &m);
 }
 
-static void co_stop_all(sup_t *s, int signo, int use_grace) {
+static void co_stop_all(sup_t *s, int signo, int flags) {
   s->co.failing = 1;
-  double t = use_grace ? s->o->grace : s->o->stop_timeout;
+  double t = (flags & CTL_F_USE_GRACE) ? s->o->grace : s->o->stop_timeout;
   s->co.deadline = util_now() + t + STOP_MARGIN_S;
-  co_broadcast(s, CTL_STOP, signo, use_grace ? CTL_F_USE_GRACE : 0, 0);
+  co_broadcast(s, CTL_STOP, signo, flags, 0);
+}
+
+/* Why the job stops after a SIGTERM/SIGINT, said once it is known: every rank has been heard
+ * from (a rank that never reports may be gone, and then it is not a preemption: mpirun tears a
+ * job down with SIGTERM when a rank died), and under Slurm, Slurm's own reason is in (a user's
+ * scancel is not a preemption). 1 when decided. */
+static int co_verdict(sup_t *s) {
+  co_t *co = &s->co;
+  if (co->verdict) return 1;
+  if (!co->sig || co->have_cause) return 0;
+  for (int r = 0; r < s->job->size; r++)
+    if (!co->sig_seen[r] && !co->down[r]) return 0;
+  if (!slurm_end_query_done(&co->end) && util_now() - co->sig_t0 < QUERY_S) return 0;
+  const char *from = co->sig_by_rm ? " from Slurm" : " received";
+  const char *why = slurm_end_describe(co->end);
+  if (co->sig == SIGINT) {
+    co->verdict = VERDICT_INTERRUPTED;
+    fprintf(stderr, "gpulaunch: job interrupted by SIGINT%s; every program is stopped (exit status %d)\n",
+            co->sig_by_rm ? " (from Slurm: srun's Ctrl-C)" : "", 128 + SIGINT);
+  } else if (slurm_end_is_preemption(co->end)) {
+    co->verdict = VERDICT_PREEMPTED;
+    if (co->sig_by_rm)
+      fprintf(stderr, "gpulaunch: job preempted: SIGTERM%s%s%s; every program got SIGTERM from "
+              "Slurm and is stopped within %.0f s (exit status %d: requeue the job)\n", from,
+              *why ? ": " : "", why, s->o->grace, GPL_EXIT_PREEMPTED);
+    else
+      fprintf(stderr, "gpulaunch: job preempted: SIGTERM%s%s%s; every program got %s and is "
+              "stopped within %.0f s (exit status %d: requeue the job)\n", from, *why ? ": " : "",
+              why, util_signal_name(s->o->preempt_signal), s->o->grace, GPL_EXIT_PREEMPTED);
+  } else {
+    co->verdict = VERDICT_CANCELLED;
+    fprintf(stderr, "gpulaunch: job cancelled, not preempted: SIGTERM%s: %s; every program is "
+            "stopped (exit status %d; nothing to requeue)\n", from, why, 128 + SIGTERM);
+  }
+  return 1;
 }
 
 static void co_finish_attempt(sup_t *s) {
   co_t *co = &s->co;
   int size = s->job->size;
   char what[1400];
-  if (co->preempt || co->interrupt) {
+  if (co->sig && !co->have_cause) {
+    if (!co_verdict(s)) {
+      co->finish_pending = 1; /* Slurm's reason is still on its way (on_poll tries again) */
+      return;
+    }
+    co->finish_pending = 0;
     co->finished = 1;
-    int code = co->preempt ? GPL_EXIT_PREEMPTED : 128 + SIGINT;
-    if (co->preempt)
-      fprintf(stderr, "gpulaunch: job preempted: SIGTERM received; every program got %s and "
-              "was stopped (exit status %d: requeue the job)\n",
-              util_signal_name(s->o->preempt_signal), code);
-    else
-      fprintf(stderr, "gpulaunch: job interrupted by SIGINT; every program was stopped\n");
+    int code = co->verdict == VERDICT_PREEMPTED   ? GPL_EXIT_PREEMPTED
+               : co->verdict == VERDICT_CANCELLED ? 128 + SIGTERM
+                                                  : 128 + SIGINT;
     co_broadcast(s, CTL_EXIT, 0, 0, code);
     return;
   }
@@ -533,11 +643,23 @@ static void co_event(sup_t *s, const ctl_msg_t *m) {
   co_t *co = &s->co;
   if (co->finished) return;
   if (m->type == CTL_EV_SIGNAL) {
-    if (co->preempt || co->interrupt) return;
-    if (m->signo == SIGINT) co->interrupt = 1;
+    if (m->rank >= 0 && m->rank < s->job->size) co->sig_seen[m->rank] = 1;
+    /* A job that is already failing stays failed; a second signal changes nothing. */
+    if (co->sig || co->have_cause) {
+      co_verdict(s);
+      return;
+    }
+    co->sig = m->signo == SIGINT ? SIGINT : SIGTERM;
+    co->sig_by_rm = (m->flags & CTL_F_BY_RM) != 0;
+    co->sig_t0 = util_now();
+    if (co->sig == SIGINT) co->interrupt = 1;
     else co->preempt = 1;
-    LOG_INFO(SUP, "rank %d received %s: stopping every rank", m->rank, util_signal_name(m->signo));
-    co_stop_all(s, m->signo == SIGINT ? SIGINT : s->o->preempt_signal, 1);
+    if (co->sig == SIGTERM) slurm_end_query_start(&s->loop, QUERY_S);
+    LOG_INFO(SUP, "rank %d received %s%s: stopping every rank", m->rank, util_signal_name(m->signo),
+             co->sig_by_rm ? " from Slurm" : "");
+    co_stop_all(s, co->sig == SIGINT ? SIGINT : s->o->preempt_signal,
+                CTL_F_USE_GRACE | (co->sig_by_rm ? CTL_F_BY_RM : 0));
+    co_verdict(s);
     return;
   }
   if (m->attempt != co->attempt || m->rank < 0 || m->rank >= s->job->size) return;
@@ -570,7 +692,9 @@ static void co_check_deadline(sup_t *s) {
     off += (size_t)snprintf(names + off, sizeof names - off, "%s%s", off ? ", " : "",
                             mpix_rank_name(r, n, sizeof n));
   }
-  int code = co->have_cause ? job_code(&co->cause) : co->preempt ? GPL_EXIT_PREEMPTED : GPL_EXIT_TIMEOUT;
+  /* A rank that never reported is missing (its gpulaunch or its host is gone): whatever signal
+   * came, that is not a clean preemption to requeue. */
+  int code = co->have_cause ? job_code(&co->cause) : GPL_EXIT_TIMEOUT;
   if (co->have_cause) {
     char what[1400];
     describe(&co->cause, what, sizeof what);
@@ -590,10 +714,15 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
       s->stop_requested = 1;
       if (s->running && !s->exited) {
         double t = (m->flags & CTL_F_USE_GRACE) ? s->o->grace : s->o->stop_timeout;
-        if (!s->forwarded) {
-          kill_group(s, m->signo ? m->signo : SIGTERM);
-          s->forwarded = 1;
-          uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(t * 1000), 0);
+        int sig = m->signo ? m->signo : SIGTERM;
+        if (!s->forwarded && (m->flags & CTL_F_BY_RM) && slurm_in_job()) {
+          /* Slurm signalled the step: this rank's program is about to get that signal itself. */
+          s->stop_signo = sig;
+          s->stop_grace = t;
+          if (!uv_is_active((uv_handle_t *)&s->rm_timer))
+            uv_timer_start(&s->rm_timer, on_rm_wait, RM_WAIT_MS, 0);
+        } else if (!s->forwarded) {
+          deliver_stop(s, sig, t, 0);
         }
       } else if (s->reported || !s->spawned) {
         send_event(s, CTL_EV_STOPPED, 0);
@@ -642,7 +771,11 @@ static void on_poll(uv_timer_t *t) {
     s->pending_start = 0;
     spawn(s);
   }
-  if (s->job->rank == 0) co_check_deadline(s);
+  if (s->job->rank == 0) {
+    if (s->co.sig && !s->co.verdict) co_verdict(s);
+    if (s->co.finish_pending && co_verdict(s)) co_finish_attempt(s);
+    co_check_deadline(s);
+  }
   if (s->o->forward_output && s->spawned && !s->reported) fwd_throttle(s);
 }
 
@@ -757,7 +890,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   CHECKGOTO(ctl_init(&s->ctl, o->job->ctl), rc, fail_ctl);
   if (o->job->rank == 0) {
     s->co.down = calloc((size_t)o->job->size, 1);
-    if (!s->co.down) {
+    s->co.sig_seen = calloc((size_t)o->job->size, 1);
+    if (!s->co.down || !s->co.sig_seen) {
       rc = GPL_ENOMEM;
       goto fail_loop;
     }
@@ -769,11 +903,14 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   for (int i = 0; i < NSIGS; i++) {
     uv_signal_init(&s->loop, &s->sigs[i]);
     uv_signal_start(&s->sigs[i], on_signal, g_signals[i]);
+    sigorigin_watch(g_signals[i]); /* who sent it: Slurm may have signalled the program already */
   }
+  slurm_end_query_reset();
   uv_timer_init(&s->loop, &s->poll_timer);
   uv_timer_init(&s->loop, &s->kill_timer);
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->tick_timer);
+  uv_timer_init(&s->loop, &s->rm_timer);
   uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
   uv_async_init(&s->loop, &s->live_async, on_live);
   s->live_async.data = s;
@@ -805,6 +942,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   res->attempts = s->attempt + 1;
   res->preempted = (s->exit_msg.flags & CTL_F_PREEMPTED) != 0;
   res->interrupted = (s->exit_msg.flags & CTL_F_INTERRUPTED) != 0;
+  res->cancelled = (s->exit_msg.flags & CTL_F_CANCELLED) != 0;
   res->failed_rank = s->exit_msg.rank;
   res->lost = s->live_lost;
   if (s->live_lost) {
@@ -819,6 +957,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     snprintf(res->root_cause, sizeof res->root_cause, "preempted (SIGTERM)");
   } else if (res->interrupted) {
     snprintf(res->root_cause, sizeof res->root_cause, "interrupted (SIGINT)");
+  } else if (res->cancelled) {
+    snprintf(res->root_cause, sizeof res->root_cause, "cancelled by Slurm (SIGTERM), not preempted");
   }
   res->seconds = util_now() - s->t0;
 fail_loop:
@@ -829,6 +969,7 @@ fail_ctl:
   strbuf_free(&s->fwd[1]);
 fail_out:
   free(s->co.down);
+  free(s->co.sig_seen);
   free(s);
   return rc;
 }

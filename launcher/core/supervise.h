@@ -58,6 +58,7 @@ typedef struct sup_result_s {
   int interrupted;      /* ended by SIGINT */
   int lost;             /* ended because a rank's supervisor died or its host was lost
                          * (exit_code 68; MPI may not work any more) */
+  int cancelled;        /* ended by Slurm's SIGTERM for a cancel (scancel): not a preemption */
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */

@@ -39,7 +39,8 @@ set -e
 wait_files "$T/SIGTERM.*" 4 1
 took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
 [[ $RC != 0 ]] || fail "mpirun must not exit 0 after SIGTERM"
-assert_grep "$T/err" "gpulaunch: SIGTERM received: job preempted; every program gets SIGTERM now" "preempted said"
+assert_grep "$T/err" "gpulaunch: SIGTERM received: stopping the job; every program gets SIGTERM now" "stop said at once"
+assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program got SIGTERM" "preempted said"
 assert_le "$took" 5 "time to end after SIGTERM"
 pass "SIGUSR1, SIGUSR2 and SIGTERM to mpirun reach all 4 programs (ended in ${took}s)"
 
@@ -82,3 +83,16 @@ RC=$?
 set -e
 assert_eq "$RC" 75 "exit status of a preempted job"
 pass "alone: SIGTERM gives exit status 75 (preempted)"
+
+# mpirun tears a job down with SIGTERM when one of its ranks dies: that is not a preemption.
+start_job 4 "$GPULAUNCH" -- "$PROG" signals 30
+victim=$(pgrep -P "$JOB" -x gpulaunch | sed -n 2p) # mpirun starts the ranks itself
+[[ -n $victim ]] || fail "no gpulaunch rank found under mpirun"
+kill -KILL "$victim"
+set +e
+wait "$JOB"
+RC=$?
+set -e
+[[ $RC != 0 && $RC != 75 ]] || fail "a dead rank must not end the job with status $RC"
+assert_nogrep "$T/err" "job preempted" "mpirun's teardown after a dead rank is not a preemption"
+pass "a rank killed under mpirun: mpirun's SIGTERM to the others is not reported as preemption (status $RC)"

@@ -16,7 +16,7 @@ check() { # name expected actual
   fi
 }
 # Keep any real Slurm environment and scontrol out of the way.
-unset SLURM_JOB_NODELIST SLURM_NODELIST SLURM_NTASKS_PER_NODE SLURM_GPUS_PER_NODE SLURM_GPUS_ON_NODE
+unset SLURM_JOB_NODELIST SLURM_NODELIST SLURM_NTASKS_PER_NODE SLURM_TASKS_PER_NODE SLURM_GPUS_PER_NODE SLURM_GPUS_ON_NODE
 export PATH=/usr/bin:/bin
 
 check "bracket list with padding" "node01 slots=4
@@ -39,6 +39,23 @@ n100 slots=2" "$("$hf" --slots=2 'n[098-100]')"
 check "Slurm allocation, slots from SLURM_NTASKS_PER_NODE" "gpu9 slots=8
 gpu10 slots=8
 gpu11 slots=8" "$(SLURM_JOB_NODELIST='gpu[9-11]' SLURM_NTASKS_PER_NODE='8(x3)' "$hf")"
+
+check "salloc -n 4 (no SLURM_NTASKS_PER_NODE): slots from SLURM_TASKS_PER_NODE" "a1 slots=4" \
+  "$(SLURM_JOB_NODELIST=a1 SLURM_TASKS_PER_NODE=4 "$hf")"
+
+check "sbatch -n 7 on 8-core and 2-core hosts: each host its own count" "c1 slots=2
+c2 slots=2
+c3 slots=2
+c4 slots=1" "$(SLURM_JOB_NODELIST='c[1-4]' SLURM_TASKS_PER_NODE='2(x3),1' SLURM_NTASKS_PER_NODE=2 "$hf")"
+
+check "--slots overrides SLURM_TASKS_PER_NODE" "c1 slots=5
+c2 slots=5" "$(SLURM_JOB_NODELIST='c[1-2]' SLURM_TASKS_PER_NODE='3,1' "$hf" -s 5)"
+
+out=$(SLURM_JOB_NODELIST='d[1-3]' SLURM_TASKS_PER_NODE='4(x2)' SLURM_NTASKS_PER_NODE=4 "$hf" 2>"$dir/err")
+check "SLURM_TASKS_PER_NODE that does not fit the node list: the uniform count, said" "d1 slots=4
+d2 slots=4
+d3 slots=4" "$out"
+grep -q 'does not match the 3 host' "$dir/err" || { echo "FAIL: mismatch not said"; cat "$dir/err"; exit 1; }
 
 check "slots from SLURM_GPUS_PER_NODE type:count" "a1 slots=4
 a2 slots=4" "$(SLURM_NODELIST='a[1-2]' SLURM_GPUS_PER_NODE='h100:4' "$hf")"

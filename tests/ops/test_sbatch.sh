@@ -28,6 +28,8 @@ for t in srun mpirun; do
   [[ $(opt "$f" ntasks-per-node) == "$(opt "$f" gpus-per-node)" ]] ||
     fail "$t template: --ntasks-per-node must equal --gpus-per-node (one rank per GPU)"
   head -3 "$f" | grep -q "gpulaunch" || fail "$t template is not documented at the top"
+  [[ $(opt "$f" open-mode) == append ]] || fail "$t template: a requeued run must append to the output"
+  sbatch_opts "$f" | grep -qx -- --requeue || fail "$t template: --requeue"
 
   r=$dir/$t.sbatch
   "$slurm/render" --nodes 4 --gpus-per-node 4 --cores-per-node 64 --partition gpu \
@@ -41,13 +43,22 @@ for t in srun mpirun; do
   [[ $(sbatch_opts "$r" | wc -l) -eq $(($(sbatch_opts "$f" | wc -l) + 2)) ]] || fail "rendered $t: lines lost"
   [[ $("$slurm/render" --gpus-per-node 8 --cores-per-node 4 "$t" | sed -n 's/^#SBATCH --cpus-per-task=//p') == 1 ]] ||
     fail "render: fewer cores than GPUs must still give 1 core per task"
+  "$slurm/render" --no-gpus --gpus-per-node 2 --cpus-per-gpu 1 "$t" >"$r"
+  [[ -z $(opt "$r" gpus-per-node) && $(opt "$r" ntasks-per-node) == 2 ]] || fail "render --no-gpus"
 done
+
+# Time-limit warnings: to the step's processes under srun, to the batch script (which passes it
+# on) under mpirun, where the ranks are no step of their own on the batch host.
+[[ $(opt "$slurm/gpulaunch-srun.sbatch" signal) == TERM@120 ]] || fail "srun template: --signal=TERM@120"
+[[ $(opt "$slurm/gpulaunch-mpirun.sbatch" signal) == B:TERM@120 ]] || fail "mpirun template: --signal=B:TERM@120"
 
 # Stand-ins that record their arguments.
 mkdir "$dir/bin"
 for tool in srun mpirun scontrol; do
   cat >"$dir/bin/$tool" <<X
 #!/bin/bash
+# the mpirun script's signal relay is an srun too: keep it apart
+case "\$*" in *gpulaunch-relay*) printf '%s\n' "\$@" >"$dir/relay.args"; exit 0 ;; esac
 printf '%s\n' "\$@" >"$dir/$tool.args"
 if [ "$tool" = mpirun ]; then
   # the hostfile must exist while mpirun runs
@@ -61,6 +72,7 @@ export PATH=$dir/bin:/usr/bin:/bin
 unset GPULAUNCH GPULAUNCH_SCRIPTS GPULAUNCH_EXCLUDE GPULAUNCH_REQUEUE MPIRUN_ARGS SRUN_MPI GPULAUNCH_GRACE
 export SLURM_JOB_ID=4242 SLURM_JOB_NUM_NODES=3 SLURM_NTASKS_PER_NODE=8 SLURM_GPUS_PER_NODE=gpu:8
 export SLURM_CPUS_PER_TASK=12 SLURM_JOB_NODELIST='node[01-03]' SLURM_SUBMIT_DIR=$src
+export SLURM_TASKS_PER_NODE='8(x3)' SLURMD_NODENAME=node01
 
 bash "$slurm/gpulaunch-srun.sbatch" train.conf --summary s.json >"$dir/out" 2>&1 || fail "srun body: $(cat "$dir/out")"
 want="--mpi=pmix
@@ -88,14 +100,31 @@ bash "$slurm/gpulaunch-srun.sbatch" >"$dir/out" 2>&1 || st=$?
 
 # mpirun inside the allocation: hostfile from the node list (scontrol stand-in moved away, so
 # the expander is used), one excluded host, np from the slots.
-rm "$dir/bin/scontrol"
+mv "$dir/bin/scontrol" "$dir/scontrol.standin"
 printf '# from gpulaunch accept\nnode02\n' >"$dir/bad"
 GPULAUNCH_EXCLUDE=$dir/bad MPIRUN_ARGS="--mca btl_tcp_if_include eth0" \
   bash "$slurm/gpulaunch-mpirun.sbatch" train.conf >"$dir/out" 2>&1 || fail "mpirun body: $(cat "$dir/out")"
 [[ $(cat "$dir/hostfile.seen") == "node01 slots=8
 node03 slots=8" ]] || fail "hostfile: $(cat "$dir/hostfile.seen")"
 args=$(tr '\n' ' ' <"$dir/mpirun.args")
-[[ $args == "-np 16 --hostfile "*" --map-by ppr:8:node --bind-to none --mca odls_base_sigkill_timeout 60 --mca btl_tcp_if_include eth0 gpulaunch train.conf " ]] ||
+[[ $args == "-np 16 --hostfile "*" --map-by slot --bind-to none --mca orte_launch_agent $src/scripts/slurm/nosig TERM,INT,HUP,USR1,USR2 orted --mca btl_tcp_if_include eth0 gpulaunch train.conf " ]] ||
   fail "mpirun arguments: $args"
+if ! grep -qx -- --overlap "$dir/relay.args" 2>/dev/null || ! grep -qx -- --nodelist=node01 "$dir/relay.args"; then
+  fail "mpirun script: no signal relay step on the batch host: $(cat "$dir/relay.args" 2>/dev/null)"
+fi
+
+# sbatch -n 3 on two hosts: each host's own count from SLURM_TASKS_PER_NODE, np the sum.
+SLURM_JOB_NODELIST='node[01-02]' SLURM_TASKS_PER_NODE='2,1' SLURM_NTASKS_PER_NODE='' \
+  bash "$slurm/gpulaunch-mpirun.sbatch" train.conf >"$dir/out" 2>&1 || fail "mpirun body (-n 3): $(cat "$dir/out")"
+[[ $(cat "$dir/hostfile.seen") == "node01 slots=2
+node02 slots=1" ]] || fail "hostfile (-n 3): $(cat "$dir/hostfile.seen")"
+[[ $(sed -n 2p "$dir/mpirun.args") == 3 ]] || fail "mpirun -np for -n 3: $(sed -n 2p "$dir/mpirun.args")"
+# exit 75 passes through mpirun's script and requeues when asked
+cp "$dir/scontrol.standin" "$dir/bin/scontrol"
+rm -f "$dir/scontrol.args"
+st=0
+FAKE_STATUS=75 GPULAUNCH_REQUEUE=1 bash "$slurm/gpulaunch-mpirun.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
+[[ $st == 75 ]] || fail "mpirun body exit $st, want 75"
+[[ $(tr '\n' ' ' <"$dir/scontrol.args") == "requeue 4242 " ]] || fail "mpirun script: no requeue"
 [[ ! -e $(sed -n 3p "$dir/mpirun.args") ]] || fail "the temporary hostfile was left behind"
 echo "ok: sbatch templates"

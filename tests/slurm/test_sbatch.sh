@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# scripts/slurm/gpulaunch-srun.sbatch on a real 2-node cluster: a job of the preemptable
+# partition is preempted by one of "urgent" (GraceTime 10 s): every program gets Slurm's SIGTERM
+# once, checkpoints, the job says preempted (75) and is requeued; its second run appends to the
+# same output file and completes.
+#   test_sbatch.sh SIGREC TESTPROG
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/slurmlib.sh"
+SIGREC=$1
+slurm_start 2 --cpus 2 --grace-time 10 --kill-wait 10 --cred-expire 10
+cd "$T"
+mkdir -p "$T/rec"
+"$GPULAUNCH_SOURCE_DIR/scripts/slurm/render" --no-gpus --nodes 2 --gpus-per-node 2 --cpus-per-gpu 1 \
+  --time 00:10:00 --job-name low srun >"$T/job.sbatch"
+cat >"$T/job.conf" <<CONF
+[job]
+command = $SIGREC $T/rec 300 1 0
+grace = 6s
+CONF
+
+# release_requeued JOB: a requeued job waits Slurm's requeue delay (the cluster's cred_expire,
+# 10 s: squeue says Reason=BeginTime), then runs again.
+release_requeued() {
+  wait_until 30 "job $1 requeued (Restarts=1, pending)" requeued_pending "$1"
+  local t0 r
+  t0=$(now)
+  r=$(sx scontrol show job -o "$1" | grep -o 'Reason=[^ ]*')
+  [[ $r == Reason=BeginTime ]] || fail "a requeued job waits for its begin time, not '$r'"
+  wait_until 60 "the requeued job runs again" files_at_least "$T/rec/ready.1.*" 4
+  echo "requeue delay: $(elapsed "$t0") s"
+}
+requeued_pending() { [[ $(job_field "$1" Restarts) == 1 && $(job_field "$1" JobState) == PENDING ]]; }
+completed() { [[ $(job_field "$1" JobState) == COMPLETED ]]; }
+
+JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -o "$T/job.out" "$T/job.sbatch" "$T/job.conf")
+wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
+t0=$(now)
+sx sbatch --parsable -p urgent -N2 --exclusive -J urgent -o "$T/urgent.out" --wrap "sleep 2" >/dev/null
+wait_until 30 "the preempted job's programs checkpoint" files_at_least "$T/rec/sig.0.*" 4
+sig_each "$T/rec" 0 4 TERM 1 slurmstepd "preemption"
+sig_each "$T/rec" 0 4 TERM 1 "" "preemption (from anyone)"
+release_requeued "$JOB"
+took=$(elapsed "$t0")
+wait_until 90 "the requeued job completes" completed "$JOB"
+assert_le 7 "$took" "the requeue delay (cred_expire 10 s) holds"
+out=$T/job.out
+cat "$out"
+assert_grep "$out" "gpulaunch: job preempted: SIGTERM from Slurm: Slurm is preempting the job" "preemption said"
+assert_grep "$out" "gpulaunch-srun: preempted \(exit 75\)" "the script saw exit 75"
+assert_grep "$out" "job $JOB \(run 1\)" "first run in the output"
+assert_grep "$out" "job $JOB \(run 2\)" "second run appended to the same output"
+[[ $(grep -c 'ready (restart 1)' "$out") == 4 ]] || fail "every program of the second run started"
+[[ $(grep -c 'checkpoint written' "$out") == 4 ]] || fail "every program checkpointed in the first run"
+assert_eq "$(job_field "$JOB" Restarts)" 1 "requeued once"
+assert_eq "$(job_field "$JOB" ExitCode)" 0:0 "the second run's exit code"
+pass "srun sbatch: preempted by 'urgent', one SIGTERM per program, exit 75, requeued, second run appended and completed (${took}s from preemption to run 2)"
+
+# A signal for the batch script only (scancel -b, --signal=B:TERM@120): passed on to the step
+# through Slurm, so every program gets it once; exit 75, requeued.
+rm -rf "$T/rec"
+mkdir -p "$T/rec"
+JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -o "$T/b.out" "$T/job.sbatch" "$T/job.conf")
+wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
+sx scancel -b --signal=TERM "$JOB"
+wait_until 30 "the job is requeued" requeued_pending "$JOB"
+sig_each "$T/rec" 0 4 TERM 1 slurmstepd "scancel -b --signal=TERM"
+sig_each "$T/rec" 0 4 TERM 1 "" "scancel -b --signal=TERM (from anyone)"
+assert_grep "$T/b.out" "gpulaunch-srun: SIGTERM received" "the script got it"
+assert_grep "$T/b.out" "gpulaunch-srun: preempted \(exit 75\)" "exit 75"
+sx scancel "$JOB"
+pass "srun sbatch: SIGTERM to the batch script only: one SIGTERM per program (through Slurm), exit 75, requeued"
+echo "ok: $TESTS_RUN sbatch (srun) checks"
