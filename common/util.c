@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
+#include "common/safefile.h"
 #include "gpulaunch/error.h"
 
 double util_now(void) {
@@ -83,6 +86,8 @@ int util_parse_duration(const char *s, double *seconds) {
   else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) mult = 60;
   else if (strcmp(end, "h") == 0) mult = 3600;
   else return GPL_EINVAL;
+  /* Checked before anyone converts it to integer milliseconds (1e20 s would be undefined). */
+  if (v * mult > UTIL_DURATION_MAX) return GPL_ERANGE;
   *seconds = v * mult;
   return GPL_OK;
 }
@@ -345,36 +350,11 @@ int util_is_secret_name(const char *name) {
 }
 
 int util_read_file(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) break;
-    if (n + 1 >= cap) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (!buf) return GPL_ENOMEM;
-  if (err) {
-    free(buf);
-    return GPL_ESYS;
-  }
-  buf[n] = 0;
-  *out = buf;
-  if (len) *len = n;
-  return GPL_OK;
+  /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
+  char err[PATH_MAX + 128];
+  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, out, len, err, sizeof err);
+  if (rc < 0 && rc != GPL_ENOENT) LOG_INFO(JOB, "%s", err);
+  return rc;
 }
 
 int util_mkdir_p(const char *path, unsigned mode) {
