@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/util.h"
@@ -85,9 +86,10 @@ static void write_summary(launch_t *L, int code) {
   if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return;
   cJSON_AddNumberToObject(L->summary, "exit_code", code);
   char *text = cJSON_Print(L->summary);
-  FILE *f = text ? fopen(L->summary_path, "w") : NULL;
+  char err[4400] = "out of memory";
+  FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
   if (!f) {
-    fprintf(stderr, "gpulaunch: cannot write the summary %s\n", L->summary_path);
+    fprintf(stderr, "gpulaunch: cannot write the summary: %s\n", err);
   } else {
     fprintf(f, "%s\n", text);
     fclose(f);

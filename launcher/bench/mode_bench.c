@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
@@ -427,9 +428,10 @@ static int check_thresholds(const launch_t *L, const bench_opts_t *o, const benc
 }
 
 static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
+  char err[4400];
+  FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    fprintf(stderr, "gpulaunch bench: cannot write %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
     return GPL_ESYS;
   }
   fputs(text, f);
@@ -459,8 +461,9 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
   free(ri);
   bench_row_t *rows = calloc((size_t)o->nsizes, sizeof *rows);
   FILE *csv = NULL;
-  if (rank0 && o->csv[0] && !(csv = fopen(o->csv, "w"))) {
-    fprintf(stderr, "gpulaunch bench: cannot write %s: %s\n", o->csv, strerror(errno));
+  char err[4400];
+  if (rank0 && o->csv[0] && !(csv = safefile_fopen_write(o->csv, err, sizeof err))) {
+    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
     code = GPL_EXIT_USAGE;
   }
   if (csv) bench_csv_header(csv);
