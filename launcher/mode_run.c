@@ -179,6 +179,7 @@ int mode_run(launch_t *L) {
   o.workdir = conf_str(c, "job", "workdir");
   o.prefix = conf_str(c, "job", "prefix");
   o.log_dir = conf_str(c, "job", "log_dir");
+  o.log_dir_origin = conf_origin(c, "job", "log_dir");
   o.tail_lines = (int)conf_int(c, "job", "tail_lines");
   o.grace = conf_duration(c, "job", "grace");
   o.stop_timeout = conf_duration(c, "job", "stop_timeout");
@@ -205,7 +206,7 @@ int mode_run(launch_t *L) {
   }
   rc = sup_run(&o, &res);
   if (rc < 0) {
-    code = GPL_EXIT_INTERNAL;
+    code = rc == GPL_ECONFIG ? GPL_EXIT_CONFIG : rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL;
     goto out;
   }
   add_summary(L, &o, &res);

@@ -18,7 +18,9 @@
 #include "launcher/core/ctl.h"
 #include "common/redact.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/outq.h"
 #include "launcher/core/output.h"
+#include "launcher/core/ranklog.h"
 
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
@@ -70,6 +72,8 @@ typedef struct sup_s {
   double hot_until;     /* poll every POLL_HOT_MS until then */
   strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
   int paused;           /* reading the program's pipes is paused (forwarding backlog) */
+  outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
+  ranklog_t log;        /* [job] log_dir/rank-N.log */
 } sup_t;
 
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
@@ -181,19 +185,22 @@ static void fwd_sink(void *arg, int is_err, const char *data, size_t len) {
 }
 
 static void on_forwarded(void *arg, int src, int is_err, const char *data, size_t len) {
-  (void)arg;
+  sup_t *s = arg;
   (void)src;
-  output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
+  if (s->q) outq_write(s->q, is_err ? 2 : 1, data, len);
+  else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
-/* Backpressure: when rank 0 falls behind, stop reading the program's output (it then blocks in
- * write) rather than buffering without bound. */
+/* Backpressure: when rank 0 falls behind, or our own stdout does (its reader is slow), stop
+ * reading the program's output (it then blocks in write) rather than buffering without bound. */
 static void fwd_throttle(sup_t *s) {
-  /* Once the program has exited, its pipes are drained whatever the backlog. */
-  int over = !s->exited && s->ctl.out_inflight > FWD_MAX_INFLIGHT;
+  /* Once the program has exited, its pipes are drained whatever the backlog; so they are once it
+   * was told to stop: a program blocked in write could not write its checkpoint in the grace. */
+  int over = !s->exited && !s->forwarded && (s->ctl.out_inflight > FWD_MAX_INFLIGHT ||
+                            (s->q && outq_backlog(s->q) > OUTQ_HIGH));
   if (over == s->paused) return;
   s->paused = over;
   for (int i = 0; i < 2; i++) {
@@ -267,7 +274,9 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   sup_t *s = st->loop->data;
   int i = st == (uv_stream_t *)&s->pipes[1];
   if (nread > 0) {
+    if (s->q) outq_poll(s->q); /* our own messages first, where they were written */
     output_feed(&s->out, i, buf->base, (size_t)nread);
+    if (s->q && !s->paused && outq_backlog(s->q) > OUTQ_HIGH) fwd_throttle(s);
     /* After the exit, the drain deadline counts idle time, not reading time. */
     if (s->exited) uv_timer_again(&s->drain_timer);
     return;
@@ -567,6 +576,8 @@ static void co_check_deadline(sup_t *s) {
   }
   fprintf(stderr, "gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
   fflush(stderr);
+  outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
+  s->q = NULL;
   MPI_Abort(MPI_COMM_WORLD, code);
 }
 
@@ -616,6 +627,8 @@ static void poll_pace(sup_t *s, int busy) {
 static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
+  if (s->q) outq_poll(s->q);
+  ranklog_flush(&s->log);
   fwd_flush(s, 0);
   fwd_flush(s, 1);
   int busy = s->exited && !s->reported;
@@ -630,7 +643,7 @@ static void on_poll(uv_timer_t *t) {
     spawn(s);
   }
   if (s->job->rank == 0) co_check_deadline(s);
-  if (s->o->forward_output && s->spawned && !s->reported) fwd_throttle(s);
+  if ((s->o->forward_output || s->q) && s->spawned && !s->reported) fwd_throttle(s);
 }
 
 static void close_walk(uv_handle_t *h, void *arg) {
@@ -665,15 +678,12 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     return GPL_ENOENT;
   }
 
-  char logpath[PATH_MAX] = "";
-  if (o->log_dir && *o->log_dir) {
-    if (util_mkdir_p(o->log_dir, 0755) < 0)
-      LOG_WARN("cannot create the log folder %s: %s; no per-rank log file", o->log_dir, strerror(errno));
-    else
-      snprintf(logpath, sizeof logpath, "%s/rank-%d.log", o->log_dir, o->job->rank);
-  }
-  CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines,
-                        logpath[0] ? logpath : NULL), rc, fail_out);
+  /* Every rank opens its log file before any program starts: one that cannot stops the job now,
+   * named, on every rank at once. */
+  CHECKGOTO(ranklog_open(&s->log, o->job, o->log_dir, o->log_dir_origin), rc, fail_out);
+  if (outq_start(&s->q) < 0) s->q = NULL;
+  CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines, &s->log, s->q),
+            rc, fail_out);
   s->out.on_line = on_line;
   s->out.on_line_arg = s;
   if (o->forward_output && o->job->rank != 0) {
@@ -712,6 +722,13 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_walk(&s->loop, close_walk, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
+  /* What is still queued goes out; a reader that takes none for this long loses it (counted). A
+   * job stopped by a signal must leave soon: the scheduler's own deadline runs. */
+  outq_stop(s->q, s->sig_received ? 1.0 : 10.0);
+  s->q = NULL;
+  int lost = ranklog_finish(&s->log, o->job);
+  if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
+  res->log_incomplete = lost > 0;
 
   res->exit_code = s->exit_code;
   res->attempts = s->attempt + 1;
@@ -736,6 +753,8 @@ fail_ctl:
   strbuf_free(&s->fwd[0]);
   strbuf_free(&s->fwd[1]);
 fail_out:
+  outq_stop(s->q, 1.0);
+  ranklog_close(&s->log);
   free(s->co.down);
   free(s);
   return rc;

@@ -225,7 +225,7 @@ static void test_output_lines(void **st) {
   int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
   dup2(fd, 1);
   output_t o;
-  assert_int_equal(output_init(&o, "host:rank", "h", 3, 2, NULL), 0);
+  assert_int_equal(output_init(&o, "host:rank", "h", 3, 2, NULL, NULL), 0);
   const char *chunks[] = {"al", "pha\nbe", "ta\n\ngam", "ma"};
   for (int i = 0; i < 4; i++) output_feed(&o, 0, chunks[i], strlen(chunks[i]));
   output_flush(&o, 0);
