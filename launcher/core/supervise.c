@@ -21,6 +21,7 @@
 #include "launcher/core/outq.h"
 #include "launcher/core/output.h"
 #include "launcher/core/ranklog.h"
+#include "launcher/core/reap.h"
 
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
@@ -73,6 +74,8 @@ typedef struct sup_s {
   strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
   int paused;           /* reading the program's pipes is paused (forwarding backlog) */
   outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
+  int reap_asked;       /* the reaper was asked to kill the program's whole tree */
+  pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
   ranklog_t log;        /* [job] log_dir/rank-N.log */
 } sup_t;
 
@@ -127,7 +130,17 @@ const char *sup_locate_reason(const char *prog, int rc) {
 
 /* ---- the program ---- */
 
+static void on_kill_timeout(uv_timer_t *t);
+
 static void kill_group(sup_t *s, int sig) {
+  /* SIGKILL goes through the reaper (gpulaunch-exec), which kills every descendant, also those
+   * that left the group; the group's own SIGKILL would kill the reaper first. If the reaper does
+   * not end soon, the kill timer kills the group directly. */
+  if (sig == SIGKILL && s->running && !s->reap_asked && reap_request(s->pid) == 0) {
+    s->reap_asked = 1;
+    uv_timer_start(&s->kill_timer, on_kill_timeout, 2000, 0);
+    return;
+  }
   if (s->pid > 0 && kill(-s->pid, sig) < 0 && errno == ESRCH) {
     /* The group is empty; the leader may still be a zombie waiting for libuv. */
     if (s->running) kill(s->pid, sig);
@@ -291,10 +304,15 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_kill_timeout(uv_timer_t *t) {
   sup_t *s = t->loop->data;
-  if (s->running) {
-    LOG_WARN("rank %d: program did not end after the grace period; sending SIGKILL", s->job->rank);
-    kill_group(s, SIGKILL);
+  if (!s->running) return;
+  if (s->reap_asked) { /* the reaper did not end its tree in time: the group, directly */
+    LOG_WARN("rank %d: the program's reaper did not end; SIGKILL to its process group", s->job->rank);
+    kill(-s->pid, SIGKILL);
+    kill(s->pid, SIGKILL);
+    return;
   }
+  LOG_WARN("rank %d: program did not end after the grace period; sending SIGKILL", s->job->rank);
+  kill_group(s, SIGKILL);
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -312,6 +330,7 @@ static void spawn(sup_t *s) {
   s->exited = s->reported = s->running = s->spawn_failed = 0;
   s->stop_requested = 0;
   s->forwarded = 0;
+  s->reap_asked = 0;
   s->paused = 0;
   s->status = 0;
   s->term_signal = 0;
@@ -627,6 +646,14 @@ static void poll_pace(sup_t *s, int busy) {
 static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
+  if (s->launcher_ppid && getppid() != s->launcher_ppid) {
+    /* mpirun (or srun's step) is gone: no coordinator will ever answer. Leave now; the reaper
+     * sees us go and kills the program's whole tree. */
+    fprintf(stderr, "gpulaunch %s: the launcher (pid %d) is gone; ending rank %d and its program\n",
+            s->job->host, (int)s->launcher_ppid, s->job->rank);
+    if (s->running) reap_request(s->pid);
+    _exit(GPL_EXIT_INTERNAL);
+  }
   if (s->q) outq_poll(s->q);
   ranklog_flush(&s->log);
   fwd_flush(s, 0);
@@ -659,6 +686,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->o = o;
   s->job = o->job;
   s->t0 = util_now();
+  s->launcher_ppid = o->job->under_launcher ? getppid() : 0;
   int rc = GPL_OK;
 
   /* gpulaunch-exec sits next to gpulaunch. */
