@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/strbuf.h"
 #include "common/util.h"
@@ -30,6 +31,39 @@ static int secret_name(const char *s, size_t n) {
   return util_is_secret_name(buf);
 }
 
+/* An option whose value is a credential: a secret name, or (the spellings people use for
+ * passwords and tokens on command lines) --*token*, --*pass*, --pw, --jwt. */
+static int secret_option(const char *s, size_t n) {
+  if (n < 2 || s[0] != '-') return 0;
+  if (secret_name(s, n)) return 1;
+  char low[256];
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < sizeof low - 1; i++) low[k++] = (char)tolower((unsigned char)s[i]);
+  low[k] = 0;
+  return strstr(low, "pass") != NULL || strstr(low, "token") != NULL;
+}
+
+/* Programs whose -p takes a password (mysql -p VALUE, sshpass -p VALUE), and options that name
+ * a user: after them a -p VALUE is a password, not a port. */
+static int password_context_word(const char *s, size_t n) {
+  static const char *const tools[] = {"mysql", "mysqldump", "mysqladmin", "mysqlsh", "mariadb",
+                                      "mariadb-dump", "sshpass"};
+  static const char *const user_opts[] = {"--user", "--username", "--login"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(tools); i++)
+    if (strlen(tools[i]) == n && strncmp(s, tools[i], n) == 0) return 1;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(user_opts); i++) {
+    size_t m = strlen(user_opts[i]);
+    if (n >= m && strncmp(s, user_opts[i], m) == 0 && (n == m || s[m] == '=')) return 1;
+  }
+  return 0;
+}
+
+/* An HTTP authorization scheme: the credential is the word after it. */
+static int auth_scheme(const char *s, size_t n) {
+  return (n == 6 && strncasecmp(s, "Bearer", 6) == 0) || (n == 5 && strncasecmp(s, "Basic", 5) == 0) ||
+         (n == 5 && strncasecmp(s, "Token", 5) == 0) || (n == 6 && strncasecmp(s, "Digest", 6) == 0);
+}
+
 const char *redact_env_value(const char *name, const char *value) {
   if (value && *value && util_is_secret_name(name)) return REDACTED;
   return value;
@@ -51,10 +85,20 @@ static size_t value_len(const char *p, const char *end, char *quote) {
   return (size_t)(q - p);
 }
 
-/* Rules 1 and 2 over the text into b. */
+/* Length of the word at p: up to a blank, a newline or a quote (a word's end in a command line,
+ * or a JSON string's). */
+static size_t word_len(const char *p, const char *end) {
+  const char *q = p;
+  while (q < end && !isspace((unsigned char)*q) && *q != '"' && *q != '\'') q++;
+  return (size_t)(q - p);
+}
+
+/* Rules 1, 2 and 4 over the text into b. */
 static void redact_names(strbuf_t *b, const char *t, size_t len) {
   const char *end = t + len, *p = t;
+  int pw_ctx = 0; /* this line names a user or a password tool: -p VALUE is a password */
   while (p < end) {
+    if (*p == '\n') pw_ctx = 0;
     /* rule 2: scheme://user:password@ */
     if (p + 3 <= end && p[0] == ':' && p[1] == '/' && p[2] == '/') {
       const char *u = p + 3, *colon = NULL, *q = u;
@@ -77,7 +121,32 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     const char *n0 = p;
     while (p < end && name_char(*p)) p++;
     size_t nlen = (size_t)(p - n0);
+    if (password_context_word(n0, nlen)) pw_ctx = 1;
+    /* rule 4: mysql's -pVALUE, in a line where -p is a password */
+    if (pw_ctx && nlen > 2 && n0[0] == '-' && n0[1] == 'p' && n0[2] != '-' &&
+        (n0 == t || isspace((unsigned char)n0[-1]))) {
+      strbuf_append(b, "-p" REDACTED);
+      p = n0 + 2 + word_len(n0 + 2, end);
+      continue;
+    }
     strbuf_append_n(b, n0, nlen);
+    /* rule 4: "--api-token VALUE", "Bearer VALUE", "-p VALUE" after a user or password tool */
+    if (p < end && (*p == ' ' || *p == '\t') &&
+        (secret_option(n0, nlen) || auth_scheme(n0, nlen) ||
+         (pw_ctx && nlen == 2 && n0[0] == '-' && n0[1] == 'p'))) {
+      const char *v = p;
+      while (v < end && (*v == ' ' || *v == '\t')) v++;
+      char quote = 0;
+      size_t vlen = 0;
+      if (v < end && (*v == '"' || *v == '\'')) vlen = value_len(v, end, &quote); /* '--token "a b"' */
+      else if (v < end && *v != '-') vlen = word_len(v, end);
+      if (vlen) {
+        strbuf_append_n(b, p, (size_t)(v - p) + (quote ? 1 : 0));
+        strbuf_append(b, REDACTED);
+        p = v + (quote ? 1 : 0) + vlen;
+        continue;
+      }
+    }
     /* separator: optional closing quote of a JSON key, blanks, '=' or ':' (not "::" or "://") */
     const char *s = p;
     if (s < end && (*s == '"' || *s == '\'') && n0 > t && n0[-1] == *s) s++;
@@ -86,7 +155,7 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     if (*s == ':' && s + 1 < end && (s[1] == ':' || s[1] == '/')) continue;
     s++;
     while (s < end && (*s == ' ' || *s == '\t')) s++;
-    if (!secret_name(n0, nlen)) continue;
+    if (!secret_name(n0, nlen) && !secret_option(n0, nlen)) continue;
     char quote;
     size_t vlen = value_len(s, end, &quote);
     if (vlen == 0) continue;
@@ -94,6 +163,17 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     if (quote) strbuf_append_n(b, s, 1);
     strbuf_append(b, REDACTED);
     p = s + (quote ? 1 : 0) + vlen;
+    /* "Authorization: Bearer TOKEN": the scheme was the value; the credential follows it */
+    if (!quote && auth_scheme(s, vlen) && p < end && *p == ' ') {
+      const char *v = p;
+      while (v < end && *v == ' ') v++;
+      size_t wl = word_len(v, end);
+      if (wl) {
+        strbuf_append_n(b, p, (size_t)(v - p));
+        strbuf_append(b, REDACTED);
+        p = v + wl;
+      }
+    }
   }
 }
 
@@ -146,15 +226,26 @@ char **redact_argv(char *const *argv, int argc) {
   char **out = calloc((size_t)argc + 1, sizeof *out);
   if (!out) return NULL;
   int hide_next = 0;
+  /* a password tool (by its name, wherever it lives) or a user option earlier: -p is a password */
+  const char *prog = argc > 0 && argv[0] ? argv[0] : "";
+  const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+  int pw_ctx = password_context_word(base, strlen(base));
   for (int i = 0; i < argc; i++) {
     const char *w = argv[i] ? argv[i] : "";
+    size_t wl = strlen(w);
     if (hide_next && w[0] != '-') {
       out[i] = strdup(REDACTED);
       hide_next = 0;
+    } else if (pw_ctx && w[0] == '-' && w[1] == 'p' && w[2] && w[2] != '-' && w[2] != '=') {
+      out[i] = strdup("-p" REDACTED); /* mysql -pVALUE */
+      hide_next = 0;
     } else {
-      out[i] = redact_text(w, strlen(w));
-      /* "--api-token VALUE": the option alone, its value in the next word */
-      hide_next = w[0] == '-' && !strchr(w, '=') && secret_name(w, strlen(w));
+      out[i] = redact_text(w, wl);
+      if (i > 0 && password_context_word(w, wl)) pw_ctx = 1;
+      /* "--api-token VALUE": the option alone, its value in the next word; so is "-p VALUE"
+       * after a user option or for a password tool */
+      hide_next = w[0] == '-' && !strchr(w, '=') &&
+                  (secret_option(w, wl) || (pw_ctx && strcmp(w, "-p") == 0));
     }
     if (!out[i]) {
       util_free_argv(out);

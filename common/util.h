@@ -70,7 +70,10 @@ int util_mkdir_p(const char *path, unsigned mode);
 const char *util_hostname(void);
 
 /* Does the environment variable name look like a credential (*SECRET*, *TOKEN*, *PASSWORD*,
- * *_KEY, AWS_*, ...)? Its value must never be printed. */
+ * *PASSWD*, *PASSPHRASE*, *CREDENTIAL*, *PRIVATE*, *API_KEY*, *AUTH*, *_KEY, AWS_*, AZURE_*, or
+ * one of the words PASS, PWD, PW, PAT, DSN, JWT, COOKIE, OTP between '_', '-' or '.': MYSQL_PWD,
+ * DOCKER_PASS, GITLAB_PAT, SENTRY_DSN; PWD and OLDPWD themselves are not)? Its value must never
+ * be printed. */
 int util_is_secret_name(const char *name);
 
 /* Read a whole regular file (at most SAFEFILE_CAP_TEXT bytes) into a malloc'd NUL-terminated

@@ -8,6 +8,8 @@
 #include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
+#include "common/redact.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
@@ -85,7 +87,11 @@ static const mode_t_ *find_mode(const char *w) {
 static void write_summary(launch_t *L, int code) {
   if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return;
   cJSON_AddNumberToObject(L->summary, "exit_code", code);
-  char *text = cJSON_Print(L->summary);
+  char *raw = cJSON_Print(L->summary);
+  /* The command was redacted word by word; this catches a secret anywhere else (a root cause
+   * that quotes one, a config path). */
+  char *text = raw ? redact_text(raw, strlen(raw)) : NULL;
+  free(raw);
   char err[4400] = "out of memory";
   FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
   if (!f) {
