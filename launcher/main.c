@@ -1,5 +1,6 @@
 /* gpulaunch: parse the command line, load the config, start the job (MPI) and run the mode. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +85,9 @@ static const mode_t_ *find_mode(const char *w) {
   return NULL;
 }
 
-static void write_summary(launch_t *L, int code) {
-  if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return;
+/* The summary from rank 0; a summary that cannot be written makes a successful job exit 76. */
+static int write_summary(launch_t *L, int code) {
+  if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return code;
   cJSON_AddNumberToObject(L->summary, "exit_code", code);
   char *raw = cJSON_Print(L->summary);
   /* The command was redacted word by word; this catches a secret anywhere else (a root cause
@@ -94,13 +96,27 @@ static void write_summary(launch_t *L, int code) {
   free(raw);
   char err[4400] = "out of memory";
   FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
-  if (!f) {
-    fprintf(stderr, "gpulaunch: cannot write the summary: %s\n", err);
-  } else {
-    fprintf(f, "%s\n", text);
-    fclose(f);
+  int ok = f != NULL;
+  if (f) {
+    ok = fprintf(f, "%s\n", text) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) util_fmt(err, sizeof err, "%s: %s", L->summary_path, strerror(errno));
   }
+  if (!ok) fprintf(stderr, "gpulaunch: cannot write the summary: %s\n", err);
   free(text);
+  return !ok && code == 0 ? GPL_EXIT_OUTPUT : code;
+}
+
+/* An output file whose folder is missing (or not safe to write in) is an error before anything
+ * runs, not a message after hours of work. %r/%h in the folder are per rank: checked when opened. */
+static int check_output(const char *what, const char *path, int print) {
+  if (!path || !*path) return 0;
+  const char *slash = strrchr(path, '/');
+  if (slash && memchr(path, '%', (size_t)(slash - path))) return 0;
+  char err[4400];
+  if (safefile_check_parent(path, err, sizeof err) == 0) return 0;
+  if (print) fprintf(stderr, "gpulaunch: %s: cannot write there: %s\n", what, err);
+  return -1;
 }
 
 int main(int argc, char **argv) {
@@ -197,6 +213,16 @@ int main(int argc, char **argv) {
   }
   if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
   if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
+  char what_m[4200], what_p[4200];
+  util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, "monitor", "metrics"));
+  util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, "monitor", "prom"));
+  int env_rank = job_env_rank();
+  if (check_output("--summary", L.summary_path, env_rank <= 0) < 0 ||
+      check_output(what_m, conf_str(L.conf, "monitor", "metrics"), env_rank <= 0) < 0 ||
+      check_output(what_p, conf_str(L.conf, "monitor", "prom"), env_rank <= 0) < 0) {
+    if (env_rank > 0) util_sleep(0.5); /* rank 0 says it; see the config errors above */
+    return GPL_EXIT_USAGE;
+  }
 
   L.summary = cJSON_CreateObject();
   cJSON_AddStringToObject(L.summary, "gpulaunch", GPULAUNCH_VERSION);
@@ -225,7 +251,7 @@ int main(int argc, char **argv) {
   audit_job_begin(&L, mode->name);
   int code = mode->fn(&L);
   audit_job_finish(&L, code);
-  write_summary(&L, code);
+  code = write_summary(&L, code);
   cJSON_Delete(L.summary);
   conf_free(L.conf);
   free(rest);

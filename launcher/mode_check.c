@@ -31,6 +31,10 @@ int mode_check(launch_t *L) {
             L->conf_path);
     return GPL_EXIT_CONFIG;
   }
+  /* What bench and accept would refuse, refused now (those values are plain text in the schema). */
+  int code = bench_check_conf(L);
+  if (code == GPL_EXIT_OK) code = accept_check_conf(L);
+  if (code != GPL_EXIT_OK) return code;
   /* The program and its folder, as a run on this machine would find them. */
   char *const *argv = conf_command(L->conf, "job", "command", &argc);
   if (argc > 0) {
