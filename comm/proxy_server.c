@@ -195,13 +195,18 @@ static region_t *find_region(client_t *cl, int id) {
   return NULL;
 }
 
-/* A client's reference as a pointer, if [off, off+bytes) lies inside the region. */
-static int resolve(client_t *cl, proxy_ref_t ref, size_t bytes, void **out) {
+/* A client's reference as a pointer, if [off, off+bytes) lies inside the region and off is a
+ * multiple of align (the element's size: the reductions read whole elements). */
+static int resolve(client_t *cl, proxy_ref_t ref, size_t bytes, size_t align, void **out) {
   *out = NULL;
   if (ref.region < 0) return bytes ? GPL_EPROTO : GPL_OK;
   region_t *r = find_region(cl, ref.region);
   if (!r || ref.off > r->size || bytes > r->size - ref.off) {
     LOG_WARN("comm proxy: the program referred to bytes outside its shared memory");
+    return GPL_EPROTO;
+  }
+  if (align > 1 && ref.off % align) {
+    LOG_WARN("comm proxy: the program referred to a buffer not aligned to its elements");
     return GPL_EPROTO;
   }
   *out = r->base + ref.off;
@@ -313,10 +318,12 @@ static void do_op(client_t *cl, const proxy_req_t *q) {
     rc = GPL_EPROTO;
   /* before any size is computed from it: count * element * ranks must not wrap */
   if (rc == GPL_OK && q->count > (uint64_t)INT_MAX) rc = GPL_ERANGE;
-  if (rc == GPL_OK) rc = resolve(cl, q->send, q->send.region < 0 ? 0 : hostop_send_bytes(&op, c->size), &send);
-  if (rc == GPL_OK) rc = resolve(cl, q->recv, hostop_recv_bytes(&op, c->size), &recv);
+  size_t align = op.kind == HOP_FLAGS ? sizeof(int) : op.kind == HOP_BARRIER ? 1 : hostop_dtype_size(op.dtype);
+  if (rc == GPL_OK)
+    rc = resolve(cl, q->send, q->send.region < 0 ? 0 : hostop_send_bytes(&op, c->size), align, &send);
+  if (rc == GPL_OK) rc = resolve(cl, q->recv, hostop_recv_bytes(&op, c->size), align, &recv);
   if (rc == GPL_OK && op.kind == HOP_FLAGS)
-    rc = resolve(cl, q->answered, sizeof(int) * (size_t)c->size, &ans);
+    rc = resolve(cl, q->answered, sizeof(int) * (size_t)c->size, sizeof(int), &ans);
   if (rc < 0) {
     reply(cl, PROXY_OP, q->seq, rc);
     return;

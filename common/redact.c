@@ -24,11 +24,14 @@ static int secret_name(const char *s, size_t n) {
     s++;
     n--;
   }
-  if (n == 0 || n >= 256) return 0;
-  char buf[256];
+  if (n == 0) return 0;
+  char small[256], *buf = n < sizeof small ? small : malloc(n + 1);
+  if (!buf) return 1; /* no memory: the safe answer */
   for (size_t i = 0; i < n; i++) buf[i] = s[i] == '-' ? '_' : s[i];
   buf[n] = 0;
-  return util_is_secret_name(buf);
+  int r = util_is_secret_name(buf);
+  if (buf != small) free(buf);
+  return r;
 }
 
 /* An option whose value is a credential: a secret name, or (the spellings people use for
@@ -36,11 +39,9 @@ static int secret_name(const char *s, size_t n) {
 static int secret_option(const char *s, size_t n) {
   if (n < 2 || s[0] != '-') return 0;
   if (secret_name(s, n)) return 1;
-  char low[256];
-  size_t k = 0;
-  for (size_t i = 0; i < n && k < sizeof low - 1; i++) low[k++] = (char)tolower((unsigned char)s[i]);
-  low[k] = 0;
-  return strstr(low, "pass") != NULL || strstr(low, "token") != NULL;
+  for (size_t i = 0; i + 4 <= n; i++)
+    if (strncasecmp(s + i, "pass", 4) == 0 || (i + 5 <= n && strncasecmp(s + i, "token", 5) == 0)) return 1;
+  return 0;
 }
 
 /* Programs whose -p takes a password (mysql -p VALUE, sshpass -p VALUE), and options that name
@@ -93,6 +94,41 @@ static size_t word_len(const char *p, const char *end) {
   return (size_t)(q - p);
 }
 
+/* Redact the value at v, the text [p, v) before it (separator, blanks) copied as it is: a quoted
+ * string, else a word (words) or what value_len takes. What was redacted may itself name a
+ * secret ("Bearer GITLAB_PAT: x", "--token \"api_key\": \"x\"", "Authorization: Bearer x"):
+ * when it ends in ':' or '=', or one follows it, or it is an HTTP scheme, the next value goes
+ * too, and so on. Returns where the text continues, or NULL when there was no value at v. */
+static const char *redact_value(strbuf_t *b, const char *p, const char *v, const char *end, int words) {
+  for (int first = 1;; first = 0) {
+    char quote = 0;
+    size_t vlen = 0;
+    if (v < end && (*v == '"' || *v == '\'')) vlen = value_len(v, end, &quote);
+    else if (v < end) vlen = words ? word_len(v, end) : value_len(v, end, &quote);
+    if (!vlen) return first ? NULL : p;
+    strbuf_append_n(b, p, (size_t)(v - p) + (quote ? 1 : 0));
+    strbuf_append(b, REDACTED);
+    const char *val = v + (quote ? 1 : 0), *after = val + vlen;
+    char last = val[vlen - 1];
+    int chain = (!quote && (auth_scheme(val, vlen) || secret_option(val, vlen))) || last == ':' ||
+                last == '=';
+    const char *s = after;
+    if (s < end && (*s == '"' || *s == '\'')) s++; /* its closing quote, or a JSON key's */
+    while (s < end && (*s == ' ' || *s == '\t')) s++;
+    if (!chain && s < end && (*s == ':' || *s == '=') && !(s + 1 < end && s[1] == '/')) {
+      chain = 1;
+      s++;
+    }
+    while (s < end && (*s == ' ' || *s == '\t')) s++;
+    /* an option after it is an option (the main loop redacts its value), not this one's value */
+    if (!chain || s >= end || *s == '\n' || s == after) return after;
+    if (*s == '-' && !secret_option(val, vlen)) return after;
+    p = after;
+    v = s;
+    words = 1;
+  }
+}
+
 /* Rules 1, 2 and 4 over the text into b. */
 static void redact_names(strbuf_t *b, const char *t, size_t len) {
   const char *end = t + len, *p = t;
@@ -107,8 +143,10 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
         q++;
       }
       if (q < end && *q == '@' && colon) {
-        strbuf_append_n(b, p, (size_t)(colon + 1 - p));
-        strbuf_append(b, REDACTED);
+        /* the user part is text like any other ("://MY_TOKEN=x:pw@" must lose both) */
+        strbuf_append_n(b, p, 3);
+        redact_names(b, u, (size_t)(colon - u));
+        strbuf_append(b, ":" REDACTED);
         p = q;
         continue;
       }
@@ -125,8 +163,8 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     /* rule 4: mysql's -pVALUE, in a line where -p is a password */
     if (pw_ctx && nlen > 2 && n0[0] == '-' && n0[1] == 'p' && n0[2] != '-' &&
         (n0 == t || isspace((unsigned char)n0[-1]))) {
-      strbuf_append(b, "-p" REDACTED);
-      p = n0 + 2 + word_len(n0 + 2, end);
+      strbuf_append(b, "-p");
+      p = redact_value(b, n0 + 2, n0 + 2, end, 1);
       continue;
     }
     strbuf_append_n(b, n0, nlen);
@@ -136,14 +174,9 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
          (pw_ctx && nlen == 2 && n0[0] == '-' && n0[1] == 'p'))) {
       const char *v = p;
       while (v < end && (*v == ' ' || *v == '\t')) v++;
-      char quote = 0;
-      size_t vlen = 0;
-      if (v < end && (*v == '"' || *v == '\'')) vlen = value_len(v, end, &quote); /* '--token "a b"' */
-      else if (v < end && *v != '-') vlen = word_len(v, end);
-      if (vlen) {
-        strbuf_append_n(b, p, (size_t)(v - p) + (quote ? 1 : 0));
-        strbuf_append(b, REDACTED);
-        p = v + (quote ? 1 : 0) + vlen;
+      const char *q = v < end && *v != '-' ? redact_value(b, p, v, end, 1) : NULL;
+      if (q) {
+        p = q;
         continue;
       }
     }
@@ -156,24 +189,8 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     s++;
     while (s < end && (*s == ' ' || *s == '\t')) s++;
     if (!secret_name(n0, nlen) && !secret_option(n0, nlen)) continue;
-    char quote;
-    size_t vlen = value_len(s, end, &quote);
-    if (vlen == 0) continue;
-    strbuf_append_n(b, p, (size_t)(s - p)); /* separator and opening quote */
-    if (quote) strbuf_append_n(b, s, 1);
-    strbuf_append(b, REDACTED);
-    p = s + (quote ? 1 : 0) + vlen;
-    /* "Authorization: Bearer TOKEN": the scheme was the value; the credential follows it */
-    if (!quote && auth_scheme(s, vlen) && p < end && *p == ' ') {
-      const char *v = p;
-      while (v < end && *v == ' ') v++;
-      size_t wl = word_len(v, end);
-      if (wl) {
-        strbuf_append_n(b, p, (size_t)(v - p));
-        strbuf_append(b, REDACTED);
-        p = v + wl;
-      }
-    }
+    const char *q = redact_value(b, p, s, end, 0);
+    if (q) p = q;
   }
 }
 

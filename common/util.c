@@ -342,14 +342,25 @@ static int secret_word(const char *w, size_t n) {
   return 0;
 }
 
+static int secret_upper(const char *up, size_t n);
+
 int util_is_secret_name(const char *name) {
+  char small[256], *up = small;
+  size_t n = strlen(name);
+  if (n >= sizeof small && !(up = malloc(n + 1))) return 1; /* no memory: the safe answer */
+  for (size_t i = 0; i < n; i++) up[i] = (char)toupper((unsigned char)name[i]);
+  up[n] = 0;
+  int r = secret_upper(up, n);
+  if (up != small) free(up);
+  return r;
+}
+
+/* util_is_secret_name on the upper-case name up (n bytes): a name of any length is judged whole
+ * (a long one cut short could lose the part that makes it a secret). */
+static int secret_upper(const char *up, size_t n) {
   static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
                                       "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
   static const char *const prefixes[] = {"AWS_", "AZURE_"};
-  char up[256];
-  size_t n = 0;
-  for (; name[n] && n < sizeof up - 1; n++) up[n] = (char)toupper((unsigned char)name[n]);
-  up[n] = 0;
   /* the shell's working folders, not passwords */
   if (strcmp(up, "PWD") == 0 || strcmp(up, "OLDPWD") == 0) return 0;
   for (size_t i = 0; i < GPL_ARRAY_LEN(parts); i++)
