@@ -194,9 +194,45 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
   }
 }
 
-/* Rule 3: replace every occurrence of a secret value of the environment. */
+/* Secret values known besides the environment's (the config's [env] entries with secret
+ * names: the program has them in its environment, gpulaunch does not). */
+static char **g_extra;
+static int g_nextra;
+
+void redact_add_value(const char *value) {
+  if (!value || strlen(value) < MIN_SECRET_LEN || strcmp(value, REDACTED) == 0) return;
+  for (int i = 0; i < g_nextra; i++)
+    if (strcmp(g_extra[i], value) == 0) return;
+  char **n = realloc(g_extra, (size_t)(g_nextra + 1) * sizeof *n);
+  if (!n) return;
+  g_extra = n;
+  if ((g_extra[g_nextra] = strdup(value))) g_nextra++;
+}
+
+/* Every occurrence of val in text replaced; text is consumed. NULL without memory. */
+static char *replace_all(char *text, const char *val) {
+  size_t vl = strlen(val);
+  if (!strstr(text, val)) return text;
+  strbuf_t b = STRBUF_INIT;
+  const char *p = text, *hit;
+  while ((hit = strstr(p, val)) != NULL) {
+    strbuf_append_n(&b, p, (size_t)(hit - p));
+    strbuf_append(&b, REDACTED);
+    p = hit + vl;
+  }
+  strbuf_append(&b, p);
+  free(text);
+  if (b.oom) {
+    strbuf_free(&b);
+    return NULL;
+  }
+  return strbuf_take(&b);
+}
+
+/* Rule 3: replace every occurrence of a secret value of the environment (and the registered). */
 static char *redact_values(char *text) {
-  for (char **e = environ; e && *e; e++) {
+  for (int i = 0; text && i < g_nextra; i++) text = replace_all(text, g_extra[i]);
+  for (char **e = environ; text && e && *e; e++) {
     const char *eq = strchr(*e, '=');
     if (!eq) continue;
     char name[256];
@@ -208,22 +244,7 @@ static char *redact_values(char *text) {
     size_t vl = strlen(val);
     if (vl < MIN_SECRET_LEN || !util_is_secret_name(name) || strcmp(val, REDACTED) == 0)
       continue;
-    if (!strstr(text, val)) continue;
-    strbuf_t b = STRBUF_INIT;
-    const char *p = text, *hit;
-    while ((hit = strstr(p, val)) != NULL) {
-      strbuf_append_n(&b, p, (size_t)(hit - p));
-      strbuf_append(&b, REDACTED);
-      p = hit + vl;
-    }
-    strbuf_append(&b, p);
-    if (b.oom) {
-      strbuf_free(&b);
-      free(text);
-      return NULL;
-    }
-    free(text);
-    text = strbuf_take(&b);
+    text = replace_all(text, val);
   }
   return text;
 }

@@ -27,6 +27,11 @@ char *redact_text(const char *text, size_t len);
  * with util_free_argv), or NULL without memory. */
 char **redact_argv(char *const *argv, int argc);
 
+/* Make value (4 characters or more) a secret for rule 3 of redact_text, as if a secret-named
+ * variable of the environment held it: for the config's [env] secrets, which the program has in
+ * its environment and gpulaunch does not. Kept until the process ends. */
+void redact_add_value(const char *value);
+
 /* The value to print for the environment variable name=value: value itself, or REDACTED
  * when the name looks like a credential (and the value is not empty). */
 const char *redact_env_value(const char *name, const char *value);

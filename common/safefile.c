@@ -136,16 +136,24 @@ static int open_out(const char *path, int flags, int *fd_out, char *err, size_t 
   int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags,
                   0600);
   int e = errno;
-  close(dfd);
   if (fd < 0) {
-    if (e == ELOOP)
+    /* Say what is there: the kernel answers a planted link with ELOOP, or EACCES in a sticky
+     * folder; a FIFO without a reader with ENXIO. */
+    struct stat ls;
+    int there = fstatat(dfd, base, &ls, AT_SYMLINK_NOFOLLOW) == 0;
+    close(dfd);
+    if (e == ELOOP || (there && S_ISLNK(ls.st_mode)))
       util_fmt(err, errlen, "%s is a symbolic link; refusing to write through it", path);
-    else if (e == ENXIO)
+    else if (e == ENXIO || (there && (S_ISFIFO(ls.st_mode) || S_ISSOCK(ls.st_mode))))
       util_fmt(err, errlen, "%s is a FIFO or socket, not a regular file", path);
+    else if (there && !trusted_owner(ls.st_uid))
+      util_fmt(err, errlen, "%s belongs to another user (uid %u); refusing to write to it", path,
+               (unsigned)ls.st_uid);
     else
       util_fmt(err, errlen, "%s: %s", path, strerror(e));
     return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
   }
+  close(dfd);
   if (fstat(fd, &st) < 0) {
     util_fmt(err, errlen, "%s: %s", path, strerror(errno));
     close(fd);

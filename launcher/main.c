@@ -211,6 +211,7 @@ int main(int argc, char **argv) {
     if (job_env_rank() > 0) util_sleep(0.5);
     return GPL_EXIT_CONFIG;
   }
+  conf_register_secrets(L.conf); /* [env] secrets: hidden in everything we print or write */
   if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
   if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
   char what_m[4200], what_p[4200];

@@ -784,6 +784,12 @@ int conf_has_section(const conf_t *c, const char *section) {
   return 0;
 }
 
+void conf_register_secrets(const conf_t *c) {
+  for (size_t s = 0; c && s < GPL_ARRAY_LEN(g_free_sections); s++)
+    for (int i = 0; i < c->free[s].n; i++)
+      if (util_is_secret_name(c->free[s].e[i].key)) redact_add_value(c->free[s].e[i].value);
+}
+
 int conf_free_count(const conf_t *c, const char *section) {
   int s = c ? free_index(section) : -1;
   return s >= 0 ? c->free[s].n : 0;

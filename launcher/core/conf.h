@@ -67,6 +67,10 @@ const char *conf_path(const conf_t *c);
 int conf_free_count(const conf_t *c, const char *section);
 void conf_free_entry(const conf_t *c, const char *section, int i, const char **key, const char **value);
 
+/* Tell redaction the values of the free sections' secret-named entries ([env] MYSQL_PWD = x):
+ * wherever gpulaunch prints or writes text (a root cause quoting the program), they are hidden. */
+void conf_register_secrets(const conf_t *c);
+
 /* Print the effective settings, one "section.key = value   # origin" per line. */
 void conf_print(FILE *f, const conf_t *c);
 /* The schema (for --help and the docs). */
