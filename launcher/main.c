@@ -44,6 +44,7 @@ static const char g_usage[] =
     "  69 no GPU / not built with CUDA  70 internal error  71 program cannot be started\n"
     "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
     "  74 accept: could not run  75 preempted (SIGTERM to the job; requeue it)\n"
+    "  76 the job succeeded but a log_dir file or --summary could not be written in full\n"
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
