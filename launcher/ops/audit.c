@@ -51,8 +51,16 @@ void audit_info_init(audit_info_t *info) {
 
 int audit_file_sha256(const char *path, char hex[65]) {
   hex[0] = 0;
-  FILE *f = fopen(path, "rbe");
-  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  /* a regular file only: the config may have been swapped for a FIFO since it was read */
+  int fd;
+  char err[PATH_MAX + 128];
+  int orc = safefile_open_read(path, &fd, NULL, err, sizeof err);
+  if (orc < 0) return orc == GPL_ENOENT ? GPL_ENOENT : GPL_ESYS;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return GPL_ESYS;
+  }
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   int rc = GPL_ESYS;
   unsigned char md[EVP_MAX_MD_SIZE];
