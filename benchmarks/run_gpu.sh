@@ -2,7 +2,8 @@
 # On a GPU machine: gpulaunch bench with the NCCL backend on one GPU (device buffers, every size
 # checked), and the fused kernels against the device-to-device copy bandwidth. Without a GPU it
 # says so and exits 0 (nothing measured).
-#   benchmarks/run_gpu.sh [--build DIR]   (a CUDA build; scripts/gpu-check.sh makes one)
+#   benchmarks/run_gpu.sh [--build DIR]   (a CUDA build on a machine with the build tools; on a bare
+#   GPU machine run scripts/gpu-check.sh from the bundle instead: scripts/gpu-bundle.sh)
 # shellcheck source=benchmarks/lib.sh
 source "$(dirname "$0")/lib.sh"
 parse_build_arg "$@"

@@ -100,12 +100,24 @@ static int check_opts(const gpl_tensor_t *t, int n, const gpl_fused_opts_t *o) {
 /* Comm-memory scratch of at least `bytes` (kept between calls, grown when needed). */
 static int scratch(gpl_comm_t *c, size_t bytes) {
   if (bytes <= c->bucket_bytes) return GPL_OK;
+  /* A call on another stream may still be unpacking from the old one. */
+  if (c->bucket && c->be->scratch_idle) CHECK(c->be->scratch_idle(c));
   if (c->bucket) c->be->mem_free(c, c->bucket);
   c->bucket = NULL;
   c->bucket_bytes = 0;
   CHECK(c->be->mem_alloc(c, &c->bucket, bytes));
   c->bucket_bytes = bytes;
   return GPL_OK;
+}
+
+/* The scratch is about to be written on `stream`: order it after its last user (another call,
+ * maybe on another stream); and, once this call's last reader of it is queued, say so. */
+static int scratch_acquire(gpl_comm_t *c, void *stream) {
+  return c->be->scratch_acquire ? c->be->scratch_acquire(c, stream) : GPL_OK;
+}
+
+static int scratch_release(gpl_comm_t *c, void *stream) {
+  return c->be->scratch_release ? c->be->scratch_release(c, stream) : GPL_OK;
 }
 
 /* The scaler whose found_inf this call reports: the user's, or (when only the overflow flag was
@@ -215,10 +227,11 @@ static int flush(gpl_comm_t *c, const kern_tensor_t *sl, int ns, size_t fill,
       fill * esz >= SHMCOLL_MIN_BYTES)
     return flush_shm(c, sl, ns, fill, o, sc);
   CHECK(scratch(c, fill * esz));
+  CHECK(scratch_acquire(c, stream));
   CHECK(c->be->pack(c, sl, ns, c->bucket, o->wire, o->prescale, stream));
   CHECK(c->be->allreduce(c, c->bucket, c->bucket, fill, o->wire, GPL_OP_SUM, stream));
   CHECK(c->be->unpack(c, c->bucket, o->wire, sl, ns, o->postscale, sc, stream));
-  return GPL_OK;
+  return scratch_release(c, stream);
 }
 
 static int fused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_fused_opts_t *o,
@@ -285,9 +298,11 @@ static int unfused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_
   CHECK(pick_scaler(c, o, stream, &sc));
   for (int i = 0; i < n; i++) {
     if (!t[i].count) continue;
+    CHECK(scratch_acquire(c, stream));
     CHECK(c->be->pack(c, &t[i], 1, c->bucket, GPL_FLOAT, o->prescale, stream));
     CHECK(c->be->allreduce(c, c->bucket, c->bucket, t[i].count, GPL_FLOAT, GPL_OP_SUM, stream));
     CHECK(c->be->unpack(c, c->bucket, GPL_FLOAT, &t[i], 1, o->postscale, sc, stream));
+    CHECK(scratch_release(c, stream));
   }
   return read_overflow(c, o, sc, stream);
 }

@@ -93,6 +93,13 @@ struct comm_backend_s {
   int (*unpack)(gpl_comm_t *c, const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t,
                 int n, float postscale, kern_scaler_t *sc, void *stream);
   int (*scaler_update)(gpl_comm_t *c, kern_scaler_t *sc, void *stream);
+  /* The fused scratch (c->bucket) is shared by calls on different streams. NULL where every
+   * call is synchronous (cpu). acquire: work on `stream` from now on waits for the scratch's last
+   * user; release: the work queued on `stream` so far is its last user; idle: wait on the host
+   * (the communicator's deadline) until that user is done, before the scratch is freed. */
+  int (*scratch_acquire)(gpl_comm_t *c, void *stream);
+  int (*scratch_release)(gpl_comm_t *c, void *stream);
+  int (*scratch_idle)(gpl_comm_t *c);
 };
 
 extern const comm_backend_t comm_backend_cpu;

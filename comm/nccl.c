@@ -1,21 +1,23 @@
-/* The nccl backend: NCCL bootstrapped over the host transport with deadlines (non-blocking
- * ncclCommInitRankConfig polled with ncclCommGetAsyncError, abort and names on a timeout), per-node
- * and cross-node communicators from ncclCommSplit, collectives on CUDA streams, and the fused
- * allreduce's steps from the kernels' CUDA versions. */
+/* The nccl backend: the machine's NCCL loaded at run time (comm/nccl_lib.c), bootstrapped over
+ * the host transport with deadlines (non-blocking ncclCommInitRankConfig polled with
+ * ncclCommGetAsyncError, abort and names on a timeout), collectives on CUDA streams ordered by
+ * comm/nccl_streams.c, and the fused allreduce's steps from the kernels' CUDA versions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/internal.h"
-#include "comm/ncclcheck.h"
+#include "comm/nccl_lib.h"
+#include "comm/nccl_streams.h"
 #include "common/util.h"
 
+/* One communicator over all ranks: every collective here is over the world, and a communicator
+ * nothing uses would still cost its own connections, buffers and set-up time on every rank. */
 typedef struct nccl_state_s {
-  ncclComm_t world; /* all ranks */
-  ncclComm_t node;  /* the ranks of this node (color: node index) */
-  ncclComm_t cross; /* the ranks with this local rank on every node (color: local rank) */
-  cudaStream_t stream;
-  uint64_t ops;     /* NCCL operations enqueued; compared between ranks after a timeout */
+  const nccl_lib_t *L; /* the NCCL functions */
+  ncclComm_t world;    /* all ranks */
+  nccl_streams_t st;   /* the communicator's stream and the events that order it */
+  uint64_t ops;        /* NCCL operations enqueued; compared between ranks after a timeout */
 } nccl_state_t;
 
 /* Outcomes of one rank's part of a collective set-up step, exchanged between ranks. */
@@ -47,15 +49,23 @@ static ncclRedOp_t nccl_op(gpl_redop_t op) {
   }
 }
 
-static cudaStream_t stream_of(gpl_comm_t *c, void *stream) {
+/* The stream for the caller's: its own, or the communicator's ordered after the legacy stream. */
+static int enter(gpl_comm_t *c, void *stream, cudaStream_t *use) {
   nccl_state_t *s = c->be_state;
-  return stream ? (cudaStream_t)stream : s->stream;
+  return nccl_streams_enter(&s->st, stream, use);
+}
+
+static int leave(gpl_comm_t *c, void *stream, cudaStream_t use, int rc) {
+  nccl_state_t *s = c->be_state;
+  if (rc < 0) return rc;
+  return nccl_streams_leave(&s->st, stream, use);
 }
 
 /* ---- probe ---- */
 
 static int nccl_probe(gpl_comm_t *c, int device, char *why, size_t len) {
   int n = 0;
+  if (!nccl_lib_load(why, len)) return GPL_ENOCUDA;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     /* Without a driver (or a new enough one) every CUDA call fails this way: no GPU here. */
@@ -91,17 +101,18 @@ static int nccl_probe(gpl_comm_t *c, int device, char *why, size_t len) {
 
 /* Poll a non-blocking communicator until its pending work (init, split, enqueue) is done:
  * PART_DONE, PART_FAILED (logged) or PART_TIMEDOUT at the deadline. */
-static int wait_ready(ncclComm_t comm, ncclResult_t first, double deadline, const char *what) {
+static int wait_ready(const nccl_lib_t *L, ncclComm_t comm, ncclResult_t first, double deadline,
+                      const char *what) {
   ncclResult_t st = first;
   double nap = 1e-4;
   while (st == ncclInProgress) {
     if (util_now() >= deadline) return PART_TIMEDOUT;
     util_sleep(nap);
     if (nap < 1e-2) nap *= 2;
-    if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) st = ncclInternalError;
+    if (L->CommGetAsyncError(comm, &st) != ncclSuccess) st = ncclInternalError;
   }
   if (st != ncclSuccess) {
-    LOG_WARN("%s failed: %s (%s)", what, ncclGetErrorString(st), ncclGetLastError(comm));
+    LOG_WARN("%s failed: %s (%s)", what, L->GetErrorString(st), L->GetLastError(comm));
     return PART_FAILED;
   }
   return PART_DONE;
@@ -152,24 +163,29 @@ out:
 
 /* ---- init / destroy ---- */
 
-static void abort_all(nccl_state_t *s) {
-  ncclComm_t *cs[3] = {&s->cross, &s->node, &s->world};
-  for (int i = 0; i < 3; i++)
-    if (*cs[i]) {
-      ncclCommAbort(*cs[i]);
-      *cs[i] = NULL;
-    }
+static void abort_world(nccl_state_t *s) {
+  if (s->world) {
+    s->L->CommAbort(s->world);
+    s->world = NULL;
+  }
 }
 
 static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
+  char why[512];
+  const nccl_lib_t *L = nccl_lib_load(why, sizeof why);
+  if (!L) {
+    LOG_ERROR("nccl backend: %s", why); /* probe said so already; init is reached after it */
+    return GPL_ENOCUDA;
+  }
   nccl_state_t *s = calloc(1, sizeof *s);
   ALLOCCHECK(s);
+  s->L = L;
   c->be_state = s;
   int ndev = 0;
   CUDACHECK(cudaGetDeviceCount(&ndev));
   c->device = o->device >= 0 ? o->device : c->local_rank % ndev;
   CUDACHECK(cudaSetDevice(c->device));
-  CUDACHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  CHECK(nccl_streams_init(&s->st));
 
   /* Rank 0 makes the unique id and sends it with its own status, so a failure there is a message
    * on every rank rather than a hang in ncclCommInitRank. */
@@ -179,9 +195,9 @@ static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
   } uid;
   memset(&uid, 0, sizeof uid);
   if (c->rank == 0) {
-    ncclResult_t r = ncclGetUniqueId(&uid.id);
+    ncclResult_t r = L->GetUniqueId(&uid.id);
     if (r != ncclSuccess) {
-      LOG_WARN("ncclGetUniqueId failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+      LOG_WARN("ncclGetUniqueId failed: %s (%s)", L->GetErrorString(r), L->GetLastError(NULL));
       uid.rc = GPL_ENCCL;
     }
   }
@@ -197,44 +213,22 @@ static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;
   cfg.commName = "gpulaunch";
-  ncclResult_t r = ncclCommInitRankConfig(&s->world, c->size, uid.id, c->rank, &cfg);
+  ncclResult_t r = L->CommInitRankConfig(&s->world, c->size, uid.id, c->rank, &cfg);
   int part = r == ncclSuccess || r == ncclInProgress
-                 ? wait_ready(s->world, r, deadline, "ncclCommInitRankConfig")
+                 ? wait_ready(L, s->world, r, deadline, "ncclCommInitRankConfig")
                  : PART_FAILED;
   if (part == PART_FAILED && r != ncclSuccess && r != ncclInProgress)
-    LOG_WARN("ncclCommInitRankConfig failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+    LOG_WARN("ncclCommInitRankConfig failed: %s (%s)", L->GetErrorString(r), L->GetLastError(NULL));
   int rc = agree(c, "NCCL communicator init", part, deadline + comm_grace(budget), budget);
   if (rc < 0) {
-    abort_all(s);
+    double t_abort = util_now();
+    abort_world(s);
+    LOG_INFO(COMM, "nccl: communicator aborted in %.2f s", util_now() - t_abort);
     return rc;
   }
-
-  /* Per-node and cross-node communicators (hierarchical algorithms, node-local traffic). Each split
-   * is collective over world and must finish before the next call on world. */
-  struct {
-    ncclComm_t *out;
-    int color, key;
-    const char *what;
-  } splits[2] = {{&s->node, c->node, c->local_rank, "ncclCommSplit (per node)"},
-                 {&s->cross, c->local_rank, c->node, "ncclCommSplit (across nodes)"}};
-  for (int i = 0; i < 2; i++) {
-    deadline = util_now() + budget;
-    r = ncclCommSplit(s->world, splits[i].color, splits[i].key, splits[i].out, &cfg);
-    if (r == ncclSuccess || r == ncclInProgress)
-      part = *splits[i].out ? wait_ready(*splits[i].out, r, deadline, splits[i].what)
-                            : wait_ready(s->world, r, deadline, splits[i].what);
-    else {
-      LOG_WARN("%s failed: %s (%s)", splits[i].what, ncclGetErrorString(r), ncclGetLastError(NULL));
-      part = PART_FAILED;
-    }
-    rc = agree(c, splits[i].what, part, deadline + comm_grace(budget), budget);
-    if (rc < 0) {
-      abort_all(s);
-      return rc;
-    }
-  }
-  LOG_INFO(COMM, "nccl: rank %d of %d on device %d; node communicator and cross-node communicator "
-                 "ready", c->rank, c->size, c->device);
+  char vs[32];
+  LOG_INFO(COMM, "nccl: rank %d of %d on device %d, NCCL %s (%s)", c->rank, c->size, c->device,
+           nccl_lib_version_str(L->version, vs, sizeof vs), L->path);
   return GPL_OK;
 }
 
@@ -242,22 +236,18 @@ static void nccl_destroy(gpl_comm_t *c) {
   nccl_state_t *s = c->be_state;
   if (!s) return;
   if (c->broken) {
-    abort_all(s);
-  } else {
+    abort_world(s);
+  } else if (s->world) {
     /* ncclCommFinalize flushes outstanding work (collective); bounded, then destroy. */
-    ncclComm_t *cs[3] = {&s->cross, &s->node, &s->world};
-    for (int i = 0; i < 3; i++) {
-      if (!*cs[i]) continue;
-      ncclResult_t r = ncclCommFinalize(*cs[i]);
-      int part = r == ncclSuccess || r == ncclInProgress
-                     ? wait_ready(*cs[i], r, util_now() + c->timeout, "ncclCommFinalize")
-                     : PART_FAILED;
-      if (part == PART_DONE) ncclCommDestroy(*cs[i]);
-      else ncclCommAbort(*cs[i]);
-      *cs[i] = NULL;
-    }
+    ncclResult_t r = s->L->CommFinalize(s->world);
+    int part = r == ncclSuccess || r == ncclInProgress
+                   ? wait_ready(s->L, s->world, r, util_now() + c->timeout, "ncclCommFinalize")
+                   : PART_FAILED;
+    if (part == PART_DONE) s->L->CommDestroy(s->world);
+    else s->L->CommAbort(s->world);
+    s->world = NULL;
   }
-  if (s->stream) cudaStreamDestroy(s->stream);
+  nccl_streams_destroy(&s->st);
   free(s);
   c->be_state = NULL;
 }
@@ -272,10 +262,10 @@ static int enqueued(gpl_comm_t *c, ncclResult_t r, const char *what) {
     return GPL_OK;
   }
   if (r != ncclInProgress) {
-    LOG_WARN("%s failed: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(s->world));
+    LOG_WARN("%s failed: %s (%s)", what, s->L->GetErrorString(r), s->L->GetLastError(s->world));
     return GPL_ENCCL;
   }
-  int part = wait_ready(s->world, r, util_now() + c->timeout, what);
+  int part = wait_ready(s->L, s->world, r, util_now() + c->timeout, what);
   if (part == PART_TIMEDOUT) {
     LOG_ERROR("%s: could not enqueue within %.1f s", what, c->timeout);
     return GPL_ETIMEDOUT;
@@ -288,44 +278,80 @@ static int enqueued(gpl_comm_t *c, ncclResult_t r, const char *what) {
 static int nccl_allreduce(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                           gpl_redop_t op, void *stream) {
   nccl_state_t *s = c->be_state;
-  return enqueued(c, ncclAllReduce(send, recv, count, nccl_type(dt), nccl_op(op), s->world,
-                                   stream_of(c, stream)), "ncclAllReduce");
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st,
+               enqueued(c, s->L->AllReduce(send, recv, count, nccl_type(dt), nccl_op(op), s->world, st),
+                        "ncclAllReduce"));
 }
 
 static int nccl_allgather(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                           void *stream) {
   nccl_state_t *s = c->be_state;
-  return enqueued(c, ncclAllGather(send, recv, count, nccl_type(dt), s->world, stream_of(c, stream)),
-                  "ncclAllGather");
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st,
+               enqueued(c, s->L->AllGather(send, recv, count, nccl_type(dt), s->world, st),
+                        "ncclAllGather"));
 }
 
 static int nccl_reduce_scatter(gpl_comm_t *c, const void *send, void *recv, size_t count,
                                gpl_dtype_t dt, gpl_redop_t op, void *stream) {
   nccl_state_t *s = c->be_state;
-  return enqueued(c, ncclReduceScatter(send, recv, count, nccl_type(dt), nccl_op(op), s->world,
-                                       stream_of(c, stream)), "ncclReduceScatter");
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st,
+               enqueued(c, s->L->ReduceScatter(send, recv, count, nccl_type(dt), nccl_op(op), s->world, st),
+                        "ncclReduceScatter"));
 }
 
 static int nccl_broadcast(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                           int root, void *stream) {
   nccl_state_t *s = c->be_state;
-  return enqueued(c, ncclBroadcast(send, recv, count, nccl_type(dt), root, s->world,
-                                   stream_of(c, stream)), "ncclBroadcast");
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st,
+               enqueued(c, s->L->Broadcast(send, recv, count, nccl_type(dt), root, s->world, st),
+                        "ncclBroadcast"));
+}
+
+/* ncclAlltoAll where the library has it (2.28+); else what it does: one group of a send and a
+ * receive per peer, which every NCCL since 2.7 can. */
+static ncclResult_t alltoall_p2p(nccl_state_t *s, const void *send, void *recv, size_t count, gpl_dtype_t dt,
+                        int size, cudaStream_t st) {
+  size_t bytes = count * gpl_dtype_size(dt);
+  ncclResult_t r = s->L->GroupStart();
+  for (int p = 0; p < size && r == ncclSuccess; p++) {
+    r = s->L->Send((const char *)send + (size_t)p * bytes, count, nccl_type(dt), p, s->world, st);
+    if (r == ncclSuccess || r == ncclInProgress)
+      r = s->L->Recv((char *)recv + (size_t)p * bytes, count, nccl_type(dt), p, s->world, st);
+    if (r == ncclInProgress) r = ncclSuccess;
+  }
+  /* A group opened must be closed, whatever went wrong inside it. */
+  ncclResult_t e = s->L->GroupEnd();
+  return r != ncclSuccess ? r : e;
 }
 
 static int nccl_alltoall(gpl_comm_t *c, const void *send, void *recv, size_t count, gpl_dtype_t dt,
                          void *stream) {
   nccl_state_t *s = c->be_state;
-  return enqueued(c, ncclAlltoAll(send, recv, count, nccl_type(dt), s->world, stream_of(c, stream)),
-                  "ncclAlltoAll");
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  if (s->L->AlltoAll)
+    return leave(c, stream, st,
+                 enqueued(c, s->L->AlltoAll(send, recv, count, nccl_type(dt), s->world, st),
+                          "ncclAlltoAll"));
+  return leave(c, stream, st,
+               enqueued(c, alltoall_p2p(s, send, recv, count, dt, c->size, st),
+                        "alltoall (ncclSend/ncclRecv group)"));
 }
 
 /* Wait for a stream with the communicator's deadline; NCCL errors end the wait at once. On the
  * deadline, the ranks compare how many operations they enqueued (bounded), so the message says
- * who is behind or missing; then the communicators are aborted. */
+ * who is behind or missing; then the communicator is aborted. */
 static int nccl_synchronize(gpl_comm_t *c, void *stream) {
   nccl_state_t *s = c->be_state;
-  cudaStream_t st = stream_of(c, stream);
+  cudaStream_t st = stream ? (cudaStream_t)stream : s->st.own;
   double deadline = util_now() + c->timeout, nap = 2e-5;
   for (;;) {
     cudaError_t e = cudaStreamQuery(st);
@@ -335,11 +361,11 @@ static int nccl_synchronize(gpl_comm_t *c, void *stream) {
       return GPL_ECUDA;
     }
     ncclResult_t ae = ncclSuccess;
-    ncclCommGetAsyncError(s->world, &ae);
+    s->L->CommGetAsyncError(s->world, &ae);
     if (ae != ncclSuccess && ae != ncclInProgress) {
-      LOG_ERROR("NCCL failed while waiting for the stream: %s (%s)", ncclGetErrorString(ae),
-                ncclGetLastError(s->world));
-      abort_all(s);
+      LOG_ERROR("NCCL failed while waiting for the stream: %s (%s)", s->L->GetErrorString(ae),
+                s->L->GetLastError(s->world));
+      abort_world(s);
       return GPL_ENCCL;
     }
     if (util_now() >= deadline) break;
@@ -347,7 +373,7 @@ static int nccl_synchronize(gpl_comm_t *c, void *stream) {
     if (nap < 1e-3) nap *= 2;
   }
   /* Abort first: it ends the kernels that wait for the missing peers, so the stream drains. */
-  abort_all(s);
+  abort_world(s);
   int n = c->size, mine = (int)(s->ops & 0x7fffffff);
   int *all = calloc((size_t)n, sizeof *all), *ans = calloc((size_t)n, sizeof *ans);
   int *missing = calloc((size_t)n, sizeof *missing), *behind = calloc((size_t)n, sizeof *behind);
@@ -406,7 +432,10 @@ static int nccl_memcpy(gpl_comm_t *c, void *dst, const void *src, size_t bytes, 
   enum cudaMemcpyKind kind = dir == GPL_COPY_TO_COMM   ? cudaMemcpyHostToDevice
                              : dir == GPL_COPY_TO_HOST ? cudaMemcpyDeviceToHost
                                                        : cudaMemcpyDeviceToDevice;
-  CUDACHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream_of(c, stream)));
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  CUDACHECK(cudaMemcpyAsync(dst, src, bytes, kind, st));
+  CHECK(leave(c, stream, st, GPL_OK));
   return nccl_synchronize(c, stream);
 }
 
@@ -414,16 +443,38 @@ static int nccl_memcpy(gpl_comm_t *c, void *dst, const void *src, size_t bytes, 
 
 static int nccl_pack(gpl_comm_t *c, const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire,
                      float prescale, void *stream) {
-  return kern_pack_cuda(t, n, bucket, wire, prescale, stream_of(c, stream));
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st, kern_pack_cuda(t, n, bucket, wire, prescale, st));
 }
 
 static int nccl_unpack(gpl_comm_t *c, const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t,
                        int n, float postscale, kern_scaler_t *sc, void *stream) {
-  return kern_unpack_cuda(bucket, wire, t, n, postscale, sc, stream_of(c, stream));
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st, kern_unpack_cuda(bucket, wire, t, n, postscale, sc, st));
 }
 
 static int nccl_scaler_update(gpl_comm_t *c, kern_scaler_t *sc, void *stream) {
-  return kern_scaler_update_cuda(sc, stream_of(c, stream));
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  return leave(c, stream, st, kern_scaler_update_cuda(sc, st));
+}
+
+/* The scratch is used on the stream a NULL argument stands for: the communicator's. */
+static int nccl_scratch_acquire(gpl_comm_t *c, void *stream) {
+  nccl_state_t *s = c->be_state;
+  return nccl_streams_scratch_acquire(&s->st, stream ? (cudaStream_t)stream : s->st.own);
+}
+
+static int nccl_scratch_release(gpl_comm_t *c, void *stream) {
+  nccl_state_t *s = c->be_state;
+  return nccl_streams_scratch_release(&s->st, stream ? (cudaStream_t)stream : s->st.own);
+}
+
+static int nccl_scratch_idle(gpl_comm_t *c) {
+  nccl_state_t *s = c->be_state;
+  return nccl_streams_scratch_idle(&s->st, c->timeout);
 }
 
 const comm_backend_t comm_backend_nccl = {
@@ -445,4 +496,7 @@ const comm_backend_t comm_backend_nccl = {
     .pack = nccl_pack,
     .unpack = nccl_unpack,
     .scaler_update = nccl_scaler_update,
+    .scratch_acquire = nccl_scratch_acquire,
+    .scratch_release = nccl_scratch_release,
+    .scratch_idle = nccl_scratch_idle,
 };

@@ -140,8 +140,10 @@ int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag) {
   s->c = c;
   s->node = s->cross = MPI_COMM_NULL;
   s->slot = SLOT_BYTES;
-  /* Blocking calls, but every rank is known to be here (the caller passed a bounded barrier). */
-  MPICHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &s->node));
+  /* Blocking calls; every rank is known to be here (the caller passed a bounded barrier), and the
+   * watchdog bounds them should the network fail now. */
+  MPIX_GUARDED(c->timeout, "communicator set-up: MPI_Comm_split_type",
+               MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &s->node));
   MPI_Comm_set_errhandler(s->node, MPI_ERRORS_RETURN);
   MPICHECK(MPI_Comm_size(s->node, &s->L));
   MPICHECK(MPI_Comm_rank(s->node, &s->lr));
@@ -226,7 +228,8 @@ int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag) {
     return GPL_OK;
   }
   if (s->L < size) {
-    MPICHECK(MPI_Comm_split(comm, s->lr, rank, &s->cross));
+    MPIX_GUARDED(c->timeout, "communicator set-up: MPI_Comm_split (across nodes)",
+                 MPI_Comm_split(comm, s->lr, rank, &s->cross));
     MPI_Comm_set_errhandler(s->cross, MPI_ERRORS_RETURN);
   }
   LOG_INFO(COMM, "shared-memory allreduce: %d ranks on this node, %d nodes, %zu KiB slots",

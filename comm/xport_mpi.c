@@ -223,18 +223,17 @@ int comm_xport_mpi_init(gpl_comm_t *c, MPI_Comm parent) {
   }
   c->xp = &comm_xport_mpi;
   c->xp_state = t;
-  /* Two private duplicates. Every rank must be here before the blocking MPI_Comm_dup (and the
-   * blocking MPI_Comm_split_type of the shared-memory set-up that follows): a bounded barrier
-   * turns a rank that never comes into a deadline and a name. Two concurrent MPI_Comm_idup were
-   * used before, but Open MPI 4.1 sometimes never completed one of them on one rank after the
-   * others had moved on to MPI_Comm_split_type: 1-2% of 4-rank starts hung until the deadline. */
+  /* Two private duplicates, one after the other (Open MPI 4.1 sometimes never completed one of
+   * two concurrent MPI_Comm_idup), each with a deadline. Every rank must be here first: a
+   * bounded barrier turns a rank that never comes into a name, and a dup that still stalls names
+   * the pairs of ranks that cannot reach each other. */
   rc = mpix_barrier(parent, c->timeout, "communicator set-up");
+  if (rc == GPL_OK) rc = mpix_comm_dup(parent, &t->comm, c->timeout, "communicator set-up");
+  if (rc == GPL_OK) rc = mpix_comm_dup(parent, &t->diag, c->timeout, "communicator set-up");
   if (rc < 0) {
     c->broken = 1;
     return rc;
   }
-  MPICHECK(MPI_Comm_dup(parent, &t->comm));
-  MPICHECK(MPI_Comm_dup(parent, &t->diag));
   MPICHECK(MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN));
   MPICHECK(MPI_Comm_set_errhandler(t->diag, MPI_ERRORS_RETURN));
   if (c->size > 1) {

@@ -10,7 +10,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
-enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103 };
+enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103, TAG_PROBE = 7104, TAG_PROBE_REPORT = 7105 };
 
 static const char *const *g_hosts;
 static int g_nhosts;
@@ -47,19 +47,18 @@ double mpix_default_timeout(void) {
   return 60.0;
 }
 
-int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
-              const char *what) {
-  double start = util_now(), deadline = start + timeout_s;
-  double nap = 5e-5;
+/* Poll until every request is done (1) or the deadline passes (0): the first few milliseconds
+ * yield and poll again (start-up exchanges complete in microseconds once everyone is there, and
+ * oversubscribed ranks still get the CPU); after that, sleep, longer and longer, so a long wait
+ * does not burn a core. */
+static int wait_until(MPI_Request *reqs, int n, double deadline) {
+  double start = util_now(), nap = 5e-5;
   for (;;) {
     int done = 0;
-    MPICHECK(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (done) return GPL_OK;
+    if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return -1;
+    if (done) return 1;
     double now = util_now();
-    if (now >= deadline) break;
-    /* The first few milliseconds: yield and poll again (start-up exchanges complete in
-     * microseconds once everyone is there, and oversubscribed ranks still get the CPU). After
-     * that, sleep, longer and longer, so a long wait does not burn a core. */
+    if (now >= deadline) return 0;
     if (now - start < 5e-3) {
       sched_yield();
       continue;
@@ -67,6 +66,13 @@ int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double 
     util_sleep(nap);
     if (nap < 2e-3) nap *= 2;
   }
+}
+
+int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
+              const char *what) {
+  int done = wait_until(reqs, n, util_now() + timeout_s);
+  if (done < 0) return GPL_EMPI;
+  if (done) return GPL_OK;
   strbuf_t msg = STRBUF_INIT;
   int count = 0;
   for (int i = 0; i < n; i++) {
@@ -83,11 +89,26 @@ int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double 
   return GPL_ETIMEDOUT;
 }
 
+int mpix_comm_size(MPI_Comm comm, int *rank, int *size) {
+  int init = 0;
+  MPI_Initialized(&init); /* callable before MPI_Init */
+  if (!init) {
+    if (rank) *rank = 0;
+    if (size) *size = 1;
+    return GPL_OK;
+  }
+  int r = 0, n = 0;
+  MPICHECK(MPI_Comm_rank(comm, &r));
+  MPICHECK(MPI_Comm_size(comm, &n));
+  if (rank) *rank = r;
+  if (size) *size = n;
+  return GPL_OK;
+}
+
 int mpix_allgather(const void *send, int bytes, void *recv, MPI_Comm comm, double timeout_s,
                    const char *what) {
   int rank, size, rc = GPL_OK;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size));
   char *out = recv;
   memcpy(out + (size_t)rank * (size_t)bytes, send, (size_t)bytes);
   if (size == 1) return GPL_OK;
@@ -129,8 +150,7 @@ done:
 
 int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, const char *what) {
   int rank, size, rc = GPL_OK;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size));
   if (size == 1) return GPL_OK;
   if (rank != root) {
     MPI_Request req;
@@ -159,7 +179,7 @@ int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, 
 
 int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   char dummy = 0;
   char *all = malloc((size_t)size);
   if (!all) return GPL_ENOMEM;
@@ -171,7 +191,7 @@ int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
 int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeout_s,
                           const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   double *all = malloc((size_t)size * sizeof *all);
   if (!all) return GPL_ENOMEM;
   int rc = mpix_allgather(inout, (int)sizeof *inout, all, comm, timeout_s, what);
@@ -192,7 +212,7 @@ int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeou
 int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double timeout_s,
                        const char *what) {
   int size;
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, NULL, &size));
   int len = (int)strlen(mine) + 1;
   int *lens = malloc((size_t)size * sizeof *lens);
   if (!lens) return GPL_ENOMEM;
@@ -231,4 +251,105 @@ void mpix_free_strs(char **all, int n) {
   if (!all) return;
   for (int i = 0; i < n; i++) free(all[i]);
   free(all);
+}
+
+int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double timeout_s, const char *what) {
+  int rank, size;
+  MPICHECK(MPI_Comm_rank(comm, &rank));
+  MPICHECK(MPI_Comm_size(comm, &size));
+  int me = -1; /* my index among the probers */
+  for (int i = 0; i < nprobers; i++)
+    if (probers[i] == rank) me = i;
+  int n = nprobers, verdict = 0;
+  /* The buffers stay with MPI when a probe goes unanswered (it may still complete them): they
+   * are freed only when every request completed. */
+  MPI_Request *reqs = NULL;
+  char *in = NULL, *heard = NULL, *all = NULL;
+  static char one = 1;
+  int clean = 1;
+  if (me >= 0) {
+    reqs = calloc((size_t)n * 2, sizeof *reqs);
+    in = calloc((size_t)n, 1);
+    heard = calloc((size_t)n, 1);
+    all = rank == 0 ? calloc((size_t)n * (size_t)n, 1) : NULL;
+    if (!reqs || !in || !heard || (rank == 0 && !all)) return GPL_ENOMEM;
+    for (int i = 0; i < n; i++) {
+      reqs[2 * i] = reqs[2 * i + 1] = MPI_REQUEST_NULL;
+      if (i == me) continue;
+      MPI_Irecv(&in[i], 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i]);
+      MPI_Isend(&one, 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i + 1]);
+    }
+    clean = wait_until(reqs, 2 * n, util_now() + timeout_s) == 1;
+    for (int i = 0; i < n; i++) {
+      int flag = i == me || reqs[2 * i] == MPI_REQUEST_NULL;
+      if (!flag) MPI_Test(&reqs[2 * i], &flag, MPI_STATUS_IGNORE);
+      heard[i] = (char)flag;
+    }
+    /* Every prober reports whom it heard to rank 0 (the star every rank just used). */
+    if (rank != 0) {
+      MPI_Request rq;
+      MPI_Isend(heard, n, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
+      clean &= wait_until(&rq, 1, util_now() + timeout_s) == 1;
+    } else {
+      MPI_Request *rr = calloc((size_t)n, sizeof *rr);
+      if (!rr) return GPL_ENOMEM;
+      memcpy(all + (size_t)me * n, heard, (size_t)n);
+      for (int i = 0; i < n; i++) {
+        rr[i] = MPI_REQUEST_NULL;
+        if (i != me) MPI_Irecv(all + (size_t)i * n, n, MPI_BYTE, probers[i], TAG_PROBE_REPORT, comm, &rr[i]);
+      }
+      clean &= wait_until(rr, n, util_now() + timeout_s) == 1;
+      int shown = 0, pairs = 0;
+      for (int a = 0; a < n; a++) {
+        int got = a == me || rr[a] == MPI_REQUEST_NULL;
+        if (!got) MPI_Test(&rr[a], &got, MPI_STATUS_IGNORE);
+        if (!got) { /* its report never came: it cannot reach rank 0 either */
+          for (int b = 0; b < n; b++) all[(size_t)a * n + b] = b == me ? 0 : 1;
+          all[(size_t)a * n + a] = 1;
+        }
+      }
+      for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+          if (a == b || all[(size_t)a * n + b]) continue;
+          int both = !all[(size_t)b * n + a];
+          if (both && b < a) continue; /* said once */
+          pairs++;
+          if (shown++ >= 12) continue;
+          char na[300], nb[300];
+          LOG_ERROR("%s: %s and %s cannot reach each other%s", what,
+                    mpix_rank_name(world_rank_of(comm, probers[a]), na, sizeof na),
+                    mpix_rank_name(world_rank_of(comm, probers[b]), nb, sizeof nb),
+                    both ? " (a network partition between their hosts?)" : " (one way)");
+        }
+      if (shown > 12) LOG_ERROR("%s: ... and %d more pairs that cannot reach each other", what, pairs - 12);
+      verdict = pairs ? 1 : 0;
+      if (clean) free(rr);
+    }
+  }
+  /* Everyone learns the verdict (bounded; a rank rank 0 cannot reach times out on its own). */
+  int rc = mpix_bcast(&verdict, (int)sizeof verdict, 0, comm, timeout_s, what);
+  if (clean && reqs) {
+    free(reqs), free(in), free(heard), free(all);
+  }
+  if (rc < 0) return rc;
+  return verdict ? GPL_ETIMEDOUT : GPL_OK;
+}
+
+int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what) {
+  MPI_Request req;
+  *out = MPI_COMM_NULL;
+  MPICHECK(MPI_Comm_idup(comm, out, &req));
+  int done = wait_until(&req, 1, util_now() + timeout_s);
+  if (done == 1) return GPL_OK;
+  if (done < 0) return GPL_EMPI;
+  LOG_ERROR("timed out after %.1f s in %s: MPI_Comm_idup did not complete although every rank had arrived; "
+            "checking which ranks can reach each other", timeout_s, what);
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  int *all = calloc((size_t)size, sizeof *all);
+  for (int r = 0; all && r < size; r++) all[r] = r;
+  if (all) mpix_reach_check(comm, all, size, timeout_s < 10 ? timeout_s : 10, what);
+  free(all);
+  *out = MPI_COMM_NULL;
+  return GPL_ETIMEDOUT;
 }

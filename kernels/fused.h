@@ -70,14 +70,15 @@ int kern_unpack_ref(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t
 void kern_scaler_update_ref(kern_scaler_t *sc);
 
 /* ---- CUDA (device memory). stream is a cudaStream_t passed as void*. Without CUDA these return
- * GPL_ENOCUDA. One launch per call over all tensors (a tensor table), 16-byte vector loads where
- * aligned, a scalar path where not. sc points to device memory. ----
+ * GPL_ENOCUDA. One launch per call over all tensors (a tensor table; unpack adds a small one for
+ * the tensors' unaligned ends). sc points to device memory. ----
  * Asynchronous on the stream: they return once the work is queued. The tensor list itself is copied
  * into the launch (the kern_tensor_t array may be reused at once); the device memory it points to
  * must stay valid until the stream has run the work. Up to 1024 non-empty tensors go in one launch;
- * more take one launch per 1024. Vector loads/stores need the tensor's data and its place in the
- * bucket at the same 16-byte phase (best: cudaMalloc'd bucket, tensors at 16-byte multiples);
- * otherwise that tensor takes the scalar path (correct, slower). unpack reads sc_dev->inv_scale on
+ * more take one launch per 1024. Stores are 16-byte vectors everywhere but a tensor's ends (fewer
+ * than 8 elements at each, where it is not 16-byte aligned); loads are 16-byte vectors where the
+ * tensor and its place in the bucket have the same 16-byte phase (best: tensors at 16-byte
+ * multiples), element by element where not (correct, a little slower). unpack reads sc_dev->inv_scale on
  * the device, so a scale changed by kern_scaler_update_cuda on the same stream is used without any
  * host sync. Errors: GPL_EINVAL (arguments), GPL_ENOGPU (no device / driver too old), GPL_ECUDA;
  * a fault inside a kernel shows at the next synchronisation, as with any CUDA launch. */

@@ -1,5 +1,6 @@
 /* CUDA versions of the fused gradient ops: one launch per bucket over a tensor table passed by value
- * (multi_tensor_apply style), 16-byte vector loads/stores where aligned, mpmath.h for the math. */
+ * (multi_tensor_apply style; unpack adds one for the tensors' unaligned ends), 128-bit stores
+ * throughout, 128-bit loads where the other side is in phase, mpmath.h for the math. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -38,13 +39,16 @@ int check_args(const kern_tensor_t *t, int n, const void *bucket, gpl_dtype_t wi
   return 0;
 }
 
-enum Op { kPack, kUnpack };
-
+/* The launches for one table: pack; or unpack's units, then its edges (when it has any). */
 template <gpl_dtype_t W, int MAXT>
-int launch(Op op, const Table<MAXT> &tab, void *bucket, kern_scaler_t *sc, cudaStream_t st) {
-  dim3 grid(tab.block0[tab.n]);
-  if (op == kPack) pack_kernel<W, MAXT><<<grid, kThreads, 0, st>>>(tab, bucket);
-  else unpack_kernel<W, MAXT><<<grid, kThreads, 0, st>>>(tab, bucket, sc);
+int launch(Op op, const Table<MAXT> &tab, int edges, void *bucket, kern_scaler_t *sc, cudaStream_t st) {
+  unsigned blocks = tab.block0[tab.n];
+  if (op == kPack) {
+    pack_kernel<W, MAXT><<<blocks, kThreads, 0, st>>>(tab, bucket);
+  } else {
+    if (blocks > 0) unpack_kernel<W, MAXT><<<blocks, kThreads, 0, st>>>(tab, bucket, sc);
+    if (edges) edge_kernel<W, MAXT><<<edge_blocks(tab.n), kThreads, 0, st>>>(tab, bucket, sc);
+  }
   KERN_CUDACHECK(cudaGetLastError());
   return 0;
 }
@@ -55,8 +59,8 @@ int run(Op op, const kern_tensor_t *t, int n, void *bucket, float scale, kern_sc
         cudaStream_t st) {
   /* large: not on the stack; copied into the launch parameters, so reusable at once */
   static thread_local Table<MAXT> tab;
-  return for_each_table<MAXT>(t, n, scale, tab, [&](const Table<MAXT> &filled) {
-    return launch<W, MAXT>(op, filled, bucket, sc, st);
+  return for_each_table<W, MAXT>(op, t, n, bucket, scale, tab, [&](const Table<MAXT> &filled, int edges) {
+    return launch<W, MAXT>(op, filled, edges, bucket, sc, st);
   });
 }
 

@@ -1,6 +1,7 @@
-/* Device side of the CUDA fused ops: tensor tables, chunk split, wire vectors and the kernels.
- * Included by fused_cuda.cu, and by a CPU emulation test that runs the same kernel bodies thread by
- * thread (tests/kernels/test_kernels_emul.cc), so the indexing is tested without a GPU. */
+/* Device side of the CUDA fused ops: tensor tables, the split of each tensor into 16-byte units,
+ * wire vectors, the kernels, and the host loop that fills tables and launches them. Included by
+ * fused_cuda.cu, and by a CPU emulation test that runs the same kernel bodies thread by thread
+ * (tests/kernels/test_kernels_emul.cc), so the indexing is tested without a GPU. */
 #ifndef GPL_KERNELS_FUSED_CUDA_DEV_CUH
 #define GPL_KERNELS_FUSED_CUDA_DEV_CUH
 
@@ -17,11 +18,21 @@
 
 namespace {
 
-/* Work decomposition: each block handles one chunk of KERN_CHUNK elements of one tensor. The chunk
- * is a multiple of every vector width, so all chunks of a tensor share its alignment phase. */
+/* Work decomposition. Each tensor is cut where the side a kernel *stores to* is 16-byte aligned:
+ * the bucket for pack, the tensor for unpack. Between the cuts lie whole units of V elements (one
+ * 16-byte bucket vector: 4 fp32 or 8 16-bit values), stored with 128-bit stores only; the other
+ * side is read with 128-bit loads when it has the same 16-byte phase, element by element when not.
+ * Each block takes kChunk elements' worth of units of one tensor. What lies before the first cut
+ * and after the last whole unit (fewer than V elements at each end) is the tensor's edge: pack
+ * writes its edges itself (into the bucket); unpack leaves them to edge_kernel, so that the
+ * unpack kernel holds 128-bit global stores only (a narrower store anywhere in a kernel is what
+ * the SASS check would find, and 16-byte stores cannot reach a tensor's unaligned ends without
+ * writing outside it). */
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
 constexpr unsigned long long kChunk = 8192;
+/* Edge elements per tensor: fewer than V (8) at the head and fewer than V at the tail. */
+constexpr int kEdgeSlots = 16;
 /* Tensor tables: a small one for buckets of few tensors (a cheap launch), a large one that fills
  * most of the 32 KiB kernel-parameter space of sm_70+ (CUDA >= 12.1). A bucket with more non-empty
  * tensors than kLargeTable takes one launch per kLargeTable tensors. */
@@ -35,32 +46,9 @@ template <int MAXT> struct Table {
   unsigned long long count[MAXT];
   unsigned long long boff[MAXT];   /* element offset of the tensor in the bucket */
   unsigned int block0[MAXT + 1];   /* first block of each tensor; block0[n] = blocks in all */
+  unsigned char head[MAXT];        /* elements before the first 16-byte cut (< 8) */
 };
 static_assert(sizeof(Table<kLargeTable>) <= 32764, "tensor table exceeds the kernel-parameter limit");
-
-/* The chunk of the tensor table that block b works on. */
-struct Chunk {
-  float *data;           /* tensor data + j0 */
-  unsigned long long b0; /* bucket element index of data[0] */
-  unsigned int len;      /* elements in this chunk */
-};
-
-template <int MAXT> __device__ __forceinline__ Chunk find_chunk(const Table<MAXT> &t, unsigned int b) {
-  /* largest i with block0[i] <= b; the table holds no empty tensor, so it is the owner */
-  int lo = 0, hi = t.n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (t.block0[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  unsigned long long j0 = (unsigned long long)(b - t.block0[lo]) * kChunk;
-  unsigned long long rest = t.count[lo] - j0;
-  Chunk c;
-  c.data = t.data[lo] + j0;
-  c.b0 = t.boff[lo] + j0;
-  c.len = (unsigned int)(rest < kChunk ? rest : kChunk);
-  return c;
-}
 
 /* Wire traits: storage type, elements per 16-byte bucket vector, and the conversions. */
 template <gpl_dtype_t W> struct Wire;
@@ -83,108 +71,175 @@ template <> struct Wire<GPL_HALF> {
   static __device__ __forceinline__ float from(T w) { return mp_f16_to_f32(w); }
 };
 
-/* kVec fp32 values as 16-byte vectors (one float4 for fp32 wire, two for 16-bit wires) and their
- * kVec wire values as one 16-byte vector. */
+/* The units of one tensor that block b works on. */
+struct Body {
+  int i;                 /* tensor in the table */
+  unsigned long long u0; /* first unit */
+  unsigned int nu;       /* units in this block */
+  bool first, last;      /* this block holds the tensor's first / last units (pack: its edges) */
+};
+
+template <gpl_dtype_t W> __host__ __device__ __forceinline__ unsigned long long units_of(
+    unsigned long long count, unsigned head) {
+  return (count - head) / Wire<W>::kVec;
+}
+
+template <gpl_dtype_t W, int MAXT> __device__ __forceinline__ Body find_body(const Table<MAXT> &t,
+                                                                            unsigned int b) {
+  /* largest i with block0[i] <= b: tensors without a block have block0[i] == block0[i + 1], so
+   * the largest such i is the one that owns block b */
+  int lo = 0, hi = t.n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (t.block0[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  constexpr unsigned long long kUnits = kChunk / Wire<W>::kVec;
+  unsigned long long units = units_of<W>(t.count[lo], t.head[lo]);
+  unsigned long long u0 = (unsigned long long)(b - t.block0[lo]) * kUnits;
+  unsigned long long rest = units > u0 ? units - u0 : 0;
+  Body c;
+  c.i = lo;
+  c.u0 = u0;
+  c.nu = (unsigned int)(rest < kUnits ? rest : kUnits);
+  c.first = b == t.block0[lo];
+  c.last = b + 1 == t.block0[lo + 1];
+  return c;
+}
+
+/* kVec fp32 values (one float4 for fp32 wire, two for 16-bit wires). */
 template <gpl_dtype_t W> struct Vec {
   float f[Wire<W>::kVec];
 };
 
-template <gpl_dtype_t W> __device__ __forceinline__ Vec<W> load_f32(const float *p) {
-  KERN_VECTOR_ACCESS(p);
+/* fp32 side: 16-byte vectors when the tensor is aligned there, else element by element. */
+template <gpl_dtype_t W, bool kAligned> __device__ __forceinline__ Vec<W> load_f32(const float *p) {
   Vec<W> v;
+  if (kAligned) {
+    KERN_VECTOR_ACCESS(p);
 #pragma unroll
-  for (int q = 0; q < Wire<W>::kVec / 4; q++) {
-    float4 x = reinterpret_cast<const float4 *>(p)[q];
-    v.f[4 * q + 0] = x.x;
-    v.f[4 * q + 1] = x.y;
-    v.f[4 * q + 2] = x.z;
-    v.f[4 * q + 3] = x.w;
+    for (int q = 0; q < Wire<W>::kVec / 4; q++) {
+      float4 x = reinterpret_cast<const float4 *>(p)[q];
+      v.f[4 * q + 0] = x.x;
+      v.f[4 * q + 1] = x.y;
+      v.f[4 * q + 2] = x.z;
+      v.f[4 * q + 3] = x.w;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < Wire<W>::kVec; k++) v.f[k] = p[k];
   }
   return v;
 }
 
-template <gpl_dtype_t W> __device__ __forceinline__ void store_f32(float *p, const Vec<W> &v) {
-  KERN_VECTOR_ACCESS(p);
+/* Wire side: one 16-byte vector when the bucket is aligned there, else element by element. */
+template <gpl_dtype_t W, bool kAligned> __device__ __forceinline__ void load_wire(
+    const typename Wire<W>::T *p, typename Wire<W>::T (&w)[Wire<W>::kVec]) {
+  if (kAligned) {
+    KERN_VECTOR_ACCESS(p);
+    uint4 r = *reinterpret_cast<const uint4 *>(p);
+    memcpy(w, &r, sizeof r);
+  } else {
 #pragma unroll
-  for (int q = 0; q < Wire<W>::kVec / 4; q++)
-    reinterpret_cast<float4 *>(p)[q] =
-        make_float4(v.f[4 * q + 0], v.f[4 * q + 1], v.f[4 * q + 2], v.f[4 * q + 3]);
-}
-
-/* Wire vectors are moved as a raw uint4 (16 bytes). */
-template <gpl_dtype_t W> __device__ __forceinline__ uint4 to_wire_vec(const Vec<W> &v, float s) {
-  typename Wire<W>::T w[Wire<W>::kVec];
-#pragma unroll
-  for (int k = 0; k < Wire<W>::kVec; k++) w[k] = Wire<W>::to(mp_mul(v.f[k], s));
-  uint4 r;
-  memcpy(&r, w, sizeof r);
-  return r;
-}
-
-template <gpl_dtype_t W> __device__ __forceinline__ Vec<W> from_wire_vec(uint4 r, float s, unsigned &bad) {
-  typename Wire<W>::T w[Wire<W>::kVec];
-  memcpy(w, &r, sizeof r);
-  Vec<W> v;
-#pragma unroll
-  for (int k = 0; k < Wire<W>::kVec; k++) {
-    v.f[k] = mp_mul(Wire<W>::from(w[k]), s);
-    bad |= !mp_isfinite(v.f[k]);
+    for (int k = 0; k < Wire<W>::kVec; k++) w[k] = p[k];
   }
-  return v;
 }
 
-/* Split a chunk into a scalar head, a vector body and a scalar tail. The body starts where the
- * bucket position is 16-byte aligned; if the tensor is not also 16-byte aligned there, the whole
- * chunk takes the scalar path. */
-struct Split {
-  unsigned int head, nvec; /* scalar elements before the body, vectors in the body */
-};
+/* pack: units of the bucket (always aligned, so one 128-bit store each); the tensor side aligned
+ * or not. All loads of an unrolled group first, then the stores, to keep bytes in flight. */
+template <gpl_dtype_t W, bool kAligned>
+__device__ __forceinline__ void pack_units(const float *__restrict__ in, uint4 *__restrict__ out,
+                                           unsigned nu, float s) {
+  typedef typename Wire<W>::T T;
+  constexpr int V = Wire<W>::kVec;
+  for (unsigned base = threadIdx.x; base < nu; base += kThreads * kUnroll) {
+    Vec<W> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      unsigned i = base + u * kThreads;
+      if (i < nu) v[u] = load_f32<W, kAligned>(in + (size_t)i * V);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      unsigned i = base + u * kThreads;
+      if (i < nu) {
+        T w[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) w[k] = Wire<W>::to(mp_mul(v[u].f[k], s));
+        uint4 r;
+        memcpy(&r, w, sizeof r);
+        KERN_VECTOR_ACCESS(out + i);
+        out[i] = r;
+      }
+    }
+  }
+}
 
-template <gpl_dtype_t W> __device__ __forceinline__ Split split_chunk(const Chunk &c, const void *bucket) {
-  constexpr unsigned ws = sizeof(typename Wire<W>::T);
-  uintptr_t bpos = (uintptr_t)bucket + (uintptr_t)(c.b0 * ws);
-  unsigned head = (unsigned)((16u - (bpos & 15u)) & 15u) / ws;
-  Split s;
-  if (head > c.len) head = c.len;
-  s.head = head;
-  s.nvec = ((uintptr_t)(c.data + head) & 15u) == 0 ? (c.len - head) / Wire<W>::kVec : 0;
-  if (s.nvec == 0) s.head = c.len; /* all scalar */
-  return s;
+/* unpack: units of the tensor (always aligned: V/4 float4 stores each); the bucket side aligned
+ * or not. Returns whether any output was inf or NaN. */
+template <gpl_dtype_t W, bool kAligned>
+__device__ __forceinline__ unsigned unpack_units(const typename Wire<W>::T *__restrict__ in,
+                                                 float4 *__restrict__ out, unsigned nu, float f) {
+  typedef typename Wire<W>::T T;
+  constexpr int V = Wire<W>::kVec, Q = V / 4;
+  unsigned bad = 0;
+  for (unsigned base = threadIdx.x; base < nu; base += kThreads * kUnroll) {
+    T w[kUnroll][V];
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      unsigned i = base + u * kThreads;
+      if (i < nu) load_wire<W, kAligned>(in + (size_t)i * V, w[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; u++) {
+      unsigned i = base + u * kThreads;
+      if (i < nu) {
+        float y[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+          y[k] = mp_mul(Wire<W>::from(w[u][k]), f);
+          bad |= !mp_isfinite(y[k]);
+        }
+        KERN_VECTOR_ACCESS(out + (size_t)i * Q);
+#pragma unroll
+        for (int q = 0; q < Q; q++)
+          out[(size_t)i * Q + q] = make_float4(y[4 * q + 0], y[4 * q + 1], y[4 * q + 2], y[4 * q + 3]);
+      }
+    }
+  }
+  return bad;
+}
+
+/* Element j of tensor i's edges, for the k-th edge slot (head first, then tail); false when the
+ * tensor has fewer edge elements than k + 1. */
+template <gpl_dtype_t W, int MAXT> __device__ __forceinline__ bool edge_element(
+    const Table<MAXT> &t, int i, unsigned k, unsigned long long &j) {
+  unsigned head = t.head[i];
+  unsigned long long body = head + units_of<W>(t.count[i], head) * Wire<W>::kVec;
+  j = k < head ? k : body + (k - head);
+  return j < t.count[i] && (k < head || j >= body);
 }
 
 template <gpl_dtype_t W, int MAXT>
 __global__ void __launch_bounds__(kThreads) pack_kernel(const Table<MAXT> tab, void *bucket) {
   typedef typename Wire<W>::T T;
   constexpr int V = Wire<W>::kVec;
-  const Chunk c = find_chunk(tab, blockIdx.x);
-  const Split sp = split_chunk<W>(c, bucket);
+  const Body c = find_body<W>(tab, blockIdx.x);
   const float s = tab.scale;
-  const float *__restrict__ in = c.data;
-  T *__restrict__ out = reinterpret_cast<T *>(bucket) + c.b0;
-  /* body: all loads of an unrolled group first, then the stores, to keep bytes in flight */
-  const unsigned body = sp.head + sp.nvec * V;
-  for (unsigned base = threadIdx.x; base < sp.nvec; base += kThreads * kUnroll) {
-    Vec<W> v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < sp.nvec) v[u] = load_f32<W>(in + sp.head + (size_t)i * V);
+  const float *in = tab.data[c.i] + tab.head[c.i] + c.u0 * V;
+  T *bt = reinterpret_cast<T *>(bucket) + tab.boff[c.i];
+  uint4 *out = reinterpret_cast<uint4 *>(bt + tab.head[c.i]) + c.u0;
+  if (((uintptr_t)in & 15u) == 0) pack_units<W, true>(in, out, c.nu, s);
+  else pack_units<W, false>(in, out, c.nu, s);
+  /* the edges go to the bucket, which has no alignment to lose: the first block of the tensor
+   * writes its head, the last its tail */
+  if (c.first || c.last)
+    for (unsigned k = threadIdx.x; k < (unsigned)kEdgeSlots; k += kThreads) {
+      unsigned long long j;
+      bool head = k < tab.head[c.i];
+      if ((head ? c.first : c.last) && edge_element<W>(tab, c.i, k, j))
+        bt[j] = Wire<W>::to(mp_mul(tab.data[c.i][j], s));
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < sp.nvec) {
-        KERN_VECTOR_ACCESS(out + sp.head + (size_t)i * V);
-        reinterpret_cast<uint4 *>(out + sp.head)[i] = to_wire_vec<W>(v[u], s);
-      }
-    }
-  }
-  /* head and tail, one element per thread */
-  const unsigned nscalar = sp.head + (c.len - body);
-  for (unsigned k = threadIdx.x; k < nscalar; k += kThreads) {
-    unsigned j = k < sp.head ? k : body + (k - sp.head);
-    out[j] = Wire<W>::to(mp_mul(in[j], s));
-  }
 }
 
 template <gpl_dtype_t W, int MAXT>
@@ -192,44 +247,37 @@ __global__ void __launch_bounds__(kThreads)
     unpack_kernel(const Table<MAXT> tab, const void *bucket, kern_scaler_t *sc) {
   typedef typename Wire<W>::T T;
   constexpr int V = Wire<W>::kVec;
-  const Chunk c = find_chunk(tab, blockIdx.x);
-  const Split sp = split_chunk<W>(c, bucket);
+  const Body c = find_body<W>(tab, blockIdx.x);
   /* the same product, in the same order, as kern_unpack_ref */
   const float f = sc ? tab.scale * sc->inv_scale : tab.scale;
-  const T *__restrict__ in = reinterpret_cast<const T *>(bucket) + c.b0;
-  float *__restrict__ out = c.data;
-  unsigned bad = 0;
-  const unsigned body = sp.head + sp.nvec * V;
-  for (unsigned base = threadIdx.x; base < sp.nvec; base += kThreads * kUnroll) {
-    uint4 r[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < sp.nvec) {
-        KERN_VECTOR_ACCESS(in + sp.head + (size_t)i * V);
-        r[u] = reinterpret_cast<const uint4 *>(in + sp.head)[i];
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < sp.nvec) store_f32<W>(out + sp.head + (size_t)i * V, from_wire_vec<W>(r[u], f, bad));
-    }
-  }
-  const unsigned nscalar = sp.head + (c.len - body);
-  for (unsigned k = threadIdx.x; k < nscalar; k += kThreads) {
-    unsigned j = k < sp.head ? k : body + (k - sp.head);
-    float y = mp_mul(Wire<W>::from(in[j]), f);
-    out[j] = y;
-    bad |= !mp_isfinite(y);
-  }
+  const T *in = reinterpret_cast<const T *>(bucket) + tab.boff[c.i] + tab.head[c.i] + c.u0 * V;
+  float4 *out = reinterpret_cast<float4 *>(tab.data[c.i] + tab.head[c.i]) + c.u0 * (V / 4);
+  unsigned bad = ((uintptr_t)in & 15u) == 0 ? unpack_units<W, true>(in, out, c.nu, f)
+                                            : unpack_units<W, false>(in, out, c.nu, f);
   /* one atomic per block that saw inf/NaN; the host never waits for it */
   if (__syncthreads_or(bad) && threadIdx.x == 0 && sc) atomicOr(&sc->found_inf, 1);
+}
+
+/* unpack's edges: kEdgeSlots threads per tensor of the table, one element each. */
+template <gpl_dtype_t W, int MAXT>
+__global__ void __launch_bounds__(kThreads)
+    edge_kernel(const Table<MAXT> tab, const void *bucket, kern_scaler_t *sc) {
+  typedef typename Wire<W>::T T;
+  unsigned g = blockIdx.x * kThreads + threadIdx.x;
+  int i = (int)(g / kEdgeSlots);
+  unsigned long long j;
+  if (i >= tab.n || !edge_element<W>(tab, i, g % kEdgeSlots, j)) return;
+  const float f = sc ? tab.scale * sc->inv_scale : tab.scale;
+  float y = mp_mul(Wire<W>::from(reinterpret_cast<const T *>(bucket)[tab.boff[i] + j]), f);
+  tab.data[i][j] = y;
+  if (!mp_isfinite(y) && sc) atomicOr(&sc->found_inf, 1);
 }
 
 __global__ void scaler_update_kernel(kern_scaler_t *sc) { mp_scaler_update(sc); }
 
 /* ---- host side: tensor tables ---- */
+
+enum Op { kPack, kUnpack };
 
 /* Non-empty tensors in a list (empty ones take no block and no table slot). */
 static inline int count_nonempty(const kern_tensor_t *t, int n) {
@@ -238,34 +286,66 @@ static inline int count_nonempty(const kern_tensor_t *t, int n) {
   return k;
 }
 
-/* Fill `tab` with up to MAXT non-empty tensors at a time and call launch(tab) for each filling;
- * the bucket offset runs over all tensors in list order, empty ones included. Returns the first
- * non-zero result of launch, or 0. The caller checked that no tensor needs 2^31 blocks. */
-template <int MAXT, typename Launch>
-int for_each_table(const kern_tensor_t *t, int n, float scale, Table<MAXT> &tab, Launch launch) {
+/* Elements of a tensor before the first place where the stored side is 16-byte aligned (at most
+ * the tensor's length): the bucket's position for pack, the tensor's own address for unpack. */
+template <gpl_dtype_t W> static inline unsigned head_of(Op op, const float *data, unsigned long long cnt,
+                                                        const void *bucket, unsigned long long boff) {
+  constexpr unsigned ws = sizeof(typename Wire<W>::T);
+  uintptr_t a = op == kPack ? (uintptr_t)bucket + (uintptr_t)(boff * ws) : (uintptr_t)data;
+  unsigned esz = op == kPack ? ws : 4u;
+  unsigned long long h = ((16u - (a & 15u)) & 15u) / esz;
+  return (unsigned)(h < cnt ? h : cnt);
+}
+
+/* Blocks of one tensor: one per kChunk elements of units; pack gives a tensor without a unit one
+ * block for its edges; unpack gives it none (edge_kernel writes it). */
+template <gpl_dtype_t W> static inline unsigned long long blocks_of(Op op, unsigned long long cnt,
+                                                                    unsigned head) {
+  constexpr unsigned long long kUnits = kChunk / Wire<W>::kVec;
+  unsigned long long b = (units_of<W>(cnt, head) + kUnits - 1) / kUnits;
+  return op == kPack && b == 0 ? 1 : b;
+}
+
+/* Fill `tab` with up to MAXT non-empty tensors at a time and call launch(tab, edges) for each
+ * filling, edges = 1 when some tensor of it has edge elements; the bucket offset runs over all
+ * tensors in list order, empty ones included. Returns the first non-zero result of launch, or 0.
+ * The caller checked that no tensor needs 2^31 blocks. */
+template <gpl_dtype_t W, int MAXT, typename Launch>
+int for_each_table(Op op, const kern_tensor_t *t, int n, const void *bucket, float scale,
+                   Table<MAXT> &tab, Launch launch) {
   tab.n = 0;
   tab.scale = scale;
   tab.block0[0] = 0;
+  int edges = 0;
   unsigned long long boff = 0;
   for (int i = 0; i < n; i++) {
     unsigned long long cnt = t[i].count;
     if (cnt > 0) {
-      unsigned long long blocks = (cnt + kChunk - 1) / kChunk;
+      unsigned head = head_of<W>(op, t[i].data, cnt, bucket, boff);
+      unsigned long long blocks = blocks_of<W>(op, cnt, head);
       if (tab.n == MAXT || tab.block0[tab.n] + blocks > 0x7fffffffull) {
-        int rc = launch(static_cast<const Table<MAXT> &>(tab));
+        int rc = launch(static_cast<const Table<MAXT> &>(tab), edges);
         if (rc != 0) return rc;
         tab.n = 0;
         tab.block0[0] = 0;
+        edges = 0;
       }
       tab.data[tab.n] = t[i].data;
       tab.count[tab.n] = cnt;
       tab.boff[tab.n] = boff;
+      tab.head[tab.n] = (unsigned char)head;
       tab.block0[tab.n + 1] = tab.block0[tab.n] + (unsigned int)blocks;
+      edges |= head > 0 || (cnt - head) % Wire<W>::kVec != 0;
       tab.n++;
     }
     boff += cnt;
   }
-  return tab.n > 0 ? launch(static_cast<const Table<MAXT> &>(tab)) : 0;
+  return tab.n > 0 ? launch(static_cast<const Table<MAXT> &>(tab), edges) : 0;
+}
+
+/* Blocks of edge_kernel for a table of n tensors. */
+static inline unsigned edge_blocks(int n) {
+  return (unsigned)(((unsigned long long)n * kEdgeSlots + kThreads - 1) / kThreads);
 }
 
 } // namespace

@@ -40,7 +40,8 @@ static const char g_usage[] =
     "Exit status: 0 success; 1-63 and 80-127 the failed program's own status (the first rank that\n"
     "failed; its rank, host and last stderr lines are printed); 128+N killed by signal N;\n"
     "  64 usage  65 config error  66 topology error  67 network/interface error\n"
-    "  68 a start-up wait on other ranks timed out (the missing ranks are named)\n"
+    "  68 another rank is missing: a start-up wait timed out, two hosts cannot reach each other,\n"
+    "     or a rank's gpulaunch died, hung or lost its host while the job ran (named)\n"
     "  69 no GPU / not built with CUDA  70 internal error  71 program cannot be started\n"
     "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
     "  74 accept: could not run  75 preempted (SIGTERM to the job; requeue it)\n"
@@ -48,9 +49,12 @@ static const char g_usage[] =
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
-    "the config has no [job] timeout). Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
+    "the config has no [job] timeout; a lost rank while the job runs: [job] liveness_timeout).\n"
+    "Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
     "GPULAUNCH_COMM_INIT_TIMEOUT (for gpl_init; set by gpulaunch for wrapped programs),\n"
-    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K.\n";
+    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K,\n"
+    "GPULAUNCH_NCCL_LIB=/path/to/libnccl.so.2 (NCCL is loaded at run time; default: libnccl.so.2).\n"
+    "Started alone (no mpirun/srun), gpulaunch is a job of one and does not initialise MPI.\n";
 
 static void print_config_help(void) {
   int n;

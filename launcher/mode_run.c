@@ -191,6 +191,8 @@ int mode_run(launch_t *L) {
   o.preempt_signal = conf_signal(c, "job", "preempt_signal");
   o.restarts = (int)conf_int(c, "job", "restarts");
   o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
+  o.liveness_timeout = conf_duration(c, "job", "liveness_timeout");
+  o.master_addr = ce.master_addr;
   proxy_hook_t ph = {L, &ce, NULL};
   o.hooks.attach_arg = &ph;
   o.hooks.attach = proxy_attach;
@@ -216,13 +218,16 @@ int mode_run(launch_t *L) {
   }
   add_summary(L, &o, &res);
   code = res.exit_code;
+  /* A lost rank: MPI may not reach it any more, so nothing collective follows (job_exit leaves at
+   * once too). */
+  job->lost = res.lost;
   if (res.root_cause[0]) util_strlcpy(L->root_cause, res.root_cause, sizeof L->root_cause);
   /* A recorded stream is played at the sampling interval while the job runs; what the job did not
    * last long enough to play is played now, so the warnings and the summary cover the whole
    * recording however short the program was. */
   if (mon && *conf_str(c, "monitor", "replay")) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
-  mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
+  if (!job->lost) mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
 out:
   mon_destroy(mon);
   childenv_free(&ce);

@@ -22,7 +22,7 @@
 
 static void topo_usage(FILE *f) {
   fputs("usage: gpulaunch [CONFIG] topo [--topology FILE] [--ranks-per-node N] [--bind cores|numa|none]\n"
-        "                     [--no-gpus] [--nics-per-rank N] [--json [FILE]]\n"
+        "                     [--no-gpus] [--visible-gpus node|rank] [--nics-per-rank N] [--json [FILE]]\n"
         "\n"
         "Prints this node's GPU x NIC matrix of PCI path classes (PIX < PXB < PHB < NODE < SYS, as\n"
         "`nvidia-smi topo -m`), the NUMA node and local CPUs of each GPU, each GPU's NICs nearest\n"
@@ -36,7 +36,11 @@ static void topo_usage(FILE *f) {
         "  --bind MODE           cores (default; the GPU's local cores split among its ranks), numa\n"
         "                        (the GPU's whole local CPU set) or none; default: [topology] bind\n"
         "  --no-gpus             plan a CPU-only job ([topology] gpus = none)\n"
-        "  --nics-per-rank N     RDMA devices per rank in NCCL_IB_HCA (default 1)\n"
+        "  --visible-gpus MODE   node (default: every rank of a node gets the same CUDA_VISIBLE_DEVICES,\n"
+        "                        its ranks' GPUs in local-rank order) or rank (one GPU per process);\n"
+        "                        default: [topology] visible_gpus\n"
+        "  --nics-per-rank N     a rank's own nearest RDMA devices shown in the plan (default 1);\n"
+        "                        NCCL_IB_HCA is the node's: every RDMA NIC nearest to one of its GPUs\n"
         "  --json                write the JSON document to standard output instead of the text\n"
         "  --json FILE           write the JSON document to FILE ('-' = standard output) and the\n"
         "                        text to standard output; also --json=FILE\n"
@@ -56,6 +60,7 @@ static void topo_usage(FILE *f) {
 typedef struct topo_args_s {
   const char *xml;
   const char *bind;
+  const char *visible;
   long ranks;
   long nics;
   int no_gpus;
@@ -100,6 +105,8 @@ static int parse_args(launch_t *L, topo_args_t *a) {
       }
     } else if ((v = opt_value(argc, argv, &i, "--bind", &missing))) {
       a->bind = v;
+    } else if ((v = opt_value(argc, argv, &i, "--visible-gpus", &missing))) {
+      a->visible = v;
     } else if (strcmp(arg, "--no-gpus") == 0) {
       a->no_gpus = 1;
     } else if (strncmp(arg, "--json=", 7) == 0) {
@@ -297,6 +304,11 @@ int mode_topo(launch_t *L) {
   const char *bind = a.bind ? a.bind : conf_or_null(L, "bind");
   if (bind && plan_bind_parse(bind, &o.bind) < 0) {
     fprintf(stderr, "gpulaunch topo: bind '%s': expected cores, numa or none\n", bind);
+    return GPL_EXIT_USAGE;
+  }
+  const char *vis = a.visible ? a.visible : conf_or_null(L, "visible_gpus");
+  if (vis && plan_visible_parse(vis, &o.visible_gpus) < 0) {
+    fprintf(stderr, "gpulaunch topo: visible-gpus '%s': expected node or rank\n", vis);
     return GPL_EXIT_USAGE;
   }
   const char *gpus = conf_or_null(L, "gpus");

@@ -12,6 +12,9 @@ pkgs=(
   libuv1-dev libinih-dev libcjson-dev libssl-dev
   iproute2 iptables procps util-linux bc python3
   gnuplot-nox jq libxml2-utils shellcheck
+  patchelf
+  # A real PyTorch client in the tests (tests/torch): Debian's build, for /usr/bin/python3.
+  python3-torch
 )
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh).
@@ -37,10 +40,7 @@ if ((browser)) && ! command -v chromium >/dev/null 2>&1; then
 else
   want_browser=0
 fi
-if ((${#missing[@]} == 0 && want_browser == 0)); then
-  exit 0
-fi
-if [[ $(id -u) -ne 0 ]]; then
+if ((${#missing[@]} > 0 || want_browser)) && [[ $(id -u) -ne 0 ]]; then
   echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2
   exit 1
 fi
@@ -58,4 +58,35 @@ if ((want_browser)); then
   apt-get install -y -q --no-install-recommends chromium ||
     { apt-get update -q && apt-get install -y -q --no-install-recommends chromium; } ||
     echo "install-deps: chromium could not be installed; the HTML render test will be skipped" >&2
+fi
+
+# cuobjdump and nvdisasm read the SASS of the kernels (tests/kernels/sass_stores.py: the unpack
+# kernels' stores must be 128-bit). Debian's CUDA toolkit packages lag behind the toolkit in
+# /usr/local/cuda, so where that toolkit lacks them they come from NVIDIA's wheels on PyPI (the
+# binaries alone). Optional: without them that test is skipped.
+cuda_bin=/usr/local/cuda/bin
+if [[ -x $cuda_bin/nvcc && -w $cuda_bin && ( ! -x $cuda_bin/cuobjdump || ! -x $cuda_bin/nvdisasm ) ]]; then
+  tmp=$(mktemp -d)
+  if python3 -m pip --version >/dev/null 2>&1 &&
+     python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" \
+       nvidia-cuda-cuobjdump==13.2.86 nvidia-cuda-nvdisasm==13.2.78 &&
+     python3 - "$tmp" "$cuda_bin" <<'PY'
+import glob, os, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+for whl in glob.glob(os.path.join(tmp, "*.whl")):
+    with zipfile.ZipFile(whl) as z:
+        for name in z.namelist():
+            tool = os.path.basename(name)
+            if name.endswith("/bin/" + tool) and tool in ("cuobjdump", "nvdisasm"):
+                out = os.path.join(dest, tool)
+                with open(out, "wb") as f:
+                    f.write(z.read(name))
+                os.chmod(out, 0o755)
+PY
+  then
+    echo "install-deps: cuobjdump and nvdisasm installed in $cuda_bin"
+  else
+    echo "install-deps: cuobjdump/nvdisasm could not be installed; the SASS store test will be skipped" >&2
+  fi
+  rm -rf "$tmp"
 fi

@@ -146,7 +146,7 @@ static int inv_decode(const char *buf, int len, net_inv_t *inv) {
  * *all gets nnodes entries indexed by node. */
 static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **all) {
   int len = 0, rc = 0, nl = 0;
-  MPICHECK(MPI_Comm_size(job->leaders, &nl));
+  CHECK(mpix_comm_size(job->leaders, NULL, &nl));
   if (nl != job->nnodes) {
     LOG_WARN("%d node leaders for %d nodes", nl, job->nnodes);
     return GPL_EINVAL;

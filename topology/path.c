@@ -97,7 +97,7 @@ void path_nodeset_nic(const topo_t *t, hwloc_const_bitmap_t nodeset, const topo_
 
 int path_entry_tie(const path_entry_t *a, const path_entry_t *b) {
   return a->path.cls == b->path.cls && a->rdma == b->rdma && a->path.numa_dist == b->path.numa_dist &&
-         a->link == b->link;
+         a->link == b->link && a->path.hops == b->path.hops;
 }
 
 int path_entry_cmp(const path_entry_t *a, const path_entry_t *b) {

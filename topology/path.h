@@ -44,9 +44,9 @@ void path_nodeset_nic(const topo_t *t, hwloc_const_bitmap_t nodeset, const topo_
  * (only differs for NODE/SYS), then link state (up first), then hops (fewer bridges first),
  * then PCI bus order. \return <0, 0 (same NIC), >0. */
 int path_entry_cmp(const path_entry_t *a, const path_entry_t *b);
-/** 1 when two entries are equally good for spreading ranks over them: same class, RDMA-ness,
- * NUMA distance and link state. Hops only order them (NCCL treats all PXB paths alike, and two
- * ranks on one NIC while an equal one idles halves their bandwidth). */
+/** 1 when two entries are equally near: equal in every key of path_entry_cmp but the bus order
+ * (class, RDMA-ness, NUMA distance, link state, hops). The NICs tied with a GPU's first RDMA
+ * entry are its nearest: they go to its node's NCCL_IB_HCA, and ranks are spread over them. */
 int path_entry_tie(const path_entry_t *a, const path_entry_t *b);
 
 /** All NICs of \p t ranked nearest first from GPU \p g (or from \p nodeset when g is NULL), into

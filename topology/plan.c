@@ -44,6 +44,7 @@ static void set_err(const plan_opts_t *o, const char *fmt, ...) {
 
 int plan_env_set(plan_rank_t *r, const char *name, const char *value, const char *reason) {
   if (!name || !*name || !value) return GPL_EINVAL;
+  if (strlen(value) >= PLAN_VALUE_LEN || strlen(name) >= sizeof r->env[0].name) return GPL_ERANGE;
   plan_env_t *e = NULL;
   for (int i = 0; i < r->nenv; i++)
     if (strcmp(r->env[i].name, name) == 0) e = &r->env[i];
@@ -82,6 +83,7 @@ void plan_free(plan_t *p) {
   }
   free(p->ranks);
   free(p->gpu_nics);
+  free(p->hca);
   free(p);
 }
 
@@ -352,36 +354,125 @@ static int assign_nics(const topo_t *t, plan_t *p, const plan_opts_t *o) {
 
 /* ---- environment --------------------------------------------------------------------------- */
 
-static int fill_env(const topo_t *t, plan_t *p) {
+int plan_visible_parse(const char *s, plan_visible_t *out) {
+  if (!s) return GPL_EINVAL;
+  if (strcasecmp(s, "node") == 0) *out = PLAN_VISIBLE_NODE;
+  else if (strcasecmp(s, "rank") == 0) *out = PLAN_VISIBLE_RANK;
+  else return GPL_EINVAL;
+  return 0;
+}
+
+int plan_env_node_wide(const plan_t *p, const char *name) {
+  if (strcmp(name, "CUDA_VISIBLE_DEVICES") == 0) return p->visible_gpus == PLAN_VISIBLE_NODE;
+  return strcmp(name, "CUDA_DEVICE_ORDER") == 0 || strcmp(name, "NCCL_IB_HCA") == 0;
+}
+
+/* Is an entry as near as the GPU's nearest RDMA entry b (path_entry_tie) and an RDMA NIC? */
+static int nearest_tie(const path_entry_t *a, const path_entry_t *b) { return a->rdma && path_entry_tie(a, b); }
+
+/* PCIe link of a NIC, 0 when the file does not say. A NIC whose link is this many times slower
+ * than an equally near one is a management or storage function, not the fabric (p6-b200's
+ * ConnectX-7 functions at 3.9 GB/s beside 63 GB/s EFAs). */
+#define SLOW_LINK_FACTOR 4.0f
+
+/* The node's NCCL_IB_HCA set: every RDMA NIC nearest to at least one of the usable GPUs.
+ * NCCL picks the NIC for each GPU and channel itself among those it is allowed; it must be
+ * allowed the same set on every rank of the node (its rings are built from all of them), and
+ * one NIC per rank would halve the bandwidth of GPUs that have two. */
+static int node_hca(const topo_t *t, plan_t *p, const int *use, int nuse) {
+  if (t->nnics == 0 || nuse == 0) return 0;
+  char *in = calloc((size_t)t->nnics, 1);
+  ALLOCCHECK(in);
+  for (int u = 0; u < nuse; u++) {
+    const path_entry_t *L = plan_gpu_nics(p, use[u]);
+    int b = -1;
+    for (int k = 0; L && k < t->nnics && b < 0; k++)
+      if (L[k].rdma) b = k;
+    if (b < 0) continue;
+    float best = 0;
+    for (int k = b; k < t->nnics && nearest_tie(&L[k], &L[b]); k++)
+      best = GPL_MAX(best, t->nics[L[k].nic].link_gbps);
+    for (int k = b; k < t->nnics && nearest_tie(&L[k], &L[b]); k++) {
+      float g = t->nics[L[k].nic].link_gbps;
+      if (g > 0 && best > 0 && g * SLOW_LINK_FACTOR < best) {
+        LOG_DEBUG(TOPO, "GPU%d: %s is as near as %s but its PCIe link is %.1f GB/s against %.1f: not in NCCL_IB_HCA",
+                  use[u], t->nics[L[k].nic].name, t->nics[L[b].nic].name, g, best);
+        continue;
+      }
+      in[L[k].nic] = 1;
+    }
+  }
+  p->hca = calloc((size_t)t->nnics, sizeof *p->hca);
+  if (!p->hca) {
+    free(in);
+    return GPL_ENOMEM;
+  }
+  for (int i = 0; i < t->nnics; i++)
+    if (in[i]) p->hca[p->nhca++] = i;
+  free(in);
+  return 0;
+}
+
+/* An inherited CUDA_VISIBLE_DEVICES written with UUIDs is answered with UUIDs. */
+static int visible_uses_uuids(const char *visible) {
+  long v;
+  char first[128];
+  if (!visible) return 0;
+  size_t n = strcspn(visible, ",");
+  util_fmt(first, sizeof first, "%.*s", (int)GPL_MIN(n, sizeof first - 1), visible);
+  return util_parse_long(util_trim(first), 0, 1 << 20, &v) != 0;
+}
+
+static int fill_env(const topo_t *t, plan_t *p, const plan_opts_t *o) {
+  char cvd[PLAN_VALUE_LEN] = "", hca[PLAN_VALUE_LEN] = "", why_cvd[PLAN_REASON_LEN], why_hca[PLAN_REASON_LEN] = "";
+  int all_in_order = o->visible == NULL && p->nranks == t->ngpus;
+  int uuids = visible_uses_uuids(o->visible);
+  for (int i = 0; i < p->nranks; i++) {
+    const plan_rank_t *r = &p->ranks[i];
+    if (r->gpu < 0) continue;
+    const topo_gpu_t *g = &t->gpus[r->gpu];
+    size_t off = strlen(cvd);
+    if (uuids && g->uuid[0]) util_fmt(cvd + off, sizeof cvd - off, "%s%s", i ? "," : "", g->uuid);
+    else util_fmt(cvd + off, sizeof cvd - off, "%s%d", i ? "," : "", r->gpu);
+    all_in_order &= r->gpu == i;
+  }
+  if (o->visible)
+    util_fmt(why_cvd, sizeof why_cvd, "the node's GPUs in local-rank order, chosen from the inherited "
+             "CUDA_VISIBLE_DEVICES=%s: device LOCAL_RANK is the rank's GPU, and the node's ranks see each "
+             "other's GPUs (CUDA IPC, NVLink P2P)", o->visible);
+  else
+    util_fmt(why_cvd, sizeof why_cvd, "the node's GPUs in local-rank order, the same on every rank: device "
+             "LOCAL_RANK is the rank's GPU, and the node's ranks see each other's GPUs (CUDA IPC, NVLink P2P)");
+
+  for (int k = 0; k < p->nhca; k++) {
+    const topo_nic_t *n = &t->nics[p->hca[k]];
+    size_t off = strlen(hca);
+    util_fmt(hca + off, sizeof hca - off, "%s%s:%d", k ? "," : "=", n->rdma, n->port);
+  }
+  if (p->nhca)
+    util_fmt(why_hca, sizeof why_hca, "every RDMA NIC nearest to one of the node's %d GPU%s, the same on "
+             "every rank (NCCL picks per GPU and channel among them); '=' = exact names, else NCCL reads "
+             "%s as a prefix (of %s0, %s1, ...)", p->ngpus, p->ngpus == 1 ? "" : "s",
+             t->nics[p->hca[0]].rdma, t->nics[p->hca[0]].rdma, t->nics[p->hca[0]].rdma);
+
   for (int i = 0; i < p->nranks; i++) {
     plan_rank_t *r = &p->ranks[i];
-    char val[256], why[PLAN_REASON_LEN];
-    if (r->gpu >= 0) {
-      snprintf(val, sizeof val, "%d", r->gpu);
-      CHECK(plan_env_set(r, "CUDA_VISIBLE_DEVICES", val, r->why_gpu));
-      CHECK(plan_env_set(r, "CUDA_DEVICE_ORDER", "PCI_BUS_ID",
-                         "GPU numbers follow PCI bus order (nvidia-smi's), not CUDA's fastest-first"));
+    if (r->gpu < 0) continue;
+    CHECK(plan_env_set(r, "CUDA_DEVICE_ORDER", "PCI_BUS_ID",
+                       "GPU numbers follow PCI bus order (nvidia-smi's), not CUDA's fastest-first"));
+    if (p->visible_gpus == PLAN_VISIBLE_RANK) {
+      char one[128];
+      const topo_gpu_t *g = &t->gpus[r->gpu];
+      if (uuids && g->uuid[0]) util_fmt(one, sizeof one, "%s", g->uuid);
+      else util_fmt(one, sizeof one, "%d", r->gpu);
+      char why[PLAN_REASON_LEN];
+      util_fmt(why, sizeof why, "%s; one GPU per process (visible_gpus = rank): device 0, no P2P with the "
+               "node's other ranks", r->why_gpu);
+      CHECK(plan_env_set(r, "CUDA_VISIBLE_DEVICES", one, why));
+    } else if (!all_in_order) {
+      CHECK(plan_env_set(r, "CUDA_VISIBLE_DEVICES", cvd, why_cvd));
     }
-    if (r->gpu >= 0 && r->nnics > 0) {
-      size_t off = 0;
-      val[0] = 0;
-      for (int k = 0; k < r->nnics && off < sizeof val; k++) {
-        const topo_nic_t *n = &t->nics[r->nics[k]];
-        int w = snprintf(val + off, sizeof val - off, "%s%s:%d", k ? "," : "=", n->rdma, n->port);
-        if (w < 0) break;
-        off += (size_t)w;
-      }
-      const path_entry_t *L = plan_gpu_nics(p, r->gpu);
-      const path_entry_t *e = NULL;
-      for (int k = 0; k < p->nnics; k++)
-        if (L[k].nic == r->nics[0]) e = &L[k];
-      char desc[PLAN_REASON_LEN / 2] = "";
-      if (e) describe_path(t, r, e, desc, sizeof desc);
-      const char *hca = t->nics[r->nics[0]].rdma;
-      util_fmt(why, sizeof why, "%s%s; '=' = exact names, else NCCL reads %s as a prefix (of %s0, %s1, ...)", desc,
-          r->nics[0] != r->nic ? " (nearest RDMA device)" : "", hca, hca, hca);
-      CHECK(plan_env_set(r, "NCCL_IB_HCA", val, why));
-    }
+    if (p->nhca) CHECK(plan_env_set(r, "NCCL_IB_HCA", hca, why_hca));
   }
   return 0;
 }
@@ -403,6 +494,7 @@ int plan_make(const topo_t *t, const plan_opts_t *o_in, plan_t **out) {
   }
   p->bind = o->bind;
   p->no_gpus = o->no_gpus;
+  p->visible_gpus = o->visible_gpus;
   p->ngpus = t->ngpus;
   p->nnics = t->nnics;
   CHECKGOTO(usable_gpus(t, o, use, &nuse), rc, fail);
@@ -460,7 +552,8 @@ int plan_make(const topo_t *t, const plan_opts_t *o_in, plan_t **out) {
   }
   CHECKGOTO(assign_cpus(t, p), rc, fail);
   CHECKGOTO(assign_nics(t, p, o), rc, fail);
-  CHECKGOTO(fill_env(t, p), rc, fail);
+  CHECKGOTO(node_hca(t, p, use, nuse), rc, fail);
+  CHECKGOTO(fill_env(t, p, o), rc, fail);
   free(use);
   *out = p;
   return 0;

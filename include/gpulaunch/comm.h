@@ -24,10 +24,15 @@ extern "C" {
  * the cpu backend; memory from gpl_mem_alloc() works everywhere and avoids a copy when the program
  * runs under gpulaunch as a wrapped child.
  *
- * Streams: a `void *stream` argument is a cudaStream_t on the nccl backend (NULL: the
- * communicator's own stream) and is ignored on the cpu backend. Collectives are asynchronous on
- * the nccl backend (enqueued on the stream; call gpl_synchronize() before reading the results on
- * the host) and synchronous on the cpu backend (done when the call returns).
+ * Streams: a `void *stream` argument is a cudaStream_t on the nccl backend and is ignored on the
+ * cpu backend. NULL means the communicator's own stream, ordered both ways with the legacy default
+ * stream (stream 0): the call's work starts after everything already queued there (gradients a
+ * program computed on stream 0) and what is queued there afterwards starts after it. A stream of
+ * the caller's own is used as it is: order it with your other streams yourself, as with NCCL.
+ * Calls on different streams may share the fused allreduce's scratch; the library orders that.
+ * Collectives are asynchronous on the nccl backend (enqueued on the stream; call gpl_synchronize()
+ * before reading the results on the host) and synchronous on the cpu backend (done when the call
+ * returns).
  *
  * Waits: no call waits on another rank without a deadline (the communicator's timeout); when it
  * passes, the ranks that did not arrive are named in the log.

@@ -209,11 +209,13 @@ int accept_measure_round(const job_t *job, const int *color_of_node, int ngroups
     bw[g] = -1;
     if (jitter) jitter[g] = 0;
   }
-  /* MPI_Comm_split waits for every rank without a deadline: check they are all here first. */
+  /* MPI_Comm_split waits for every rank without a deadline: check they are all here first, and
+   * let the watchdog bound it should the network fail now. */
   CHECK(mpix_barrier(job->world, job->timeout, "accept: start of a search round"));
   int color = color_of_node[job->node];
   MPI_Comm sub = MPI_COMM_NULL;
-  MPICHECK(MPI_Comm_split(job->world, color >= 0 ? color : MPI_UNDEFINED, job->rank, &sub));
+  MPIX_GUARDED(job->timeout, "accept: MPI_Comm_split (a search round)",
+               MPI_Comm_split(job->world, color >= 0 ? color : MPI_UNDEFINED, job->rank, &sub));
   round_res_t mine = {color, 0, -1, 0};
   int mrc = GPL_OK;
   if (sub != MPI_COMM_NULL) {

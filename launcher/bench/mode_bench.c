@@ -583,7 +583,7 @@ int mode_bench(launch_t *L) {
   io.backend = o.backend;
   io.init_timeout = conf_duration(L->conf, "comm", "init_timeout");
   io.timeout = j->timeout;
-  io.device = -1; /* the plan set CUDA_VISIBLE_DEVICES to this rank's GPU */
+  io.device = -1; /* device LOCAL_RANK of the node-wide CUDA_VISIBLE_DEVICES (device 0 with visible_gpus = rank) */
   gpl_comm_t *comm = NULL;
   rc = comm_init(&comm, &cj, &io);
   if (rc < 0) {

@@ -32,6 +32,9 @@ static const conf_key_t g_schema[] = {
      "passed to the program as GPULAUNCH_CHECKPOINT_DIR (restarts resume from there)"},
     {"job", "timeout", CONF_DURATION, "60s", NULL, 0, 0,
      "deadline of every start-up wait on other ranks"},
+    {"job", "liveness_timeout", CONF_DURATION, "10s", NULL, 0, 0,
+     "while the program runs, a rank whose supervisor is silent this long (host lost, network cut, "
+     "gpulaunch killed or hung) ends the whole job with exit 68, naming it (0: off)"},
     {"job", "workdir", CONF_STR, "", NULL, 0, 0, "working directory of the program"},
     {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
      "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},
@@ -48,6 +51,9 @@ static const conf_key_t g_schema[] = {
      "CPU binding: the GPU's local cores split among ranks, its whole NUMA node, or none"},
     {"topology", "gpus", CONF_ENUM, "auto", "auto|none", 0, 0,
      "none: plan without GPUs (CPU-only jobs; more ranks than GPUs allowed)"},
+    {"topology", "visible_gpus", CONF_ENUM, "node", "node|rank", 0, 0,
+     "CUDA_VISIBLE_DEVICES: node = the node's GPUs on every rank (device LOCAL_RANK is the rank's; "
+     "NVLink P2P and CUDA IPC work); rank = one GPU per process (device 0; no P2P between ranks)"},
     {"topology", "probe", CONF_ENUM, "ring", "ring|all|off", 0, 0,
      "preflight TCP reachability test between nodes before the program starts"},
     {"topology", "probe_timeout", CONF_DURATION, "5s", NULL, 0, 0,

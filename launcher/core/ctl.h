@@ -40,16 +40,18 @@ enum {
 };
 
 typedef struct ctl_s {
-  MPI_Comm comm;
+  MPI_Comm comm;  /* MPI_COMM_NULL: a job of one without MPI, messages to itself queued locally */
   int rank, size;
   /* Sends in flight, and how many bytes of program output they hold. */
   struct ctl_send_s *sends;
   size_t out_inflight;
+  struct ctl_send_s *local; /* the job of one's own messages, in order */
 } ctl_t;
 
 /* Program output forwarded to rank 0 (whole lines, already prefixed): is_err, bytes. */
 typedef void (*ctl_output_fn)(void *arg, int src_rank, int is_err, const char *data, size_t len);
 
+/* comm: the supervisors' communicator, or MPI_COMM_NULL for a job of one without MPI. */
 int ctl_init(ctl_t *c, MPI_Comm comm);
 /* Post a message to a rank (rank 0 for events; every rank for commands). Non-blocking. */
 int ctl_send(ctl_t *c, int dest, const ctl_msg_t *m);

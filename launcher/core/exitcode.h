@@ -2,6 +2,7 @@
 #ifndef GPL_LAUNCHER_EXITCODE_H
 #define GPL_LAUNCHER_EXITCODE_H
 
+#include "common/watchdog.h"
 #include "gpulaunch/error.h"
 
 /* 0: success. 1-125: the wrapped program's own exit status (the first rank that failed);
@@ -12,7 +13,9 @@ enum {
   GPL_EXIT_CONFIG = 65,       /* configuration error (file:line and key printed) */
   GPL_EXIT_TOPOLOGY = 66,     /* topology / placement error (e.g. more ranks than GPUs) */
   GPL_EXIT_NETWORK = 67,      /* no common interface, bad NCCL_SOCKET_IFNAME, preflight failed */
-  GPL_EXIT_TIMEOUT = 68,      /* a bootstrap wait timed out; the missing ranks are named */
+  GPL_EXIT_TIMEOUT = 68,      /* another rank is missing: a start-up wait timed out, or while the
+                               * job ran a rank's supervisor died or its host stopped answering;
+                               * the missing ranks and hosts are named */
   GPL_EXIT_NOGPU = 69,        /* GPU feature asked for but no GPU / not built with CUDA */
   GPL_EXIT_INTERNAL = 70,     /* internal error */
   GPL_EXIT_SPAWN = 71,        /* the program could not be started (not found, not executable) */
@@ -39,5 +42,7 @@ static inline int exitcode_of(int err) {
     default: return GPL_EXIT_INTERNAL;
   }
 }
+
+_Static_assert(GPL_EXIT_TIMEOUT == WDOG_EXIT_TIMEOUT, "the watchdog ends a rank with the timeout code");
 
 #endif

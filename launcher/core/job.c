@@ -1,5 +1,5 @@
-/* Who am I: MPI start-up, node discovery with MPI_Comm_split_type, and host names of all ranks,
- * every exchange bounded by a deadline. */
+/* Who am I: MPI start-up, host names of all ranks, node discovery with MPI_Comm_split_type;
+ * every step bounded by a deadline (exchanges of our own, or the watchdog around MPI's). */
 #include "launcher/core/job.h"
 
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "comm/comm.h"
 #include "common/mpix.h"
 #include "common/util.h"
+#include "common/watchdog.h"
 #include "launcher/core/exitcode.h"
 
 
@@ -39,10 +40,31 @@ void job_test_stall(const job_t *job, const char *stage) {
 }
 
 typedef struct rank_info_s {
-  char host[64];
   int local_rank;
   int leader; /* world rank of local rank 0 of this rank's node */
 } rank_info_t;
+
+/* What the watchdog says about a stuck start-up call that spans hosts. */
+#define STUCK_HINT "the network between the job's hosts stopped carrying MPI's traffic, or a rank is gone " \
+                   "(GPULAUNCH_TIMEOUT / [job] timeout bound every start-up wait)"
+
+/* A job of one started alone (no mpirun, srun or PMI): no MPI_Init at all. A singleton MPI_Init
+ * needs the MPI runtime's own daemons (Open MPI forks orted; where there is none it fails or
+ * hangs), and one rank needs nothing from MPI: its communicators stay MPI_COMM_NULL, which
+ * common/mpix.c and launcher/core/ctl.c take as this process alone. */
+static int job_init_alone(job_t *job) {
+  job->rank = 0;
+  job->size = job->local_size = job->nnodes = 1;
+  job->hosts = calloc(1, sizeof *job->hosts);
+  job->node_of = calloc(1, sizeof *job->node_of);
+  job->leader_of_node = calloc(1, sizeof *job->leader_of_node);
+  if (!job->hosts || !job->node_of || !job->leader_of_node || !(job->hosts[0] = strdup(job->host)))
+    return GPL_ENOMEM;
+  log_set_identity(job->host, 0);
+  mpix_set_hosts((const char *const *)job->hosts, 1);
+  LOG_INFO(JOB, "a job of one, started alone: MPI is not used");
+  return GPL_OK;
+}
 
 int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(job, 0, sizeof *job);
@@ -50,23 +72,77 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
+  if (!job->under_launcher) return job_init_alone(job);
 
+  /* Every step below is bounded: exchanges of our own have deadlines that name the missing
+   * ranks, MPI_Comm_idup is waited for with one, and the calls MPI offers only as blocking
+   * collectives (MPI_Init, the splits) run under the watchdog. */
   int provided;
-  MPICHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  wdog_arm(timeout + 5.0, "MPI_Init", "a rank of the job did not start, or mpirun's/srun's daemons cannot "
+           "reach each other", GPL_EXIT_TIMEOUT);
+  int mrc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  wdog_disarm();
+  MPICHECK(mrc);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &job->rank));
   MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &job->size));
   log_set_identity(job->host, job->rank);
   job_test_stall(job, "init");
 
-  /* Everyone must be here before the blocking communicator calls below. */
-  CHECK(mpix_barrier(MPI_COMM_WORLD, timeout, "start-up (MPI_Init)"));
-  MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &job->world));
-  MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &job->ctl));
-  MPICHECK(MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
-                               &job->node_comm));
-  MPICHECK(MPI_Comm_rank(job->node_comm, &job->local_rank));
-  MPICHECK(MPI_Comm_size(job->node_comm, &job->local_size));
+  /* Everyone must be here before the communicator calls below, and their host names known so
+   * that every later message can name a rank's host. */
+  char (*names)[64] = calloc((size_t)job->size, sizeof *names);
+  job->hosts = calloc((size_t)job->size, sizeof *job->hosts);
+  job->node_of = calloc((size_t)job->size, sizeof *job->node_of);
+  job->leader_of_node = calloc((size_t)job->size, sizeof *job->leader_of_node);
+  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
+  if (!names || !job->hosts || !job->node_of || !job->leader_of_node || !all) {
+    free(names);
+    free(all);
+    return GPL_ENOMEM;
+  }
+  char me_host[64];
+  util_strlcpy(me_host, job->host, sizeof me_host);
+  int rc = mpix_allgather(me_host, (int)sizeof me_host, names, MPI_COMM_WORLD, timeout, "start-up (MPI_Init)");
+  for (int r = 0; rc == GPL_OK && r < job->size; r++)
+    if (!(job->hosts[r] = strdup(names[r]))) rc = GPL_ENOMEM;
+  free(names);
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+  mpix_set_hosts((const char *const *)job->hosts, job->size);
+  job_test_stall(job, "dup");
+
+  /* MPI's collectives below need every pair of hosts to reach each other, which the star above
+   * does not show: a partition between two hosts that both reach rank 0 would stall them. The
+   * first rank of each host checks it can reach the first rank of every other (bounded, named). */
+  int *firsts = calloc((size_t)job->size, sizeof *firsts), nfirst = 0;
+  if (!firsts) rc = GPL_ENOMEM;
+  for (int r = 0; rc == GPL_OK && r < job->size; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++) seen = strcmp(job->hosts[q], job->hosts[r]) == 0;
+    if (!seen) firsts[nfirst++] = r;
+  }
+  if (rc == GPL_OK && nfirst > 1)
+    rc = mpix_reach_check(MPI_COMM_WORLD, firsts, nfirst, timeout, "start-up (hosts reaching each other)");
+  free(firsts);
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+
+  CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->world, timeout, "start-up (gpulaunch's communicator)"), rc, out);
+  CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->ctl, timeout, "start-up (the supervisors' communicator)"), rc, out);
+  wdog_arm(timeout, "start-up: MPI_Comm_split_type (the ranks of each node)", STUCK_HINT, GPL_EXIT_TIMEOUT);
+  int mrc2 = MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL, &job->node_comm);
+  wdog_disarm();
+  if (mrc2 != MPI_SUCCESS) {
+    rc = GPL_EMPI;
+    goto out;
+  }
+  MPI_Comm_rank(job->node_comm, &job->local_rank);
+  MPI_Comm_size(job->node_comm, &job->local_size);
 
   MPI_Group node_group, world_group;
   int zero = 0, leader = 0;
@@ -76,54 +152,44 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   MPI_Group_free(&node_group);
   MPI_Group_free(&world_group);
 
-  rank_info_t me;
-  memset(&me, 0, sizeof me);
-  util_strlcpy(me.host, job->host, sizeof me.host);
-  me.local_rank = job->local_rank;
-  me.leader = leader;
-  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
-  job->hosts = calloc((size_t)job->size, sizeof *job->hosts);
-  job->node_of = calloc((size_t)job->size, sizeof *job->node_of);
-  job->leader_of_node = calloc((size_t)job->size, sizeof *job->leader_of_node);
-  if (!all || !job->hosts || !job->node_of || !job->leader_of_node) {
-    free(all);
-    return GPL_ENOMEM;
-  }
-  int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (host names)");
-  if (rc < 0) {
-    free(all);
-    return rc;
-  }
+  rank_info_t me = {job->local_rank, leader};
+  CHECKGOTO(mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (nodes)"), rc, out);
   /* Nodes are numbered in the order of their first rank, so node 0 holds rank 0. */
-  for (int r = 0; r < job->size; r++) {
-    job->hosts[r] = strdup(all[r].host);
+  for (int r = 0; r < job->size; r++)
     if (all[r].local_rank == 0) job->leader_of_node[job->nnodes++] = r;
-  }
   for (int r = 0; r < job->size; r++)
     for (int n = 0; n < job->nnodes; n++)
       if (job->leader_of_node[n] == all[r].leader) job->node_of[r] = n;
   job->node = job->node_of[job->rank];
-  free(all);
-  mpix_set_hosts((const char *const *)job->hosts, job->size);
 
-  MPICHECK(MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank,
-                          &job->leaders));
+  wdog_arm(timeout, "start-up: MPI_Comm_split (the nodes' first ranks)", STUCK_HINT, GPL_EXIT_TIMEOUT);
+  mrc2 = MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank, &job->leaders);
+  wdog_disarm();
+  if (mrc2 != MPI_SUCCESS) {
+    rc = GPL_EMPI;
+    goto out;
+  }
   LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
            job->local_size, job->node, job->nnodes);
-  return GPL_OK;
+out:
+  free(all);
+  return rc;
 }
 
 void job_finalize(job_t *job) {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
+  mpix_set_hosts(NULL, 0);
   if (init && !fin) {
-    mpix_set_hosts(NULL, 0);
     if (job->leaders != MPI_COMM_NULL) MPI_Comm_free(&job->leaders);
     if (job->node_comm != MPI_COMM_NULL) MPI_Comm_free(&job->node_comm);
     if (job->world != MPI_COMM_NULL) MPI_Comm_free(&job->world);
     if (job->ctl != MPI_COMM_NULL) MPI_Comm_free(&job->ctl);
+    /* Every rank agreed it is done; a host lost just now must not keep this one here. */
+    wdog_arm(job->timeout, "MPI_Finalize", "the job had finished; a host was lost at its end", 0);
     MPI_Finalize();
+    wdog_disarm();
   }
   if (job->hosts)
     for (int r = 0; r < job->size; r++) free(job->hosts[r]);
@@ -164,6 +230,7 @@ int job_agree(job_t *job, int rc, const char *what) {
 void job_exit(job_t *job, int code) {
   fflush(stdout);
   fflush(stderr);
+  if (job->lost) _exit(code);
   int *codes = calloc((size_t)job->size, sizeof *codes);
   if (!codes || mpix_allgather(&code, (int)sizeof code, codes, job->world, job->timeout,
                                "exit (agreeing on the exit status)") < 0)
@@ -184,6 +251,11 @@ void job_abort(job_t *job, int exit_code) {
   MPI_Finalized(&fin);
   fflush(stdout);
   fflush(stderr);
-  if (init && !fin && job && job->size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  /* MPI_Abort asks mpirun/srun to end the job; when the launcher cannot reach a lost host's
+   * daemon it may never return: this rank leaves anyway. */
+  if (init && !fin && job && job->size > 1) {
+    wdog_arm(5.0, "MPI_Abort", "leaving without it (the launcher may still be ending the other ranks)", exit_code);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+  }
   exit(exit_code);
 }

@@ -18,13 +18,16 @@ typedef struct job_s {
   MPI_Comm ctl;               /* the supervisors' control messages (launcher/core/ctl.h) */
   double timeout;             /* deadline in seconds for every wait on other ranks */
   int under_launcher;         /* 1 under mpirun/srun, 0 for a job of one started alone */
+  int lost;                   /* a rank was lost while the job ran: job_exit leaves without MPI */
 } job_t;
 
 /* This process's rank as told by the launcher's environment before MPI is up (Open MPI, PMIx,
  * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
 int job_env_rank(void);
 
-/* MPI_Init and the exchanges above (each bounded by timeout). */
+/* MPI_Init and the exchanges above (each bounded by timeout). A process started alone
+ * (job_env_rank() < 0) is a job of one that never initialises MPI: world, node_comm, leaders and
+ * ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h take as this process alone. */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
 /* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
 struct comm_job_s;
@@ -42,7 +45,8 @@ void job_finalize(job_t *job);
 /* End this rank with the job's exit code: all ranks agree (bounded) on one code, the first
  * non-zero in rank order; 0 finalizes MPI normally, anything else makes every rank leave at the
  * same moment without MPI_Finalize (Open MPI then ends mpirun at once with that code instead of
- * waiting seconds to kill stragglers). A rank missing from the agreement: MPI_Abort. */
+ * waiting seconds to kill stragglers). A rank missing from the agreement: MPI_Abort. After a
+ * lost rank (job->lost) there is nothing to agree on: the rank leaves at once with code. */
 void job_exit(job_t *job, int code) __attribute__((noreturn));
 /* End the whole job now with this exit code (MPI_Abort when there are other ranks). */
 void job_abort(job_t *job, int exit_code) __attribute__((noreturn));

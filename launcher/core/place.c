@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "common/mpix.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "topology/net.h"
 #include "topology/plan.h"
@@ -78,6 +79,7 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   o.local_size = job ? job->local_size : 1;
   if (L->conf) {
     CHECK(plan_bind_parse(conf_str(L->conf, "topology", "bind"), &o.bind));
+    CHECK(plan_visible_parse(conf_str(L->conf, "topology", "visible_gpus"), &o.visible_gpus));
     o.no_gpus = strcmp(conf_str(L->conf, "topology", "gpus"), "none") == 0;
   }
   o.visible = out->topo->live ? getenv("CUDA_VISIBLE_DEVICES") : NULL;
@@ -113,6 +115,17 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   }
   out->cores = cores > 0 ? cores : 1;
 
+  /* The plan leaves CUDA_VISIBLE_DEVICES unset when the node's ranks use every GPU in bus order;
+   * a value inherited anyway (a topology from a file says nothing of it) must not reach the
+   * program, so it gets the same list written out. */
+  if (me->gpu >= 0 && !plan_env_get(me, "CUDA_VISIBLE_DEVICES") && getenv("CUDA_VISIBLE_DEVICES")) {
+    char all[PLAN_VALUE_LEN] = "";
+    for (int i = 0; i < out->plan->nranks; i++) {
+      size_t n = strlen(all);
+      snprintf(all + n, sizeof all - n, "%s%d", i ? "," : "", out->plan->ranks[i].gpu);
+    }
+    CHECK(set_var(ce, "CUDA_VISIBLE_DEVICES", all));
+  }
   for (int i = 0; i < me->nenv; i++) {
     /* A variable the user exported wins (NCCL_IB_HCA, ...), except CUDA_VISIBLE_DEVICES: the
      * plan already chose among the GPUs it allowed. */
@@ -190,6 +203,51 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
   return rc < 0 ? rc : GPL_OK;
 }
 
+/* A node-wide variable as this rank's program (or, for built-in jobs, this process) gets it. */
+static const char *effective_var(childenv_t *ce, const char *name) {
+  return ce ? childenv_get(ce, 0, name) : getenv(name);
+}
+
+/* Every rank of a node must hand its program the same CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and
+ * NCCL_IB_HCA: NCCL builds a node's rings from what all of its ranks see, and a rank that sees
+ * other GPUs than its neighbours cannot reach theirs over CUDA IPC. The plans agree by
+ * construction; what can differ is what the ranks inherited (srun --gpus-per-task, a wrapper
+ * that exports a per-rank value). Collective over the node; bounded. */
+static int check_node_uniform(launch_t *L, childenv_t *ce, const place_t *pl) {
+  job_t *job = L->job;
+  static const char *const names[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA"};
+  strbuf_t mine = STRBUF_INIT;
+  for (size_t k = 0; k < GPL_ARRAY_LEN(names); k++) {
+    if (!plan_env_node_wide(pl->plan, names[k])) continue;
+    const char *v = effective_var(ce, names[k]);
+    strbuf_printf(&mine, "%s=%s\n", names[k], v ? v : "(unset)");
+  }
+  char **all = NULL;
+  const char *me = strbuf_str(&mine);
+  int rc = mpix_allgather_str(me, &all, job->node_comm, job->timeout,
+                              "start-up (node-wide CUDA_VISIBLE_DEVICES and NCCL_IB_HCA)");
+  if (rc == GPL_OK && strcmp(all[0], me) != 0) {
+    /* Say which variable differs from the node's first rank, once per differing rank. */
+    const char *a = all[0], *b = me;
+    while (*a && *b) {
+      size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+      if (la != lb || strncmp(a, b, la) != 0) {
+        fprintf(stderr, "gpulaunch: rank %d (host %s): %.*s, but the node's local rank 0 (rank %d) has %.*s: every "
+                "rank of a node must give its program the same value (NCCL builds the node's rings from all of "
+                "them); check what each rank inherits (srun --gpus-per-task, a per-rank export)\n",
+                job->rank, job->host, (int)lb, b, job->leader_of_node[job->node], (int)la, a);
+        break;
+      }
+      a += la + (a[la] == '\n');
+      b += lb + (b[lb] == '\n');
+    }
+    rc = GPL_ETOPO;
+  }
+  mpix_free_strs(all, all ? job->local_size : 0);
+  strbuf_free(&mine);
+  return rc;
+}
+
 int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   memset(out, 0, sizeof *out);
   out->gpu = -1;
@@ -197,6 +255,10 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   if (!L->job) return rc;
   rc = job_agree(L->job, rc, "start-up (placement)");
   if (rc < 0) return rc;
+  if (L->job->local_size > 1) {
+    rc = job_agree(L->job, check_node_uniform(L, ce, out), "start-up (node-wide values)");
+    if (rc < 0) return rc;
+  }
   return place_network(L, ce, out);
 }
 

@@ -124,11 +124,18 @@ typedef struct lost_s {
   int err, pad;
 } lost_t;
 
-int ranklog_finish(ranklog_t *l, job_t *job) {
+int ranklog_finish(ranklog_t *l, job_t *job, int together) {
   ranklog_close(l);
   if (!l->path[0]) return 0; /* no log_dir: the same on every rank, nothing to exchange */
   lost_t me = {l->lost, l->err, 0}, *all = calloc((size_t)job->size, sizeof *all);
   ALLOCCHECK(all);
+  if (!together) { /* only this rank's, said by itself */
+    if (me.err || me.lost)
+      fprintf(stderr, "gpulaunch: rank %d (host %s): its log file %s is incomplete (%llu bytes not written): %s\n",
+              job->rank, job->host, l->path, (unsigned long long)me.lost, strerror(me.err ? me.err : EIO));
+    free(all);
+    return me.err || me.lost;
+  }
   int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "end (log files)");
   if (rc < 0) {
     free(all);

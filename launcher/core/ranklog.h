@@ -28,10 +28,12 @@ int ranklog_open(ranklog_t *l, job_t *job, const char *log_dir, const char *orig
 /* Append (buffered). Never blocks on other ranks; a failed write is counted, said once. */
 void ranklog_write(ranklog_t *l, const char *p, size_t n);
 void ranklog_flush(ranklog_t *l);
-/* Collective, at the end of the job: rank 0 names every rank whose log is incomplete and how much
- * is missing. Returns 1 on every rank when some log is incomplete, 0 when none, or a negative
- * code when the exchange failed. Flushes and closes the log. */
-int ranklog_finish(ranklog_t *l, job_t *job);
+/* At the end of the job, collective when `together` (every rank reached the end with the others):
+ * rank 0 names every rank whose log is incomplete and how much is missing; not together (a rank
+ * was lost: no exchange may wait for it) each rank names its own. Returns 1 on every rank when
+ * some log is incomplete, 0 when none, or a negative code when the exchange failed. Flushes and
+ * closes the log. */
+int ranklog_finish(ranklog_t *l, job_t *job, int together);
 void ranklog_close(ranklog_t *l);
 
 #endif

@@ -18,6 +18,7 @@
 #include "launcher/core/ctl.h"
 #include "common/redact.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/liveness.h"
 #include "launcher/core/outq.h"
 #include "launcher/core/output.h"
 #include "launcher/core/ranklog.h"
@@ -73,6 +74,10 @@ typedef struct sup_s {
   double hot_until;     /* poll every POLL_HOT_MS until then */
   strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
   int paused;           /* reading the program's pipes is paused (forwarding backlog) */
+  live_t *live;         /* heartbeats with the other supervisors (launcher/core/liveness.c) */
+  uv_async_t live_async;
+  int live_lost;        /* a rank was lost: ending the job without MPI */
+  char live_what[1024];
   outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
   int reap_asked;       /* the reaper was asked to kill the program's whole tree */
   pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
@@ -247,6 +252,12 @@ static void report(sup_t *s) {
   if (s->spawn_failed) flags |= CTL_F_SPAWN_FAILED;
   LOG_INFO(SUP, "attempt %d: program ended (status %lld, signal %d)%s", s->attempt,
            (long long)s->status, s->term_signal, s->stop_requested ? " after stop" : "");
+  live_set_child(s->live, 0);
+  if (s->live_lost) { /* the job is ending without the coordinator (launcher/core/liveness.c) */
+    s->done = 1;
+    uv_stop(&s->loop);
+    return;
+  }
   send_event(s, s->stop_requested ? CTL_EV_STOPPED : CTL_EV_EXIT, flags);
 }
 
@@ -374,6 +385,7 @@ static void spawn(sup_t *s) {
     s->open_handles++;
     s->running = 1;
     s->pid = s->proc.pid;
+    live_set_child(s->live, s->pid);
     uv_read_start((uv_stream_t *)&s->pipes[0], on_alloc, on_read);
     uv_read_start((uv_stream_t *)&s->pipes[1], on_alloc, on_read);
     if (s->o->hooks.tick && s->o->hooks.interval > 0) {
@@ -597,7 +609,7 @@ static void co_check_deadline(sup_t *s) {
   fflush(stderr);
   outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
   s->q = NULL;
-  MPI_Abort(MPI_COMM_WORLD, code);
+  job_abort(s->job, code); /* MPI_Abort, or (a job of one, maybe without MPI) exit */
 }
 
 /* ---- commands from the coordinator ---- */
@@ -646,6 +658,7 @@ static void poll_pace(sup_t *s, int busy) {
 static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
+  live_tick(s->live);
   if (s->launcher_ppid && getppid() != s->launcher_ppid) {
     /* mpirun (or srun's step) is gone: no coordinator will ever answer. Leave now; the reaper
      * sees us go and kills the program's whole tree. */
@@ -672,6 +685,67 @@ static void on_poll(uv_timer_t *t) {
   if (s->job->rank == 0) co_check_deadline(s);
   if ((s->o->forward_output || s->q) && s->spawned && !s->reported) fwd_throttle(s);
 }
+
+/* ---- a lost rank (launcher/core/liveness.c) ---- */
+
+static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, size_t len) {
+  const char *who = ev->who;
+  switch (ev->why) {
+    case LIVE_CLOSED:
+      snprintf(buf, len, "%s: its gpulaunch died (its supervisor's connection closed without a goodbye)", who);
+      break;
+    case LIVE_SILENT:
+      snprintf(buf, len, "%s: no heartbeat from %s supervisor for %.0f s (host down, network cut, or the "
+               "supervisor hung)", who, ev->nlost > 1 ? "their" : "its", ev->silent_s);
+      break;
+    case LIVE_NEVER:
+      snprintf(buf, len, "%s: its supervisor never reached rank 0's (%s) within %.0f s", who,
+               s->o->master_addr ? s->o->master_addr : "?", s->job->timeout);
+      break;
+    case LIVE_ABORT: {
+      char n[300];
+      snprintf(buf, len, "the job ended: rank 0 lost %s", mpix_rank_name(ev->lost_rank, n, sizeof n));
+      break;
+    }
+  }
+}
+
+static void on_live(uv_async_t *a) {
+  sup_t *s = a->data;
+  live_event_t ev;
+  if (s->done || s->live_lost || !live_event(s->live, &ev)) return;
+  s->live_lost = 1;
+  live_describe(s, &ev, s->live_what, sizeof s->live_what);
+  /* Rank 0 names the lost ranks; the others say so only when they lost rank 0 themselves. */
+  if (s->job->rank == 0 || ev.why != LIVE_ABORT)
+    fprintf(stderr, "gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
+  /* Open MPI's mpirun waits for a lost host's daemon as long as its OOB keepalive says (8 min by
+   * default) after every rank has left: say how to shorten it. */
+  const char *ka = getenv("OMPI_MCA_oob_tcp_keepalive_time");
+  int other_host = ev.lost_rank >= 0 && strcmp(s->job->hosts[ev.lost_rank], s->job->host) != 0;
+  if (s->job->rank == 0 && ev.why == LIVE_SILENT && other_host && getenv("OMPI_COMM_WORLD_RANK") &&
+      (!ka || atoi(ka) > 60))
+    fprintf(stderr, "gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon: "
+            "start it with --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 "
+            "--mca oob_tcp_keepalive_probes 5 (README, \"When a host is lost\")\n");
+  if (s->job->rank == 0) live_abort_all(s->live, ev.lost_rank);
+  memset(&s->exit_msg, 0, sizeof s->exit_msg);
+  s->exit_msg.rank = ev.lost_rank;
+  if (ev.lost_rank >= 0 && ev.lost_rank < s->job->size)
+    util_strlcpy(s->exit_msg.host, s->job->hosts[ev.lost_rank], sizeof s->exit_msg.host);
+  s->exit_code = GPL_EXIT_TIMEOUT;
+  if (s->running && !s->exited) {
+    /* The program goes as after another rank's failure: SIGTERM, SIGKILL after stop_timeout. */
+    if (!s->forwarded) kill_group(s, SIGTERM);
+    s->forwarded = 1;
+    uv_timer_start(&s->kill_timer, on_kill_timeout, (uint64_t)(s->o->stop_timeout * 1000), 0);
+  } else if (!s->spawned || s->reported) {
+    s->done = 1;
+    uv_stop(&s->loop);
+  }
+}
+
+static void live_wake(void *arg) { uv_async_send(arg); }
 
 static void close_walk(uv_handle_t *h, void *arg) {
   (void)arg;
@@ -739,13 +813,27 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->tick_timer);
   uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
+  uv_async_init(&s->loop, &s->live_async, on_live);
+  s->live_async.data = s;
+  if (o->liveness_timeout > 0 && o->job->size > 1 && o->master_addr && *o->master_addr) {
+    live_opts_t lo = {
+        .addr = o->master_addr, .interval = GPL_MIN(1.0, o->liveness_timeout / 5), .timeout = o->liveness_timeout,
+        .connect_s = o->job->timeout,
+        /* A loop blocked on purpose (a restarted program's communicator, bounded by the job's
+         * timeout) is not a hung supervisor; one blocked longer is. */
+        .stall_s = o->job->timeout + o->liveness_timeout, .grace_s = o->stop_timeout + 5.0,
+        .notify = live_wake, .arg = &s->live_async};
+    CHECKGOTO(live_start(&s->live, o->job, &lo), rc, fail_loop);
+  }
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
 
   spawn(s);
   while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
 
-  /* The job is over: stop everything of ours and let libuv close its handles. */
+  /* The job is over: stop everything of ours and let libuv close its handles. After a loss the
+   * liveness thread stays (its last timer ends the rank should the rest not finish in time). */
   if (s->running) kill_group(s, SIGKILL);
+  if (!s->live_lost) live_stop(s->live);
   if (o->hooks.detach) o->hooks.detach(o->hooks.attach_arg);
   uv_walk(&s->loop, close_walk, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -754,7 +842,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
    * job stopped by a signal must leave soon: the scheduler's own deadline runs. */
   outq_stop(s->q, s->sig_received ? 1.0 : 10.0);
   s->q = NULL;
-  int lost = ranklog_finish(&s->log, o->job);
+  int lost = ranklog_finish(&s->log, o->job, !s->live_lost);
   if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
   res->log_incomplete = lost > 0;
 
@@ -763,7 +851,11 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   res->preempted = (s->exit_msg.flags & CTL_F_PREEMPTED) != 0;
   res->interrupted = (s->exit_msg.flags & CTL_F_INTERRUPTED) != 0;
   res->failed_rank = s->exit_msg.rank;
-  if (res->failed_rank >= 0) {
+  res->lost = s->live_lost;
+  if (s->live_lost) {
+    util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
+    util_strlcpy(res->root_cause, s->live_what, sizeof res->root_cause);
+  } else if (res->failed_rank >= 0) {
     res->status = s->exit_msg.status;
     res->signo = s->exit_msg.signo;
     util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
@@ -775,7 +867,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   }
   res->seconds = util_now() - s->t0;
 fail_loop:
-  ctl_close(&s->ctl, 2.0);
+  ctl_close(&s->ctl, s->live_lost ? 0.1 : 2.0); /* sends to a lost rank never complete */
 fail_ctl:
   output_free(&s->out);
   strbuf_free(&s->fwd[0]);

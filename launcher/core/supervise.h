@@ -45,6 +45,8 @@ typedef struct sup_opts_s {
   int restarts;           /* restarts allowed after a failure */
   int forward_output;     /* 1: other ranks' program output is written by rank 0, so that
                            * mpirun, which splits streams at arbitrary bytes, cannot mix lines */
+  double liveness_timeout; /* a supervisor silent this long is lost and ends the job (0: off) */
+  const char *master_addr; /* rank 0's address every rank reaches (the liveness connections) */
   sup_hooks_t hooks;
 } sup_opts_t;
 
@@ -55,6 +57,8 @@ typedef struct sup_result_s {
   int status, signo;    /* its exit status / signal */
   int preempted;        /* ended by SIGTERM to the job (preemption) */
   int interrupted;      /* ended by SIGINT */
+  int lost;             /* ended because a rank's supervisor died or its host was lost
+                         * (exit_code 68; MPI may not work any more) */
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */

@@ -213,8 +213,7 @@ void mon_summary(const mon_stats_t *all, int n, double sm_threshold, FILE *f, cJ
 
 int mon_job_summary(const monitor_t *m, MPI_Comm comm, double timeout_s, FILE *f, cJSON *summary) {
   int rank, size;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size)); /* MPI_COMM_NULL: a job of one without MPI */
   mon_stats_t mine;
   if (m) mon_stats(m, &mine);
   else mon_stats_empty(&mine, rank, util_hostname(), -1);

@@ -51,6 +51,7 @@ extern "C" {
 #include "kernels/fused_cuda_dev.cuh"
 
 static uint64_t g_seed;
+static size_t g_unpack_vectors; /* 16-byte accesses of the last emulated unpack */
 
 /* Run a grid: threads in reverse order, so thread 0 (the one that publishes the block's OR) runs
  * last and sees every thread's flag, as after a real __syncthreads_or. */
@@ -66,15 +67,21 @@ template <typename K> static void run_grid(unsigned blocks, K kernel) {
 }
 
 /* kern_pack_cuda / kern_unpack_cuda with the launches emulated: the same table building, the same
- * choice of table size, the same kernels. */
+ * choice of table size, the same kernels (unpack: the units, then the edges). */
 template <gpl_dtype_t W, int MAXT>
 static int emul_run(int pack, const kern_tensor_t *t, int n, void *bucket, float scale, kern_scaler_t *sc,
                     int *launches) {
   static Table<MAXT> tab;
-  return for_each_table<MAXT>(t, n, scale, tab, [&](const Table<MAXT> &filled) {
+  return for_each_table<W, MAXT>(pack ? kPack : kUnpack, t, n, bucket, scale, tab,
+                                 [&](const Table<MAXT> &filled, int edges) {
     ++*launches;
-    if (pack) run_grid(filled.block0[filled.n], [&] { pack_kernel<W, MAXT>(filled, bucket); });
-    else run_grid(filled.block0[filled.n], [&] { unpack_kernel<W, MAXT>(filled, bucket, sc); });
+    unsigned blocks = filled.block0[filled.n];
+    if (pack) {
+      run_grid(blocks, [&] { pack_kernel<W, MAXT>(filled, bucket); });
+    } else {
+      run_grid(blocks, [&] { unpack_kernel<W, MAXT>(filled, bucket, sc); });
+      if (edges) run_grid(edge_blocks(filled.n), [&] { edge_kernel<W, MAXT>(filled, bucket, sc); });
+    }
     return 0;
   });
 }
@@ -146,7 +153,9 @@ static int compare(const size_t *sizes, const int *skews, int n, gpl_dtype_t wir
   kt_poison(B.arena, nf, GPL_FLOAT);
   float post = 1.0f / 7.0f;
   assert_int_equal(kern_unpack_ref(hba, wire, A.t, n, post, &sa), 0);
+  size_t before_unpack = emul_vectors;
   emul(0, B.t, n, hba, wire, post, &sb);
+  g_unpack_vectors = emul_vectors - before_unpack;
   snprintf(what, sizeof what, "unpack %s n=%d bucket skew %d", gpl_dtype_name(wire), n, bskew);
   expect_same_bits(B.arena, A.arena, nf * sizeof(float), sizeof(float), what);
   assert_int_equal(sb.found_inf, sa.found_inf);
@@ -175,6 +184,22 @@ static void test_aligned_uses_vectors(void **state) {
     assert_int_equal(emul_vectors - before, 2 * 2 * (elems / vw));
   }
   assert_int_equal(emul_misaligned, 0);
+}
+
+/* The bucket out of phase with every tensor (skew of one wire element): the old kernels went
+ * scalar for the whole tensor; now unpack still stores every unit with 16-byte stores (its loads
+ * from the bucket are the scalar ones), so its vector accesses are exactly its units. */
+static void test_out_of_phase_bucket_still_vector_stores(void **state) {
+  size_t sizes[] = {8192 * 2 + 64, 4096, 512, 8};
+  int skews[] = {0, 0, 0, 0};
+  for (gpl_dtype_t wire : {GPL_FLOAT, GPL_BFLOAT16, GPL_HALF}) {
+    emul_misaligned = 0;
+    compare(sizes, skews, 4, wire, 1);
+    size_t vw = wire == GPL_FLOAT ? 4 : 8, units = 0;
+    for (size_t s : sizes) units += s / vw;
+    assert_int_equal(g_unpack_vectors, units);
+    assert_int_equal(emul_misaligned, 0);
+  }
 }
 
 static void test_misaligned_and_boundaries(void **state) {
@@ -233,6 +258,7 @@ int main(void) {
   g_seed = kt_seed("test_kernels_emul");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aligned_uses_vectors),
+      cmocka_unit_test(test_out_of_phase_bucket_still_vector_stores),
       cmocka_unit_test(test_misaligned_and_boundaries),
       cmocka_unit_test(test_random_buckets),
       cmocka_unit_test(test_many_tensors_several_launches),

@@ -33,12 +33,8 @@ int check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p) {
       /* Cores local to the rank's GPU. */
       if (r->bind != PLAN_BIND_NONE && !hwloc_bitmap_isincluded(r->cpuset, g->cpuset))
         print_error("%s: CPUs %s not local to GPU%d (%s)\n", c, r->cpus, r->gpu, g->cpus), g_fail++;
-      char want[16];
-      snprintf(want, sizeof want, "%d", r->gpu);
-      const char *cvd = plan_env_get(r, "CUDA_VISIBLE_DEVICES");
-      if (!cvd || strcmp(cvd, want) != 0) print_error("%s: CUDA_VISIBLE_DEVICES %s\n", c, cvd ? cvd : "unset"), g_fail++;
-    } else if (plan_env_get(r, "CUDA_VISIBLE_DEVICES")) {
-      print_error("%s: CUDA_VISIBLE_DEVICES without GPU\n", c), g_fail++;
+    } else if (plan_env_get(r, "CUDA_VISIBLE_DEVICES") || plan_env_get(r, "NCCL_IB_HCA")) {
+      print_error("%s: CUDA_VISIBLE_DEVICES or NCCL_IB_HCA without GPU\n", c), g_fail++;
     }
     for (int j = 0; j < i; j++) {
       const plan_rank_t *q = &p->ranks[j];
@@ -52,6 +48,130 @@ int check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p) {
       }
     }
   }
+  check_plan_node_env(ctx, t, p);
+  return g_fail - fails;
+}
+
+/* The nearest RDMA NICs of a GPU by the rule EXPECTED-MAPPINGS.md states, computed here from the
+ * paths and not from the plan's ranking: the best PCI class, then (no PCIe-local NIC) the
+ * smallest NUMA distance, then the fewest bridges. in[i] = 1 for each; returns how many. */
+static int oracle_nearest(const topo_t *t, const topo_gpu_t *g, char *in) {
+  int any = 0, n = 0;
+  path_t best;
+  memset(&best, 0, sizeof best);
+  for (int i = 0; i < t->nnics; i++) {
+    path_t p;
+    in[i] = 0;
+    if (!t->nics[i].rdma[0]) continue;
+    path_gpu_nic(t, g, &t->nics[i], &p);
+    int better = !any || p.cls < best.cls || (p.cls == best.cls && p.numa_dist < best.numa_dist) ||
+                 (p.cls == best.cls && p.numa_dist == best.numa_dist && p.hops < best.hops);
+    if (better) best = p;
+    any = 1;
+  }
+  for (int i = 0; any && i < t->nnics; i++) {
+    path_t p;
+    if (!t->nics[i].rdma[0]) continue;
+    path_gpu_nic(t, g, &t->nics[i], &p);
+    if (p.cls == best.cls && p.numa_dist == best.numa_dist && p.hops == best.hops) in[i] = 1, n++;
+  }
+  return n;
+}
+
+/* The device numbers a program sees, in order: CUDA_VISIBLE_DEVICES parsed (indexes, or UUIDs
+ * mapped to indexes), or every GPU in bus order when it is unset. Returns the count. */
+static int visible_list(const topo_t *t, const char *cvd, int *out, int max) {
+  int n = 0;
+  if (!cvd) {
+    for (int g = 0; g < t->ngpus && n < max; g++) out[n++] = g;
+    return n;
+  }
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", cvd);
+  char *save = NULL;
+  for (char *w = strtok_r(buf, ",", &save); w && n < max; w = strtok_r(NULL, ",", &save)) {
+    char *end = NULL;
+    long v = strtol(w, &end, 10);
+    if (end && *end == 0) {
+      out[n++] = (int)v;
+      continue;
+    }
+    out[n] = -1;
+    for (int g = 0; g < t->ngpus; g++)
+      if (strcmp(t->gpus[g].uuid, w) == 0) out[n] = g;
+    n++;
+  }
+  return n;
+}
+
+int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
+  int fails = g_fail;
+  const plan_rank_t *first = NULL;
+  for (int i = 0; i < p->nranks && !first; i++)
+    if (p->ranks[i].gpu >= 0) first = &p->ranks[i];
+  if (!first) return 0;
+  static const char *const node_wide[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA"};
+  for (int i = 0; i < p->nranks; i++) {
+    const plan_rank_t *r = &p->ranks[i];
+    char c[300];
+    snprintf(c, sizeof c, "%s rank %d", ctx, i);
+    /* 1. The same node-wide values on every rank of the node. */
+    for (size_t k = 0; k < sizeof node_wide / sizeof node_wide[0]; k++) {
+      if (!plan_env_node_wide(p, node_wide[k])) continue;
+      const char *a = plan_env_get(first, node_wide[k]), *b = plan_env_get(r, node_wide[k]);
+      if (strcmp(a ? a : "(unset)", b ? b : "(unset)") != 0)
+        print_error("%s: %s=%s differs from local rank %d's %s\n", c, node_wide[k], b ? b : "(unset)",
+                    first->local_rank, a ? a : "(unset)"), g_fail++;
+    }
+    /* 2. Device LOCAL_RANK of what the program sees is the planned GPU (unless one GPU per
+     * process was asked for: then device 0). */
+    int vis[256];
+    int nv = visible_list(t, plan_env_get(r, "CUDA_VISIBLE_DEVICES"), vis, 256);
+    int dev = p->visible_gpus == PLAN_VISIBLE_RANK ? 0 : r->local_rank;
+    if (dev >= nv || vis[dev] != r->gpu)
+      print_error("%s: device %d of CUDA_VISIBLE_DEVICES=%s is GPU%d, the plan says GPU%d\n", c, dev,
+                  plan_env_get(r, "CUDA_VISIBLE_DEVICES") ? plan_env_get(r, "CUDA_VISIBLE_DEVICES") : "(unset)",
+                  dev < nv ? vis[dev] : -1, r->gpu), g_fail++;
+    if (!plan_env_get(r, "CUDA_DEVICE_ORDER")) print_error("%s: no CUDA_DEVICE_ORDER\n", c), g_fail++;
+  }
+  /* 3. NCCL_IB_HCA holds a nearest NIC of every GPU, and no NIC that is nearest to no GPU. */
+  const char *hca = plan_env_get(first, "NCCL_IB_HCA");
+  char *in_hca = calloc((size_t)t->nnics + 1, 1), *near = calloc((size_t)t->nnics + 1, 1),
+       *near_any = calloc((size_t)t->nnics + 1, 1);
+  int rdma_nics = 0;
+  for (int i = 0; i < t->nnics; i++) rdma_nics += t->nics[i].rdma[0] != 0;
+  if (hca) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", hca + (hca[0] == '='));
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+      char *colon = strchr(w, ':');
+      if (!colon) print_error("%s: NCCL_IB_HCA entry '%s' without port\n", ctx, w), g_fail++;
+      else *colon = 0;
+      int found = -1;
+      for (int i = 0; i < t->nnics; i++)
+        if (strcmp(t->nics[i].rdma, w) == 0) found = i;
+      if (found < 0) print_error("%s: NCCL_IB_HCA names '%s', no RDMA NIC of the node\n", ctx, w), g_fail++;
+      else in_hca[found] = 1;
+    }
+  } else if (rdma_nics > 0) {
+    print_error("%s: no NCCL_IB_HCA though the node has %d RDMA NICs\n", ctx, rdma_nics), g_fail++;
+  }
+  for (int g = 0; hca && g < t->ngpus; g++) {
+    if (!oracle_nearest(t, &t->gpus[g], near)) continue;
+    int covered = 0;
+    for (int i = 0; i < t->nnics; i++) {
+      covered |= near[i] && in_hca[i];
+      near_any[i] |= near[i];
+    }
+    if (!covered) print_error("%s: NCCL_IB_HCA=%s holds no nearest NIC of GPU%d\n", ctx, hca, g), g_fail++;
+  }
+  for (int i = 0; i < t->nnics; i++)
+    if (in_hca[i] && !near_any[i])
+      print_error("%s: NCCL_IB_HCA holds %s, nearest to no GPU\n", ctx, t->nics[i].name), g_fail++;
+  free(in_hca);
+  free(near);
+  free(near_any);
   return g_fail - fails;
 }
 

@@ -34,8 +34,13 @@ extern int g_fail;
   } while (0)
 
 /* The rules every plan must obey whatever the machine (GPUs with NUMA and CPUs, distinct GPUs,
- * NCCL_IB_HCA with '=' and port, rank CPUs local to their GPU and disjoint). \return failures. */
+ * rank CPUs local to their GPU and disjoint, and check_plan_node_env). \return failures. */
 int check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p);
+/* The node-wide environment (issue 10): the same CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and
+ * NCCL_IB_HCA on every rank; device LOCAL_RANK is the planned GPU; NCCL_IB_HCA holds a nearest
+ * NIC (by an oracle of its own) of every GPU and none that is nearest to no GPU. Part of
+ * check_plan_sane. \return failures. */
+int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p);
 /* report_json printed, parsed back with cJSON and compared with the structs. \return failures. */
 int check_json_roundtrip(const char *ctx, const topo_t *t, const plan_t *p);
 

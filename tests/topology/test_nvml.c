@@ -39,7 +39,9 @@ static void test_gpus_only_nvml_knows(void **state) {
   plan_t *p = NULL;
   assert_int_equal(plan_make(t, NULL, &p), 0);
   assert_int_equal(p->nranks, 2);
-  assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "1");
+  /* Both GPUs, in bus order: the program sees them all (device LOCAL_RANK = its GPU). */
+  assert_null(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"));
+  assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   /* Placed by NUMA alone: NODE or SYS, never a PCI class. */
   for (int i = 0; i < t->nnics; i++) assert_true(plan_gpu_nics(p, 0)[i].path.cls >= PATH_NODE);
   plan_free(p);
@@ -74,8 +76,10 @@ static void test_container_sees_fewer(void **state) {
   assert_int_equal(plan_make(t, &o, &p), GPL_ETOPO);
   o.local_size = 2;
   assert_int_equal(plan_make(t, &o, &p), 0);
-  assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "1");
-  assert_string_equal(plan_env_get(&p->ranks[1], "NCCL_IB_HCA"), "=mlx5_2:1");
+  assert_null(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"));
+  /* The NICs nearest to the container's two GPUs (and no other), the same on both ranks. */
+  assert_string_equal(plan_env_get(&p->ranks[0], "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_2:1");
+  assert_string_equal(plan_env_get(&p->ranks[1], "NCCL_IB_HCA"), "=mlx5_0:1,mlx5_2:1");
   plan_free(p);
   topo_free(t);
 }

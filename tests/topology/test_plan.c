@@ -150,7 +150,8 @@ static void test_no_gpus_spread(void **state) {
   topo_free(t);
 }
 
-/* An inherited CUDA_VISIBLE_DEVICES limits the GPUs; indexes stay the physical ones. */
+/* An inherited CUDA_VISIBLE_DEVICES limits the GPUs; indexes stay the physical ones, and both
+ * ranks see both GPUs (device LOCAL_RANK is the rank's). UUIDs are answered with UUIDs. */
 static void test_visible_devices(void **state) {
   (void)state;
   topo_t *t = load("hwloc-aws-p5en.48xlarge.xml");
@@ -160,10 +161,27 @@ static void test_visible_devices(void **state) {
   plan_t *p = NULL;
   assert_int_equal(plan_make(t, &o, &p), 0);
   assert_int_equal(p->nranks, 2);
+  assert_string_equal(plan_env_get(&p->ranks[0], "CUDA_VISIBLE_DEVICES"), "4,5");
+  assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "4,5");
+  assert_string_equal(p->ranks[0].cpus, "48-71,144-167");
+  /* Only the NICs nearest to GPUs 4 and 5. */
+  assert_string_equal(plan_env_get(&p->ranks[0], "NCCL_IB_HCA"), "=rdmap135s0:1,rdmap136s0:1,rdmap137s0:1,rdmap138s0:1");
+  plan_free(p);
+  /* Given in another order: local rank i gets the i-th inherited GPU, and the list follows the
+   * local ranks, so device LOCAL_RANK is still the rank's GPU. */
+  o.visible = "5,4";
+  assert_int_equal(plan_make(t, &o, &p), 0);
+  assert_int_equal(p->ranks[0].gpu, 5);
+  assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "5,4");
+  plan_free(p);
+  /* One GPU per process, when asked. */
+  o.visible = "4,5";
+  o.visible_gpus = PLAN_VISIBLE_RANK;
+  assert_int_equal(plan_make(t, &o, &p), 0);
   assert_string_equal(plan_env_get(&p->ranks[0], "CUDA_VISIBLE_DEVICES"), "4");
   assert_string_equal(plan_env_get(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "5");
-  assert_string_equal(p->ranks[0].cpus, "48-71,144-167");
   plan_free(p);
+  o.visible_gpus = PLAN_VISIBLE_NODE;
   o.local_size = 3;
   assert_int_equal(plan_make(t, &o, &p), GPL_ETOPO);
   topo_free(t);
@@ -172,7 +190,8 @@ static void test_visible_devices(void **state) {
 /* ---- NICs ---------------------------------------------------------------------------------- */
 
 /* p5en: GPU0 and GPU1 share 4 PIX EFAs: they get different ones; with 2 NICs per rank the pair
- * uses all 4, NCCL_IB_HCA lists two exact names with ports. */
+ * uses all 4; NCCL_IB_HCA, the same on every rank, lists all 16 EFAs (4 per GPU pair) with ports
+ * and no ENA. */
 static void test_p5en_spread(void **state) {
   (void)state;
   topo_t *t = load("hwloc-aws-p5en.48xlarge.xml");
@@ -188,8 +207,11 @@ static void test_p5en_spread(void **state) {
   assert_string_equal(rank_nic(t, &p->ranks[1]), "rdmap86s0");
   plan_free(p);
   p = plan(t, 8, PLAN_BIND_CORES, 0, 2);
-  assert_string_equal(plan_env_get(&p->ranks[0], "NCCL_IB_HCA"), "=rdmap85s0:1,rdmap86s0:1");
-  assert_string_equal(plan_env_get(&p->ranks[1], "NCCL_IB_HCA"), "=rdmap87s0:1,rdmap88s0:1");
+  assert_int_equal(p->ranks[0].nnics, 2);
+  const char *all16 = "=rdmap85s0:1,rdmap86s0:1,rdmap87s0:1,rdmap88s0:1,rdmap110s0:1,rdmap111s0:1,rdmap112s0:1,"
+                      "rdmap113s0:1,rdmap135s0:1,rdmap136s0:1,rdmap137s0:1,rdmap138s0:1,rdmap160s0:1,rdmap161s0:1,"
+                      "rdmap162s0:1,rdmap163s0:1";
+  for (int i = 0; i < 8; i++) assert_string_equal(plan_env_get(&p->ranks[i], "NCCL_IB_HCA"), all16);
   plan_free(p);
   topo_free(t);
 }
@@ -243,8 +265,8 @@ static void test_renamed_nics(void **state) {
     while (strcmp(from[k], a->rdma) != 0) k++;
     assert_string_equal(b->rdma, to[k]);
     char hca[64];
-    snprintf(hca, sizeof hca, "=%s:1", to[k]);
-    assert_string_equal(plan_env_get(&p->ranks[i], "NCCL_IB_HCA"), hca);
+    snprintf(hca, sizeof hca, "%s:1", to[k]);
+    assert_non_null(strstr(plan_env_get(&p->ranks[i], "NCCL_IB_HCA"), hca));
     /* The renamed netdev follows too. */
     assert_string_equal(topo_nic_netdev(b), to[k + 4]);
   }
@@ -325,8 +347,30 @@ static void test_phb_before_node(void **state) {
   assert_int_equal(t->nics[L[0].nic].nnetdev, 0);
   assert_string_equal(t->nics[L[phb].nic].rdma, "");
   /* dranet: gpu-0 (pci0000:10) is aligned with rdmap16s27, not rdmap160s27. */
-  assert_string_equal(plan_env_get(&p->ranks[0], "NCCL_IB_HCA"), "=rdmap16s27:1");
+  assert_string_equal(rank_nic(t, &p->ranks[0]), "rdmap16s27");
+  /* The node's NCCL_IB_HCA: the 4 EFAs, one per PCIe host bridge pair of GPUs, and no ENA. */
+  assert_string_equal(plan_env_get(&p->ranks[0], "NCCL_IB_HCA"), "=rdmap16s27:1,rdmap32s27:1,rdmap144s27:1,rdmap160s27:1");
   plan_free(p);
+  topo_free(t);
+}
+
+/* p6-b200: GPUs 4 and 5 have two EFAs and two ConnectX-7 functions on the same PCIe switch; the
+ * ConnectX-7s sit on a x1 link (3.9 GB/s against the EFAs' 63) and carry no fabric traffic: they
+ * stay out of NCCL_IB_HCA, which holds the 8 EFAs, the same for all ranks and for half of them. */
+static void test_slow_functions_out(void **state) {
+  (void)state;
+  topo_t *t = load("hwloc-aws-p6-b200.xml");
+  for (int n = 8; n >= 4; n -= 4) {
+    plan_t *p = plan(t, n, PLAN_BIND_CORES, 0, 1);
+    const char *hca = plan_env_get(&p->ranks[0], "NCCL_IB_HCA");
+    print_message("%d ranks: %s\n", n, hca);
+    assert_null(strstr(hca, "ibp115s0f0"));
+    assert_null(strstr(hca, "ibp116s0f0"));
+    assert_string_equal(hca, "=rdmap79s0:1,rdmap80s0:1,rdmap96s0:1,rdmap97s0:1,rdmap113s0:1,rdmap114s0:1,"
+                             "rdmap132s0:1,rdmap133s0:1");
+    for (int i = 0; i < n; i++) assert_string_equal(plan_env_get(&p->ranks[i], "NCCL_IB_HCA"), hca);
+    plan_free(p);
+  }
   topo_free(t);
 }
 
@@ -411,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_same_model_different_numbering),
       cmocka_unit_test(test_numa_distance_tiebreak),
       cmocka_unit_test(test_phb_before_node),
+      cmocka_unit_test(test_slow_functions_out),
       cmocka_unit_test(test_dual_port),
       cmocka_unit_test(test_pci_only_gpus),
       cmocka_unit_test(test_fewer_cpus_than_ranks),

@@ -112,9 +112,9 @@ static void test_expected_machines(void **state) {
        * when the notes name it), NCCL_IB_HCA exact-match with port. */
       const plan_rank_t *r = &p->ranks[i];
       EXPECT_INT(ctx, "rank's GPU", i, r->gpu);
-      char idx[16];
-      snprintf(idx, sizeof idx, "%d", i);
-      EXPECT_STR(ctx, "CUDA_VISIBLE_DEVICES", idx, plan_env_get(r, "CUDA_VISIBLE_DEVICES"));
+      /* All GPUs in bus order: nothing to restrict, the program sees them all. */
+      EXPECT_STR(ctx, "CUDA_VISIBLE_DEVICES", NULL, plan_env_get(r, "CUDA_VISIBLE_DEVICES"));
+      EXPECT_STR(ctx, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", plan_env_get(r, "CUDA_DEVICE_ORDER"));
       if (!e->rdma) {
         EXPECT_INT(ctx, "rank's NIC (none in the file)", -1, r->nic);
         EXPECT_STR(ctx, "NCCL_IB_HCA", NULL, plan_env_get(r, "NCCL_IB_HCA"));
@@ -129,9 +129,12 @@ static void test_expected_machines(void **state) {
       }
       EXPECT_STR(ctx, "rank's NIC class", e->rdma_class, path_class_name(r->nic_path.cls));
       if (e->prefer) EXPECT_STR(ctx, "preferred NIC (NUMA distance)", e->prefer, nic ? nic->rdma : NULL);
+      /* The rank's NIC is one of those the node's NCCL_IB_HCA allows. */
       char hca[128];
-      snprintf(hca, sizeof hca, "=%s:1", nic ? nic->rdma : "?");
-      EXPECT_STR(ctx, "NCCL_IB_HCA", hca, plan_env_get(r, "NCCL_IB_HCA"));
+      snprintf(hca, sizeof hca, "%s:1", nic ? nic->rdma : "?");
+      const char *h = plan_env_get(r, "NCCL_IB_HCA");
+      if (!h || h[0] != '=' || !strstr(h, hca))
+        print_error("%s: NCCL_IB_HCA %s does not hold the rank's NIC %s\n", ctx, h ? h : "(unset)", hca), g_fail++;
       /* gpus[].nics best first: the first is one of the nearest RDMA NICs. */
       const path_entry_t *L = plan_gpu_nics(p, i);
       snprintf(item, sizeof item, "%s %s", t->nics[L[0].nic].pci, t->nics[L[0].nic].rdma);
@@ -191,16 +194,26 @@ static void test_every_file_loads_and_plans(void **state) {
     }
     hwloc1 += is_hwloc1(path);
     if (t->ngpus < 1) print_error("%s: no GPU found\n", names[i]), g_fail++;
-    plan_t *p = NULL;
-    plan_opts_t o;
-    plan_opts_default(&o);
-    if ((rc = plan_make(t, &o, &p)) < 0) {
-      print_error("%s: no plan (%d)\n", names[i], rc);
-      g_fail++;
-    } else {
-      EXPECT_INT(names[i], "ranks per node = GPUs", t->ngpus, p->nranks);
-      check_plan_sane(names[i], t, p);
-      check_json_roundtrip(names[i], t, p);
+    /* As many ranks as GPUs and half as many (the node-wide environment must hold for both),
+     * and one GPU per process. */
+    int sizes[3] = {0, t->ngpus / 2, 0};
+    for (int v = 0; v < 3; v++) {
+      if (v == 1 && sizes[1] < 1) continue;
+      plan_t *p = NULL;
+      plan_opts_t o;
+      plan_opts_default(&o);
+      o.local_size = sizes[v];
+      if (v == 2) o.visible_gpus = PLAN_VISIBLE_RANK;
+      char ctx[320];
+      snprintf(ctx, sizeof ctx, "%.256s (%d ranks%s)", names[i], sizes[v] ? sizes[v] : t->ngpus, v == 2 ? ", visible_gpus rank" : "");
+      if ((rc = plan_make(t, &o, &p)) < 0) {
+        print_error("%s: no plan (%d)\n", ctx, rc);
+        g_fail++;
+        continue;
+      }
+      EXPECT_INT(ctx, "ranks per node", sizes[v] ? sizes[v] : t->ngpus, p->nranks);
+      check_plan_sane(ctx, t, p);
+      check_json_roundtrip(ctx, t, p);
       plan_free(p);
     }
     topo_free(t);

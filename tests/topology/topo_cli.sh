@@ -22,32 +22,66 @@ expect_rc() {
 }
 
 # 1. Every hwloc file: --json on stdout parses and has the contract's fields.
+# The issue-10 contract, read from the JSON alone (ranks[].env, ranks[].gpu, ranks[].local_rank,
+# gpus[].nics): with as many ranks as GPUs and half as many, every rank of the node gets the same
+# CUDA_VISIBLE_DEVICES and NCCL_IB_HCA; device LOCAL_RANK of what the program sees is the planned
+# GPU; NCCL_IB_HCA holds a nearest RDMA NIC of every GPU (best class, then NUMA distance, then
+# fewest bridges, from gpus[].nics) and no NIC nearest to no GPU.
 for f in "$DIR"/hwloc-*.xml; do
-  if ! "$CLI" --topology "$f" --json >"$TMP/j.json" 2>"$TMP/err"; then bad "$(basename "$f"): exit $?"; continue; fi
-  python3 - "$TMP/j.json" "$(basename "$f")" <<'PY' || fail=1
+  ngpu=$("$CLI" --topology "$f" --json 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["gpus"]))')
+  for rpn in "$ngpu" $((ngpu / 2)); do
+  [[ $rpn -ge 1 ]] || continue
+  if ! "$CLI" --topology "$f" --ranks-per-node "$rpn" --json >"$TMP/j.json" 2>"$TMP/err"; then bad "$(basename "$f"): exit $?"; continue; fi
+  python3 - "$TMP/j.json" "$(basename "$f") ($rpn ranks)" "$rpn" <<'PY' || fail=1
 import json, sys
-d = json.load(open(sys.argv[1])); name = sys.argv[2]
+d = json.load(open(sys.argv[1])); name = sys.argv[2]; rpn = int(sys.argv[3])
 assert d["gpus"], name + ": no gpus"
+order = ["PIX", "PXB", "PHB", "NODE", "SYS"]
 for i, g in enumerate(d["gpus"]):
     assert g["index"] == i and isinstance(g["pci"], str) and len(g["pci"]) == 12, (name, g)
     assert isinstance(g["numa"], list) and g["numa"] and all(isinstance(x, int) for x in g["numa"]), (name, g)
     assert isinstance(g["cpus"], str) and g["cpus"], (name, g)
     for n in g["nics"]:
-        assert set(("name", "netdev", "pci", "path")) <= set(n) and n["path"] in ("PIX", "PXB", "PHB", "NODE", "SYS"), (name, n)
-    order = ["PIX", "PXB", "PHB", "NODE", "SYS"]
+        assert set(("name", "netdev", "pci", "path")) <= set(n) and n["path"] in order, (name, n)
     paths = [order.index(n["path"]) for n in g["nics"]]
     assert paths == sorted(paths), (name, "gpus[].nics not best first", paths)
 assert isinstance(d["nics"], list)
-assert len(d["ranks"]) == len(d["gpus"]), name
+assert len(d["ranks"]) == rpn, name
 gpus = set()
+for key in ("CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "CUDA_DEVICE_ORDER"):
+    vals = set(r["env"].get(key) for r in d["ranks"])
+    assert len(vals) == 1, (name, key, "differs between the node's ranks", vals)
 for r in d["ranks"]:
     assert r["gpu"] not in gpus; gpus.add(r["gpu"])
-    assert r["env"]["CUDA_VISIBLE_DEVICES"] == str(r["gpu"]), (name, r)
-    hca = r["env"].get("NCCL_IB_HCA")
-    if hca is not None:
-        assert hca == "=%s:1" % r["nic"] or hca.startswith("="), (name, r)
+    cvd = r["env"].get("CUDA_VISIBLE_DEVICES")
+    seen = [int(x) for x in cvd.split(",")] if cvd is not None else list(range(len(d["gpus"])))
+    assert r["env"].get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID", (name, r["env"])
+    assert seen[r["local_rank"]] == r["gpu"], (name, "device LOCAL_RANK is not the rank's GPU", r)
+hca = d["ranks"][0]["env"].get("NCCL_IB_HCA")
+def nearest(g):
+    rd = [n for n in g["nics"] if n.get("rdma")]
+    if not rd: return set()
+    key = lambda n: (order.index(n["path"]), n.get("numa_distance") or 0, n.get("hops") or 0)
+    best = min(key(n) for n in rd)
+    return set(n["rdma"] for n in rd if key(n) == best)
+near = [nearest(g) for g in d["gpus"]]
+if any(near):
+    assert hca and hca.startswith("="), (name, "no NCCL_IB_HCA", hca)
+    held = []
+    for e in hca[1:].split(","):
+        dev, _, port = e.partition(":")
+        assert port.isdigit(), (name, "NCCL_IB_HCA entry without port", e)
+        held.append(dev)
+    for i, s in enumerate(near):
+        assert not s or s & set(held), (name, "GPU%d: none of its nearest %s in %s" % (i, sorted(s), hca))
+    anyn = set().union(*near)
+    for dev in held:
+        assert dev in anyn, (name, dev, "in NCCL_IB_HCA but nearest to no GPU")
+else:
+    assert hca is None, (name, "NCCL_IB_HCA without RDMA NICs", hca)
 print("ok:", name)
 PY
+  done
 done
 
 # 2. Variants: (a) the EFA names of p5en reversed, (b) XE8640 with every GPU OS device removed
@@ -76,7 +110,9 @@ ren = dict(l.split() for l in open(t + "/rename.map"))
 a, b = json.load(open(t + "/a.json")), json.load(open(t + "/b.json"))
 for ra, rb in zip(a["ranks"], b["ranks"]):
     assert ra["nic_pci"] == rb["nic_pci"], (ra["nic"], rb["nic"])
-    assert rb["env"]["NCCL_IB_HCA"] == "=%s:1" % ren[ra["nic"]], (ra, rb)
+    # The same NICs by PCI place, under their new names.
+    want = sorted(ren[e.split(":")[0]] + ":1" for e in ra["env"]["NCCL_IB_HCA"][1:].split(","))
+    assert sorted(rb["env"]["NCCL_IB_HCA"][1:].split(",")) == want, (ra, rb)
 print("ok: p5en with renamed EFAs picks by PCI locality")
 c, d = json.load(open(t + "/c.json")), json.load(open(t + "/d.json"))
 assert [g["osdevs"] for g in d["gpus"]] == [[], [], [], []], d["gpus"]
@@ -89,7 +125,7 @@ PY
 # 3. --json FILE writes the file and the text report on stdout; --json=- is stdout.
 expect_rc 0 "--json FILE" "$CLI" --topology "$DIR/hwloc-juwels-booster-jwb0001.xml" --json "$TMP/out.json"
 grep -q "^GPU0 " "$TMP/out" && ok "text report on stdout with --json FILE" || bad "no matrix on stdout"
-grep -q "NCCL_IB_HCA==mlx5_1:1" "$TMP/out" && ok "plan printed with env" || bad "no NCCL_IB_HCA in the text"
+grep -q "NCCL_IB_HCA==mlx5_1:1,mlx5_0:1,mlx5_3:1,mlx5_2:1" "$TMP/out" && ok "plan printed with env" || bad "no NCCL_IB_HCA in the text"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['ranks'][0]['nic']=='mlx5_1'" "$TMP/out.json" \
   && ok "--json FILE content" || bad "--json FILE content"
 expect_rc 0 "--json=-" "$CLI" --topology "$DIR/hwloc-juwels-booster-jwb0001.xml" --json=- --ranks-per-node 2

@@ -1,0 +1,58 @@
+/* Liveness of the supervisors outside MPI: a TCP connection from every rank's supervisor to rank
+ * 0's, heartbeats both ways on a thread of its own, a deadline; a lost rank ends the whole job. */
+#ifndef GPL_LAUNCHER_LIVENESS_H
+#define GPL_LAUNCHER_LIVENESS_H
+
+#include <stdint.h>
+
+#include "launcher/core/job.h"
+
+typedef struct live_s live_t;
+
+/* What the liveness thread saw. */
+typedef enum live_why_e {
+  LIVE_CLOSED = 1, /* the peer's connection closed without a goodbye: its gpulaunch died */
+  LIVE_SILENT,     /* no heartbeat for the deadline: host down, network cut, or a hung supervisor */
+  LIVE_NEVER,      /* the peer never connected in time */
+  LIVE_ABORT       /* rank 0 ended the job because another rank was lost (lost_rank says which) */
+} live_why_t;
+
+typedef struct live_event_s {
+  int lost_rank;     /* the (first) rank that was lost (for LIVE_ABORT: the one rank 0 lost) */
+  live_why_t why;
+  double silent_s;   /* for LIVE_SILENT: how long it had been silent */
+  int nlost;         /* ranks lost at once (a whole host goes silent together) */
+  char who[512];     /* "rank 4 (host h2), rank 5 (host h2)" */
+} live_event_t;
+
+typedef struct live_opts_s {
+  const char *addr;     /* rank 0's address that every rank can reach (MASTER_ADDR) */
+  double interval;      /* seconds between heartbeats */
+  double timeout;       /* silence that means lost */
+  double connect_s;     /* every rank must have connected within this (start-up deadline) */
+  double stall_s;       /* the supervisor's loop may not tick for this long before this rank
+                         * stops beating (a hung supervisor); <= 0: never */
+  double grace_s;       /* after a loss, the supervisor has this long to end the program and
+                         * leave; then the liveness thread kills the program and ends the rank */
+  /* Called on the liveness thread (once): wake the supervisor's loop (uv_async_send). */
+  void (*notify)(void *arg);
+  void *arg;
+} live_opts_t;
+
+/* Start liveness for the job (collective over job->world: rank 0 opens its listener and shares
+ * its port and a random token, bounded by job->timeout). A job of one has none: *out = NULL. */
+int live_start(live_t **out, job_t *job, const live_opts_t *o);
+/* The supervisor's loop is alive (call it from every loop iteration or timer). */
+void live_tick(live_t *l);
+/* The program's process group, killed by the liveness thread if the supervisor cannot. */
+void live_set_child(live_t *l, int pid);
+/* The event that woke the supervisor: 1 and *ev when there is one. */
+int live_event(live_t *l, live_event_t *ev);
+/* Rank 0: tell every other rank the job is ending because lost_rank was lost; returns once the
+ * frames are written (1 s at most). */
+void live_abort_all(live_t *l, int lost_rank);
+/* The job is ending normally: goodbyes sent, closed connections no longer mean a loss. Then
+ * stop the thread and free. NULL is fine. */
+void live_stop(live_t *l);
+
+#endif
