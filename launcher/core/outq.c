@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ typedef struct stream_s {
   uint64_t drop_lines, drop_bytes;
   int broken;       /* a write failed (the reader closed): the rest is dropped */
   int err;
-  uv_cond_t cv;     /* data for the writer */
+  int wake;         /* eventfd: data for the writer (it also wakes on the pipe) */
   uv_thread_t th;
   int started, finished;
 } stream_t;
@@ -48,6 +49,8 @@ struct outq_s {
   int stopping;
   stream_t st[2];
 };
+
+static void push(outq_t *q, stream_t *st, const char *p, size_t n, size_t limit, int line);
 
 static int write_all(int fd, const char *p, size_t n) {
   while (n) {
@@ -66,6 +69,11 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
+static void pump(outq_t *q, stream_t *st);
+
+/* The thread of one stream: moves what is written to the pipe into the queue and the queue to
+ * the real fd. It does not wait for the loop: a message of another thread (the liveness watch of
+ * a hung loop) still gets out. */
 static void writer(void *arg) {
   stream_t *st = arg;
   outq_t *q = st->q;
@@ -74,8 +82,18 @@ static void writer(void *arg) {
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the loop's */
   uv_mutex_lock(&q->mu);
   for (;;) {
-    while (!st->head && !q->stopping) uv_cond_wait(&st->cv, &q->mu);
-    if (!st->head) break;
+    if (!q->stopping) pump(q, st);
+    while (!st->head && !q->stopping) {
+      uv_mutex_unlock(&q->mu);
+      struct pollfd pf[2] = {{st->pipe_r, POLLIN, 0}, {st->wake, POLLIN, 0}};
+      poll(pf, 2, -1);
+      uint64_t v;
+      if (pf[1].revents & POLLIN) (void)!read(st->wake, &v, sizeof v);
+      uv_mutex_lock(&q->mu);
+      if (!q->stopping) pump(q, st);
+    }
+    /* stopping: outq_stop has taken the queue; what it gave up on is counted there */
+    if (!st->head || q->stopping) break;
     chunk_t *c = st->head;
     st->head = c->next;
     if (!st->head) st->tail = NULL;
@@ -99,6 +117,18 @@ static void writer(void *arg) {
   st->finished = 1;
   uv_cond_broadcast(&q->progress);
   uv_mutex_unlock(&q->mu);
+}
+
+/* What was written to the pipe (by any thread) into the queue; under the lock, so that bytes
+ * keep their order whoever moves them. */
+static void pump(outq_t *q, stream_t *st) {
+  char buf[16384];
+  for (;;) {
+    ssize_t r = read(st->pipe_r, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;
+    push(q, st, buf, (size_t)r, OUTQ_CAP + MSG_RESERVE, 0);
+  }
 }
 
 /* Append under the lock; limit: the total backlog above which this is dropped. */
@@ -126,11 +156,20 @@ static void push(outq_t *q, stream_t *st, const char *p, size_t n, size_t limit,
     else st->head = t;
     st->tail = t;
   }
+  int was_empty = st->queued == 0;
   memcpy(t->data + t->len, p, n);
   t->len += n;
   t->lines += (uint64_t)line;
   st->queued += n;
-  uv_cond_signal(&st->cv);
+  if (was_empty) { /* the writer may be asleep; while it works it finds the rest itself */
+    uint64_t one = 1;
+    (void)!write(st->wake, &one, sizeof one);
+  }
+}
+
+static void wake(stream_t *st) {
+  uint64_t one = 1;
+  (void)!write(st->wake, &one, sizeof one);
 }
 
 void outq_write(outq_t *q, int fd, const char *p, size_t n) {
@@ -141,18 +180,9 @@ void outq_write(outq_t *q, int fd, const char *p, size_t n) {
 }
 
 void outq_poll(outq_t *q) {
-  for (int i = 0; i < 2; i++) {
-    stream_t *st = &q->st[i];
-    char buf[16384];
-    for (;;) {
-      ssize_t r = read(st->pipe_r, buf, sizeof buf);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) break;
-      uv_mutex_lock(&q->mu);
-      push(q, st, buf, (size_t)r, OUTQ_CAP + MSG_RESERVE, 0);
-      uv_mutex_unlock(&q->mu);
-    }
-  }
+  uv_mutex_lock(&q->mu);
+  for (int i = 0; i < 2; i++) pump(q, &q->st[i]);
+  uv_mutex_unlock(&q->mu);
 }
 
 size_t outq_backlog(const outq_t *q) {
@@ -171,13 +201,16 @@ void outq_dropped(const outq_t *q, uint64_t *lines, uint64_t *bytes) {
   uv_mutex_unlock(&m->mu);
 }
 
-/* Undo what outq_start did for streams [0, n). */
-static void restore(outq_t *q, int n) {
+/* Undo what outq_start did for streams [0, n). A stream whose writer is still blocked keeps its
+ * pipe open: the writer reads it again when it wakes (a closed number could be another file). */
+static void restore(outq_t *q, int n, const int *stuck) {
   for (int i = 0; i < n; i++) {
     stream_t *st = &q->st[i];
     if (st->real >= 0) dup2(st->real, st->fd);
-    if (st->pipe_r >= 0) close(st->pipe_r);
-    st->pipe_r = -1;
+    if (st->pipe_r >= 0 && !(stuck && stuck[i])) {
+      close(st->pipe_r);
+      st->pipe_r = -1;
+    }
   }
 }
 
@@ -195,10 +228,10 @@ int outq_start(outq_t **out) {
     st->q = q;
     st->fd = i + 1;
     st->pipe_r = -1;
-    uv_cond_init(&st->cv);
+    st->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int p[2];
     st->real = fcntl(st->fd, F_DUPFD_CLOEXEC, 3);
-    if (st->real < 0 || pipe2(p, O_CLOEXEC) < 0) {
+    if (st->wake < 0 || st->real < 0 || pipe2(p, O_CLOEXEC) < 0) {
       ok = 0;
       break;
     }
@@ -222,13 +255,16 @@ int outq_start(outq_t **out) {
     int e = errno;
     uv_mutex_lock(&q->mu);
     q->stopping = 1;
-    for (int k = 0; k < 2; k++) uv_cond_signal(&q->st[k].cv);
+    for (int k = 0; k < 2; k++)
+      if (q->st[k].wake >= 0) wake(&q->st[k]);
     uv_mutex_unlock(&q->mu);
     for (int k = 0; k < 2; k++)
       if (q->st[k].started) uv_thread_join(&q->st[k].th);
-    restore(q, i < 2 ? i + 1 : 2);
-    for (int k = 0; k < 2; k++)
+    restore(q, i < 2 ? i + 1 : 2, NULL);
+    for (int k = 0; k < 2; k++) {
       if (q->st[k].real >= 0) close(q->st[k].real);
+      if (q->st[k].wake >= 0) close(q->st[k].wake);
+    }
     LOG_WARN("cannot queue the job's output (%s); it is written directly", strerror(e));
     free(q);
     return GPL_ESYS;
@@ -268,14 +304,24 @@ void outq_stop(outq_t *q, double idle_s) {
     st->head = st->tail = NULL;
     st->queued = 0;
     if (stuck[i]) st->drop_bytes += st->writing; /* may still get out one day */
-    uv_cond_signal(&st->cv);
+    wake(st);
   }
   uint64_t lines = q->st[0].drop_lines + q->st[1].drop_lines;
   uint64_t bytes = q->st[0].drop_bytes + q->st[1].drop_bytes;
   int err = q->st[0].err ? q->st[0].err : q->st[1].err;
   int which = q->st[0].drop_bytes ? 1 : 2;
   uv_mutex_unlock(&q->mu);
-  restore(q, 2);
+  /* the writers must be out of their pipe reads before the pipes close (restore closes them) */
+  for (int i = 0; i < 2; i++)
+    if (!stuck[i]) uv_thread_join(&q->st[i].th);
+  /* Written after the last poll (another thread's last words): straight out, where the reader
+   * reads at all. */
+  for (int i = 0; i < 2; i++) {
+    char buf[16384];
+    ssize_t r;
+    while (!stuck[i] && (r = read(q->st[i].pipe_r, buf, sizeof buf)) > 0) (void)write_all(q->st[i].real, buf, (size_t)r);
+  }
+  restore(q, 2, stuck);
   if (bytes && !stuck[1]) {
     char msg[400];
     int n = snprintf(msg, sizeof msg,
@@ -293,11 +339,10 @@ void outq_stop(outq_t *q, double idle_s) {
       all_done = 0;
       continue;
     }
-    uv_thread_join(&q->st[i].th);
     close(q->st[i].real);
+    close(q->st[i].wake);
   }
   if (all_done) {
-    for (int i = 0; i < 2; i++) uv_cond_destroy(&q->st[i].cv);
     uv_cond_destroy(&q->progress);
     uv_mutex_destroy(&q->mu);
     free(q);
