@@ -6,7 +6,6 @@
 # --metrics into a missing folder.
 source "$(dirname "$0")/../lib.sh"
 PROG="$1"
-TOPO="${GPULAUNCH_TOPOLOGY_DIR:-$GPULAUNCH_SOURCE_DIR/tests/data/topologies}"
 # Every run here is bounded: 20 s and 2 GiB of address space (what /dev/zero read whole would
 # blow through in a second). Under AddressSanitizer (scripts/test.sh --sanitize), which reserves
 # terabytes of address space for its shadow, the time bound alone.

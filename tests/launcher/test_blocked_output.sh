@@ -9,6 +9,7 @@ export GPL_TEST_DIR="$T"
 wait_for() { local i; for ((i = 0; i < 100; i++)); do [[ -e $1 ]] && return 0; sleep 0.1; done; return 1; }
 mkfifo "$T/fifo"
 # The reader opens the FIFO and never reads; it is ours to kill at the end.
+# shellcheck disable=SC2217 # the point: a reader that holds the FIFO open and never reads
 sleep 60 <"$T/fifo" &
 reader=$!
 trap 'kill "$reader" 2>/dev/null || true; rm -rf "$T"' EXIT

@@ -41,7 +41,7 @@ rm -f "$T"/tree.* "$T"/ready.*
 "$MPIEXEC" -np 2 --oversubscribe --bind-to none -x GPL_TEST_DIR -x TMPDIR \
   "$GPULAUNCH" -- "$PROG" tree 60 >"$T/out" 2>"$T/err" &
 m=$!
-wait_for "$T/ready.0" && wait_for "$T/ready.1" || fail "the programs did not start"
+{ wait_for "$T/ready.0" && wait_for "$T/ready.1"; } || fail "the programs did not start"
 sleep 0.3
 (($(tree_pids | wc -l) == 4)) || fail "the programs did not record their children"
 kill -9 "$m"

@@ -5,7 +5,8 @@
 # DOCKER_PASS, GITLAB_PAT, SENTRY_DSN, mysql -p VALUE). Every secret holds "S3KRT"; the program's
 # own output passes through as it is, so only gpulaunch's own lines are searched.
 source "$(dirname "$0")/../lib.sh"
-PROG="$1"
+PROG="$1" # (unused: the program here is sh)
+: "$PROG"
 
 cat >"$T/job.conf" <<CONF
 [job]
