@@ -6,10 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
-#include "common/redact.h"
+#include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
@@ -94,11 +93,9 @@ static const mode_t_ *find_mode(const char *w) {
 static int write_summary(launch_t *L, int code) {
   if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return code;
   cJSON_AddNumberToObject(L->summary, "exit_code", code);
-  char *raw = cJSON_Print(L->summary);
-  /* The command was redacted word by word; this catches a secret anywhere else (a root cause
-   * that quotes one, a config path). */
-  char *text = raw ? redact_text(raw, strlen(raw)) : NULL;
-  free(raw);
+  /* The command was redacted word by word; this catches a secret in any other string (a root
+   * cause that quotes one, a config path), string by string so the summary stays JSON. */
+  char *text = redact_json(L->summary) == 0 ? cJSON_Print(L->summary) : NULL;
   char err[4400] = "out of memory";
   FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
   int ok = f != NULL;

@@ -19,6 +19,7 @@
 #include "common/safefile.h"
 #include "common/util.h"
 #include "common/redact.h"
+#include "launcher/ops/redact_json.h"
 
 #define LOCK_TIMEOUT_S 10.0
 
@@ -164,13 +165,10 @@ static cJSON *base_line(const char *event, const audit_info_t *info) {
 
 static int write_obj(const char *path, cJSON *o) {
   if (!o) return GPL_ENOMEM;
-  char *txt = cJSON_PrintUnformatted(o);
+  /* Values were redacted on the way in; this catches a secret in any other string (a host name
+   * will not hold one, a config path might), string by string: the line stays JSON. */
+  char *clean = redact_json(o) == 0 ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
-  if (!txt) return GPL_ENOMEM;
-  /* Values were redacted on the way in; this catches a secret anywhere else (a host name will
-   * not hold one, a config path might). */
-  char *clean = redact_text(txt, strlen(txt));
-  free(txt);
   if (!clean) return GPL_ENOMEM;
   int rc = audit_append_line(path, clean);
   free(clean);

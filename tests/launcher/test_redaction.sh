@@ -51,6 +51,9 @@ assert_grep "$T/own.txt" "last lines of rank [01]'s stderr" "the root cause quot
 assert_grep "$T/own.txt" "db is <redacted> and push with <redacted>" "the quoted tail is redacted"
 no_secret "$T/own.txt" "the root cause and gpulaunch's messages"
 no_secret "$T/summary.json" "--summary"
+python3 -m json.tool "$T/summary.json" >/dev/null || fail "the redacted summary is not JSON"
+while read -r line; do python3 -c 'import json,sys; json.loads(sys.argv[1])' "$line" ||
+  fail "an audit line is not JSON: $line"; done <"$T/audit.log"
 assert_grep "$T/summary.json" "--hf_token" "the summary has the command"
 no_secret "$T/audit.log" "the audit log"
 assert_grep "$T/audit.log" '"event":"end"' "the audit log has the end line"
