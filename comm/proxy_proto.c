@@ -1,8 +1,10 @@
 /* The proxy wire's two socket calls, used by both ends: one message with an optional descriptor. */
 #include "comm/proxy_proto.h"
 
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 ssize_t proxy_send(int sock, const void *msg, size_t len, int fd, int flags) {
   struct iovec iov = {(void *)msg, len};
@@ -22,6 +24,19 @@ ssize_t proxy_send(int sock, const void *msg, size_t len, int fd, int flags) {
     memcpy(CMSG_DATA(cm), &fd, sizeof fd);
   }
   return sendmsg(sock, &mh, flags | MSG_NOSIGNAL);
+}
+
+unsigned proxy_sockaddr(const char *path, struct sockaddr_un *sa) {
+  memset(sa, 0, sizeof *sa);
+  sa->sun_family = AF_UNIX;
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof sa->sun_path) return 0;
+  memcpy(sa->sun_path, path, n);
+  if (path[0] == '@') {
+    sa->sun_path[0] = 0; /* abstract: the name is the bytes after the NUL, no terminator */
+    return (unsigned)(offsetof(struct sockaddr_un, sun_path) + n);
+  }
+  return (unsigned)sizeof *sa;
 }
 
 ssize_t proxy_recv(int sock, void *msg, size_t len, int *fd, int flags) {

@@ -7,11 +7,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/types.h>
 
 #define PROXY_MAGIC 0x47504c50u /* "GPLP" */
-#define PROXY_VERSION 1
+/* 2: regions are memfds sealed against shrinking; the socket is abstract ("@name"). */
+#define PROXY_VERSION 2
 #define PROXY_MAX_REGIONS 4096 /* shared buffers per program (gpl_mem_alloc calls) */
+/* The seals a region's memfd must carry before the server maps it: the program could otherwise
+ * shrink it under the mapping and the server would die of SIGBUS touching it. */
+#define PROXY_REGION_SEALS (F_SEAL_SHRINK | F_SEAL_SEAL)
 
 typedef enum proxy_type_e {
   PROXY_HELLO = 1, /* client: version, timeout -> server: the job (and a memfd of host names) */
@@ -42,7 +47,7 @@ typedef struct proxy_req_s {
   uint64_t count;
   double timeout;   /* HELLO, OP: seconds */
   proxy_ref_t send, recv, answered;
-  char what[40];    /* OP: for messages */
+  char what[40];    /* OP: for messages; not necessarily NUL-terminated (the reader bounds it) */
 } proxy_req_t;
 
 typedef struct proxy_rep_s {
@@ -62,5 +67,11 @@ ssize_t proxy_send(int sock, const void *msg, size_t len, int fd, int flags);
 /* One message of at most len bytes; *fd gets a descriptor that came with it, else -1. flags go to
  * recvmsg (MSG_CMSG_CLOEXEC is always added). Returns recvmsg's result (errno set when -1). */
 ssize_t proxy_recv(int sock, void *msg, size_t len, int *fd, int flags);
+
+struct sockaddr_un;
+/* The socket address of a proxy path: "@name" is Linux's abstract namespace (no file, so nothing
+ * is left behind when gpulaunch is killed), anything else a path. Returns the address length to
+ * pass to bind/connect, or 0 when the path does not fit. */
+unsigned proxy_sockaddr(const char *path, struct sockaddr_un *sa);
 
 #endif

@@ -3,6 +3,10 @@
  * a collective, started on this rank's MPI communicator and polled from the loop (an idle handle
  * for the first millisecond, then a 1 ms timer) until it is done or its deadline passed. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/random.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +52,7 @@ struct comm_proxy_s {
   comm_job_t job;   /* to rebuild it: a copy, with the host names owned */
   char **hosts;
   int served;       /* programs greeted so far */
-  char dir[96];
-  char path[128];
+  char path[128];   /* "@gpulaunch-proxy-<random>": abstract, nothing on disk */
   int lfd;
   uv_poll_t lpoll;
   uv_idle_t idle;
@@ -192,13 +195,18 @@ static region_t *find_region(client_t *cl, int id) {
   return NULL;
 }
 
-/* A client's reference as a pointer, if [off, off+bytes) lies inside the region. */
-static int resolve(client_t *cl, proxy_ref_t ref, size_t bytes, void **out) {
+/* A client's reference as a pointer, if [off, off+bytes) lies inside the region and off is a
+ * multiple of align (the element's size: the reductions read whole elements). */
+static int resolve(client_t *cl, proxy_ref_t ref, size_t bytes, size_t align, void **out) {
   *out = NULL;
   if (ref.region < 0) return bytes ? GPL_EPROTO : GPL_OK;
   region_t *r = find_region(cl, ref.region);
   if (!r || ref.off > r->size || bytes > r->size - ref.off) {
     LOG_WARN("comm proxy: the program referred to bytes outside its shared memory");
+    return GPL_EPROTO;
+  }
+  if (align > 1 && ref.off % align) {
+    LOG_WARN("comm proxy: the program referred to a buffer not aligned to its elements");
     return GPL_EPROTO;
   }
   *out = r->base + ref.off;
@@ -238,10 +246,31 @@ static void do_hello(client_t *cl, const proxy_req_t *q) {
   (void)send_rep(cl, &rep, p->hosts_fd);
 }
 
+/* A region's memfd as the program sent it: sealed against shrinking (else it could cut it under
+ * our mapping, and our next touch is SIGBUS) and at least as large as it says. 0 or why not. */
+static int region_fd_ok(int fd, uint64_t size) {
+  struct stat st;
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & PROXY_REGION_SEALS) != PROXY_REGION_SEALS) {
+    LOG_WARN("comm proxy: the program sent a region that is not a memfd sealed against shrinking "
+             "(is it built against this gpulaunch?)");
+    return GPL_EPROTO;
+  }
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || size > (uint64_t)st.st_size ||
+      size > (uint64_t)SIZE_MAX) {
+    LOG_WARN("comm proxy: the program declared a region of %llu bytes in a memfd of %lld",
+             (unsigned long long)size, (long long)st.st_size);
+    return GPL_EPROTO;
+  }
+  return GPL_OK;
+}
+
 static void do_map(client_t *cl, const proxy_req_t *q, int fd) {
   int rc = GPL_OK;
   if (fd < 0 || cl->nregions == PROXY_MAX_REGIONS || find_region(cl, q->region) || !q->size) {
     rc = fd < 0 ? GPL_EPROTO : GPL_ENOMEM;
+  } else if ((rc = region_fd_ok(fd, q->size)) < 0) {
+    /* refused: the program gets the error, the supervisor lives on */
   } else {
     void *base = mmap(NULL, q->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) {
@@ -287,10 +316,14 @@ static void do_op(client_t *cl, const proxy_req_t *q) {
   if (rc == GPL_OK && op.kind != HOP_FLAGS && op.kind != HOP_BARRIER &&
       (unsigned)q->dtype >= GPL_DTYPE_COUNT)
     rc = GPL_EPROTO;
-  if (rc == GPL_OK) rc = resolve(cl, q->send, q->send.region < 0 ? 0 : hostop_send_bytes(&op, c->size), &send);
-  if (rc == GPL_OK) rc = resolve(cl, q->recv, hostop_recv_bytes(&op, c->size), &recv);
+  /* before any size is computed from it: count * element * ranks must not wrap */
+  if (rc == GPL_OK && q->count > (uint64_t)INT_MAX) rc = GPL_ERANGE;
+  size_t align = op.kind == HOP_FLAGS ? sizeof(int) : op.kind == HOP_BARRIER ? 1 : hostop_dtype_size(op.dtype);
+  if (rc == GPL_OK)
+    rc = resolve(cl, q->send, q->send.region < 0 ? 0 : hostop_send_bytes(&op, c->size), align, &send);
+  if (rc == GPL_OK) rc = resolve(cl, q->recv, hostop_recv_bytes(&op, c->size), align, &recv);
   if (rc == GPL_OK && op.kind == HOP_FLAGS)
-    rc = resolve(cl, q->answered, sizeof(int) * (size_t)c->size, &ans);
+    rc = resolve(cl, q->answered, sizeof(int) * (size_t)c->size, sizeof(int), &ans);
   if (rc < 0) {
     reply(cl, PROXY_OP, q->seq, rc);
     return;
@@ -298,9 +331,20 @@ static void do_op(client_t *cl, const proxy_req_t *q) {
   op.send = send;
   op.recv = recv;
   op.answered = ans;
+  rc = hostop_validate(&op, c->size);
+  if (rc < 0) {
+    reply(cl, PROXY_OP, q->seq, rc);
+    return;
+  }
   double timeout = q->timeout > 0 && q->timeout < 1e7 ? q->timeout : c->timeout;
-  util_strlcpy(cl->what, q->what[0] ? q->what : "a collective of the program", sizeof cl->what);
-  cl->what[sizeof cl->what - 1] = 0;
+  /* what[] comes from the program: bounded by its size, never by a NUL it may not have sent */
+  size_t wlen = strnlen(q->what, sizeof q->what);
+  if (wlen) {
+    memcpy(cl->what, q->what, wlen);
+    cl->what[wlen] = 0;
+  } else {
+    util_strlcpy(cl->what, "a collective of the program", sizeof cl->what);
+  }
   cl->seq = q->seq;
   rc = xport_mpi_start(c, &op, timeout, cl->what, &cl->x);
   if (rc < 0) {
@@ -407,8 +451,9 @@ static void on_listen(uv_poll_t *h, int status, int events) {
 
 /* ---- start / stop ---- */
 
+/* The host names for the program, sealed: one program cannot change what the next one reads. */
 static int hosts_memfd(const comm_job_t *job) {
-  int fd = memfd_create("gpulaunch-hosts", MFD_CLOEXEC);
+  int fd = memfd_create("gpulaunch-hosts", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -1;
   size_t bytes = (size_t)job->size * HOSTLEN;
   char *names = calloc(1, bytes);
@@ -421,7 +466,8 @@ static int hosts_memfd(const comm_job_t *job) {
     if (job->hosts && job->hosts[r]) util_strlcpy(names + (size_t)r * HOSTLEN, job->hosts[r], HOSTLEN);
   ssize_t w = pwrite(fd, names, bytes, 0);
   free(names);
-  if (w != (ssize_t)bytes) {
+  if (w != (ssize_t)bytes ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
     close(fd);
     return -1;
   }
@@ -460,20 +506,25 @@ int comm_proxy_start(struct uv_loop_s *loop, const comm_job_t *job, comm_proxy_t
     return rc;
   }
   p->hosts_fd = hosts_memfd(job);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(p->dir, sizeof p->dir, "%s/gpulaunch-proxy-XXXXXX", tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
-  if (p->hosts_fd < 0 || !mkdtemp(p->dir)) {
-    LOG_WARN("comm proxy: cannot make its folder %s: %s", p->dir, strerror(errno));
+  if (p->hosts_fd < 0) {
+    LOG_WARN("comm proxy: cannot make the memfd of host names: %s", strerror(errno));
     rc = GPL_ESYS;
     goto fail;
   }
-  snprintf(p->path, sizeof p->path, "%s/sock", p->dir);
-  struct sockaddr_un sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sun_family = AF_UNIX;
-  util_strlcpy(sa.sun_path, p->path, sizeof sa.sun_path);
+  /* An abstract socket: no folder in /tmp to leave behind when gpulaunch is killed. Anyone on
+   * this host may connect to it; on_listen refuses other users (SO_PEERCRED). */
   p->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(p->lfd, 4) < 0) {
+  int bound = -1;
+  for (int tries = 0; p->lfd >= 0 && bound < 0 && tries < 8; tries++) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) r = util_now_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(p->path, sizeof p->path, "@gpulaunch-proxy-%d-%016llx", (int)getpid(), (unsigned long long)r);
+    struct sockaddr_un sa;
+    unsigned salen = proxy_sockaddr(p->path, &sa);
+    bound = salen ? bind(p->lfd, (struct sockaddr *)&sa, salen) : -1;
+    if (bound < 0 && errno != EADDRINUSE) break;
+  }
+  if (p->lfd < 0 || bound < 0 || listen(p->lfd, 4) < 0) {
     LOG_WARN("comm proxy: cannot listen on %s: %s", p->path, strerror(errno));
     rc = GPL_ESYS;
     goto fail;
@@ -495,8 +546,6 @@ int comm_proxy_start(struct uv_loop_s *loop, const comm_job_t *job, comm_proxy_t
   return GPL_OK;
 fail:
   if (p->lfd >= 0) close(p->lfd);
-  if (p->path[0]) unlink(p->path);
-  if (p->dir[0]) rmdir(p->dir);
   if (p->hosts_fd >= 0) close(p->hosts_fd);
   gpl_finalize(p->c);
   free_hosts(p);
@@ -507,8 +556,6 @@ fail:
 void comm_proxy_stop(comm_proxy_t *p) {
   if (!p || p->stopping) return;
   p->stopping = 1;
-  unlink(p->path);
-  rmdir(p->dir);
   stop_polling(p);
   /* A collective in flight (the program was killed inside one) cannot be cancelled: its
    * communicator is left to MPI, and the client's memory stays mapped. */

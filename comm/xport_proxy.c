@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -97,8 +98,9 @@ static int region_new(xport_proxy_t *x, size_t bytes, pregion_t **out) {
     return GPL_ENOMEM;
   }
   size_t size = (bytes + 4095) & ~(size_t)4095;
-  int fd = memfd_create("gpulaunch-comm", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+  int fd = memfd_create("gpulaunch-comm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  /* sealed: gpulaunch maps only a region that cannot shrink under it (proxy_proto.h) */
+  if (fd < 0 || ftruncate(fd, (off_t)size) < 0 || fcntl(fd, F_ADD_SEALS, PROXY_REGION_SEALS) < 0) {
     LOG_WARN("comm proxy: shared memory of %zu bytes: %s", size, strerror(errno));
     if (fd >= 0) close(fd);
     return GPL_ESYS;
@@ -287,16 +289,14 @@ int comm_proxy_connect(gpl_comm_t **out, const char *path, const gpl_init_opts_t
   ALLOCCHECK(x);
   x->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   struct sockaddr_un sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sun_family = AF_UNIX;
-  if (strlen(path) >= sizeof sa.sun_path) {
-    LOG_ERROR("%s=%s: path too long for a Unix socket", COMM_PROXY_ENV, path);
-    close(x->fd);
+  unsigned salen = proxy_sockaddr(path, &sa);
+  if (!salen) {
+    LOG_ERROR("%s=%s: not a Unix socket path (empty or too long)", COMM_PROXY_ENV, path);
+    if (x->fd >= 0) close(x->fd);
     free(x);
     return GPL_EINVAL;
   }
-  util_strlcpy(sa.sun_path, path, sizeof sa.sun_path);
-  if (x->fd < 0 || connect(x->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+  if (x->fd < 0 || connect(x->fd, (struct sockaddr *)&sa, salen) < 0) {
     LOG_ERROR("gpl_init: cannot connect to gpulaunch at %s=%s: %s", COMM_PROXY_ENV, path,
               strerror(errno));
     if (x->fd >= 0) close(x->fd);
@@ -325,7 +325,9 @@ int comm_proxy_connect(gpl_comm_t **out, const char *path, const gpl_init_opts_t
   char *names = NULL;
   size_t nbytes = (size_t)rep.size * (size_t)rep.hostlen;
   const char **hosts = calloc((size_t)rep.size, sizeof *hosts);
-  if (hfd >= 0 && hosts && rep.hostlen > 0) {
+  struct stat hst;
+  if (hfd >= 0 && hosts && rep.size > 0 && rep.hostlen > 0 && fstat(hfd, &hst) == 0 &&
+      hst.st_size >= 0 && (uint64_t)hst.st_size >= (uint64_t)nbytes) {
     names = mmap(NULL, nbytes, PROT_READ, MAP_SHARED, hfd, 0);
     if (names == MAP_FAILED) names = NULL;
   }

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/strbuf.h"
 #include "common/util.h"
@@ -23,11 +24,45 @@ static int secret_name(const char *s, size_t n) {
     s++;
     n--;
   }
-  if (n == 0 || n >= 256) return 0;
-  char buf[256];
+  if (n == 0) return 0;
+  char small[256], *buf = n < sizeof small ? small : malloc(n + 1);
+  if (!buf) return 1; /* no memory: the safe answer */
   for (size_t i = 0; i < n; i++) buf[i] = s[i] == '-' ? '_' : s[i];
   buf[n] = 0;
-  return util_is_secret_name(buf);
+  int r = util_is_secret_name(buf);
+  if (buf != small) free(buf);
+  return r;
+}
+
+/* An option whose value is a credential: a secret name, or (the spellings people use for
+ * passwords and tokens on command lines) --*token*, --*pass*, --pw, --jwt. */
+static int secret_option(const char *s, size_t n) {
+  if (n < 2 || s[0] != '-') return 0;
+  if (secret_name(s, n)) return 1;
+  for (size_t i = 0; i + 4 <= n; i++)
+    if (strncasecmp(s + i, "pass", 4) == 0 || (i + 5 <= n && strncasecmp(s + i, "token", 5) == 0)) return 1;
+  return 0;
+}
+
+/* Programs whose -p takes a password (mysql -p VALUE, sshpass -p VALUE), and options that name
+ * a user: after them a -p VALUE is a password, not a port. */
+static int password_context_word(const char *s, size_t n) {
+  static const char *const tools[] = {"mysql", "mysqldump", "mysqladmin", "mysqlsh", "mariadb",
+                                      "mariadb-dump", "sshpass"};
+  static const char *const user_opts[] = {"--user", "--username", "--login"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(tools); i++)
+    if (strlen(tools[i]) == n && strncmp(s, tools[i], n) == 0) return 1;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(user_opts); i++) {
+    size_t m = strlen(user_opts[i]);
+    if (n >= m && strncmp(s, user_opts[i], m) == 0 && (n == m || s[m] == '=')) return 1;
+  }
+  return 0;
+}
+
+/* An HTTP authorization scheme: the credential is the word after it. */
+static int auth_scheme(const char *s, size_t n) {
+  return (n == 6 && strncasecmp(s, "Bearer", 6) == 0) || (n == 5 && strncasecmp(s, "Basic", 5) == 0) ||
+         (n == 5 && strncasecmp(s, "Token", 5) == 0) || (n == 6 && strncasecmp(s, "Digest", 6) == 0);
 }
 
 const char *redact_env_value(const char *name, const char *value) {
@@ -51,10 +86,55 @@ static size_t value_len(const char *p, const char *end, char *quote) {
   return (size_t)(q - p);
 }
 
-/* Rules 1 and 2 over the text into b. */
+/* Length of the word at p: up to a blank, a newline or a quote (a word's end in a command line,
+ * or a JSON string's). */
+static size_t word_len(const char *p, const char *end) {
+  const char *q = p;
+  while (q < end && !isspace((unsigned char)*q) && *q != '"' && *q != '\'') q++;
+  return (size_t)(q - p);
+}
+
+/* Redact the value at v, the text [p, v) before it (separator, blanks) copied as it is: a quoted
+ * string, else a word (words) or what value_len takes. What was redacted may itself name a
+ * secret ("Bearer GITLAB_PAT: x", "--token \"api_key\": \"x\"", "Authorization: Bearer x"):
+ * when it ends in ':' or '=', or one follows it, or it is an HTTP scheme, the next value goes
+ * too, and so on. Returns where the text continues, or NULL when there was no value at v. */
+static const char *redact_value(strbuf_t *b, const char *p, const char *v, const char *end, int words) {
+  for (int first = 1;; first = 0) {
+    char quote = 0;
+    size_t vlen = 0;
+    if (v < end && (*v == '"' || *v == '\'')) vlen = value_len(v, end, &quote);
+    else if (v < end) vlen = words ? word_len(v, end) : value_len(v, end, &quote);
+    if (!vlen) return first ? NULL : p;
+    strbuf_append_n(b, p, (size_t)(v - p) + (quote ? 1 : 0));
+    strbuf_append(b, REDACTED);
+    const char *val = v + (quote ? 1 : 0), *after = val + vlen;
+    char last = val[vlen - 1];
+    int chain = (!quote && (auth_scheme(val, vlen) || secret_option(val, vlen))) || last == ':' ||
+                last == '=';
+    const char *s = after;
+    if (s < end && (*s == '"' || *s == '\'')) s++; /* its closing quote, or a JSON key's */
+    while (s < end && (*s == ' ' || *s == '\t')) s++;
+    if (!chain && s < end && (*s == ':' || *s == '=') && !(s + 1 < end && s[1] == '/')) {
+      chain = 1;
+      s++;
+    }
+    while (s < end && (*s == ' ' || *s == '\t')) s++;
+    /* an option after it is an option (the main loop redacts its value), not this one's value */
+    if (!chain || s >= end || *s == '\n' || s == after) return after;
+    if (*s == '-' && !secret_option(val, vlen)) return after;
+    p = after;
+    v = s;
+    words = 1;
+  }
+}
+
+/* Rules 1, 2 and 4 over the text into b. */
 static void redact_names(strbuf_t *b, const char *t, size_t len) {
   const char *end = t + len, *p = t;
+  int pw_ctx = 0; /* this line names a user or a password tool: -p VALUE is a password */
   while (p < end) {
+    if (*p == '\n') pw_ctx = 0;
     /* rule 2: scheme://user:password@ */
     if (p + 3 <= end && p[0] == ':' && p[1] == '/' && p[2] == '/') {
       const char *u = p + 3, *colon = NULL, *q = u;
@@ -63,8 +143,10 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
         q++;
       }
       if (q < end && *q == '@' && colon) {
-        strbuf_append_n(b, p, (size_t)(colon + 1 - p));
-        strbuf_append(b, REDACTED);
+        /* the user part is text like any other ("://MY_TOKEN=x:pw@" must lose both) */
+        strbuf_append_n(b, p, 3);
+        redact_names(b, u, (size_t)(colon - u));
+        strbuf_append(b, ":" REDACTED);
         p = q;
         continue;
       }
@@ -77,7 +159,27 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     const char *n0 = p;
     while (p < end && name_char(*p)) p++;
     size_t nlen = (size_t)(p - n0);
+    if (password_context_word(n0, nlen)) pw_ctx = 1;
+    /* rule 4: mysql's -pVALUE, in a line where -p is a password */
+    if (pw_ctx && nlen > 2 && n0[0] == '-' && n0[1] == 'p' && n0[2] != '-' &&
+        (n0 == t || isspace((unsigned char)n0[-1]))) {
+      strbuf_append(b, "-p");
+      p = redact_value(b, n0 + 2, n0 + 2, end, 1);
+      continue;
+    }
     strbuf_append_n(b, n0, nlen);
+    /* rule 4: "--api-token VALUE", "Bearer VALUE", "-p VALUE" after a user or password tool */
+    if (p < end && (*p == ' ' || *p == '\t') &&
+        (secret_option(n0, nlen) || auth_scheme(n0, nlen) ||
+         (pw_ctx && nlen == 2 && n0[0] == '-' && n0[1] == 'p'))) {
+      const char *v = p;
+      while (v < end && (*v == ' ' || *v == '\t')) v++;
+      const char *q = v < end && *v != '-' ? redact_value(b, p, v, end, 1) : NULL;
+      if (q) {
+        p = q;
+        continue;
+      }
+    }
     /* separator: optional closing quote of a JSON key, blanks, '=' or ':' (not "::" or "://") */
     const char *s = p;
     if (s < end && (*s == '"' || *s == '\'') && n0 > t && n0[-1] == *s) s++;
@@ -86,20 +188,51 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
     if (*s == ':' && s + 1 < end && (s[1] == ':' || s[1] == '/')) continue;
     s++;
     while (s < end && (*s == ' ' || *s == '\t')) s++;
-    if (!secret_name(n0, nlen)) continue;
-    char quote;
-    size_t vlen = value_len(s, end, &quote);
-    if (vlen == 0) continue;
-    strbuf_append_n(b, p, (size_t)(s - p)); /* separator and opening quote */
-    if (quote) strbuf_append_n(b, s, 1);
-    strbuf_append(b, REDACTED);
-    p = s + (quote ? 1 : 0) + vlen;
+    if (!secret_name(n0, nlen) && !secret_option(n0, nlen)) continue;
+    const char *q = redact_value(b, p, s, end, 0);
+    if (q) p = q;
   }
 }
 
-/* Rule 3: replace every occurrence of a secret value of the environment. */
+/* Secret values known besides the environment's (the config's [env] entries with secret
+ * names: the program has them in its environment, gpulaunch does not). */
+static char **g_extra;
+static int g_nextra;
+
+void redact_add_value(const char *value) {
+  if (!value || strlen(value) < MIN_SECRET_LEN || strcmp(value, REDACTED) == 0) return;
+  for (int i = 0; i < g_nextra; i++)
+    if (strcmp(g_extra[i], value) == 0) return;
+  char **n = realloc(g_extra, (size_t)(g_nextra + 1) * sizeof *n);
+  if (!n) return;
+  g_extra = n;
+  if ((g_extra[g_nextra] = strdup(value))) g_nextra++;
+}
+
+/* Every occurrence of val in text replaced; text is consumed. NULL without memory. */
+static char *replace_all(char *text, const char *val) {
+  size_t vl = strlen(val);
+  if (!strstr(text, val)) return text;
+  strbuf_t b = STRBUF_INIT;
+  const char *p = text, *hit;
+  while ((hit = strstr(p, val)) != NULL) {
+    strbuf_append_n(&b, p, (size_t)(hit - p));
+    strbuf_append(&b, REDACTED);
+    p = hit + vl;
+  }
+  strbuf_append(&b, p);
+  free(text);
+  if (b.oom) {
+    strbuf_free(&b);
+    return NULL;
+  }
+  return strbuf_take(&b);
+}
+
+/* Rule 3: replace every occurrence of a secret value of the environment (and the registered). */
 static char *redact_values(char *text) {
-  for (char **e = environ; e && *e; e++) {
+  for (int i = 0; text && i < g_nextra; i++) text = replace_all(text, g_extra[i]);
+  for (char **e = environ; text && e && *e; e++) {
     const char *eq = strchr(*e, '=');
     if (!eq) continue;
     char name[256];
@@ -111,22 +244,7 @@ static char *redact_values(char *text) {
     size_t vl = strlen(val);
     if (vl < MIN_SECRET_LEN || !util_is_secret_name(name) || strcmp(val, REDACTED) == 0)
       continue;
-    if (!strstr(text, val)) continue;
-    strbuf_t b = STRBUF_INIT;
-    const char *p = text, *hit;
-    while ((hit = strstr(p, val)) != NULL) {
-      strbuf_append_n(&b, p, (size_t)(hit - p));
-      strbuf_append(&b, REDACTED);
-      p = hit + vl;
-    }
-    strbuf_append(&b, p);
-    if (b.oom) {
-      strbuf_free(&b);
-      free(text);
-      return NULL;
-    }
-    free(text);
-    text = strbuf_take(&b);
+    text = replace_all(text, val);
   }
   return text;
 }
@@ -146,15 +264,26 @@ char **redact_argv(char *const *argv, int argc) {
   char **out = calloc((size_t)argc + 1, sizeof *out);
   if (!out) return NULL;
   int hide_next = 0;
+  /* a password tool (by its name, wherever it lives) or a user option earlier: -p is a password */
+  const char *prog = argc > 0 && argv[0] ? argv[0] : "";
+  const char *base = strrchr(prog, '/') ? strrchr(prog, '/') + 1 : prog;
+  int pw_ctx = password_context_word(base, strlen(base));
   for (int i = 0; i < argc; i++) {
     const char *w = argv[i] ? argv[i] : "";
+    size_t wl = strlen(w);
     if (hide_next && w[0] != '-') {
       out[i] = strdup(REDACTED);
       hide_next = 0;
+    } else if (pw_ctx && w[0] == '-' && w[1] == 'p' && w[2] && w[2] != '-' && w[2] != '=') {
+      out[i] = strdup("-p" REDACTED); /* mysql -pVALUE */
+      hide_next = 0;
     } else {
-      out[i] = redact_text(w, strlen(w));
-      /* "--api-token VALUE": the option alone, its value in the next word */
-      hide_next = w[0] == '-' && !strchr(w, '=') && secret_name(w, strlen(w));
+      out[i] = redact_text(w, wl);
+      if (i > 0 && password_context_word(w, wl)) pw_ctx = 1;
+      /* "--api-token VALUE": the option alone, its value in the next word; so is "-p VALUE"
+       * after a user option or for a password tool */
+      hide_next = w[0] == '-' && !strchr(w, '=') &&
+                  (secret_option(w, wl) || (pw_ctx && strcmp(w, "-p") == 0));
     }
     if (!out[i]) {
       util_free_argv(out);

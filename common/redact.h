@@ -8,18 +8,29 @@
 #define REDACTED "<redacted>"
 
 /* Redact credentials in a text (many lines allowed) and return a malloc'd copy (NULL: no
- * memory). Three rules, so that a secret leaks neither by name nor by value:
+ * memory). Four rules, so that a secret leaks neither by name nor by value:
  *  1. NAME=VALUE, NAME: VALUE, "NAME": "VALUE", --name=VALUE where util_is_secret_name(NAME)
- *     (dashes read as underscores, "env.MY_TOKEN" as a whole) -> the value is replaced;
+ *     (dashes read as underscores, "env.MY_TOKEN" as a whole) or NAME is a secret option (rule 4)
+ *     -> the value is replaced ("Authorization: Bearer X": X too);
  *  2. the password of a URL (scheme://user:PASSWORD@host) is replaced;
  *  3. every value of a secret-named variable of the current environment (4 characters or more)
- *     is replaced wherever it appears, whatever surrounds it. */
+ *     is replaced wherever it appears, whatever surrounds it;
+ *  4. the word after a secret option: a secret name, --*token*, --*pass*, --pw, --jwt
+ *     ("--hf_token hf_x"), after an HTTP scheme word (Bearer, Basic, Token, Digest), and after
+ *     -p (or -pVALUE) in a line that names a password tool (mysql, mysqldump, mysqladmin,
+ *     mysqlsh, mariadb, sshpass) or a user option (--user, --username, --login). */
 char *redact_text(const char *text, size_t len);
 
-/* The words of a command with credentials redacted: each word as above, and the word after an
- * option whose name looks like a credential ("--api-token VALUE"). Returns a malloc'd
- * NULL-terminated array (free with util_free_argv), or NULL without memory. */
+/* The words of a command with credentials redacted: each word as above, the word after a secret
+ * option ("--api-token VALUE", rule 4), and -p's value (-p VALUE, -pVALUE) when the program is a
+ * password tool or a user option came before. Returns a malloc'd NULL-terminated array (free
+ * with util_free_argv), or NULL without memory. */
 char **redact_argv(char *const *argv, int argc);
+
+/* Make value (4 characters or more) a secret for rule 3 of redact_text, as if a secret-named
+ * variable of the environment held it: for the config's [env] secrets, which the program has in
+ * its environment and gpulaunch does not. Kept until the process ends. */
+void redact_add_value(const char *value);
 
 /* The value to print for the environment variable name=value: value itself, or REDACTED
  * when the name looks like a credential (and the value is not empty). */

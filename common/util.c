@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
+#include "common/safefile.h"
 #include "gpulaunch/error.h"
 
 double util_now(void) {
@@ -83,6 +86,8 @@ int util_parse_duration(const char *s, double *seconds) {
   else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) mult = 60;
   else if (strcmp(end, "h") == 0) mult = 3600;
   else return GPL_EINVAL;
+  /* Checked before anyone converts it to integer milliseconds (1e20 s would be undefined). */
+  if (v * mult > UTIL_DURATION_MAX) return GPL_ERANGE;
   *seconds = v * mult;
   return GPL_OK;
 }
@@ -327,54 +332,58 @@ const char *util_hostname(void) {
   return host;
 }
 
+/* Is w (n bytes, upper case) one of the words that name a credential when they stand alone
+ * between separators (MYSQL_PWD, DOCKER_PASS, GITLAB_PAT, SENTRY_DSN, --pw, --jwt)? As parts of
+ * longer words they mean other things (PATH, PATTERN, BYPASS). */
+static int secret_word(const char *w, size_t n) {
+  static const char *const words[] = {"PASS", "PWD", "PW", "PAT", "DSN", "JWT", "COOKIE", "OTP"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(words); i++)
+    if (strlen(words[i]) == n && memcmp(words[i], w, n) == 0) return 1;
+  return 0;
+}
+
+static int secret_upper(const char *up, size_t n);
+
 int util_is_secret_name(const char *name) {
-  static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL",
-                                      "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
-  static const char *const prefixes[] = {"AWS_", "AZURE_"};
-  char up[256];
-  size_t n = 0;
-  for (; name[n] && n < sizeof up - 1; n++) up[n] = (char)toupper((unsigned char)name[n]);
+  char small[256], *up = small;
+  size_t n = strlen(name);
+  if (n >= sizeof small && !(up = malloc(n + 1))) return 1; /* no memory: the safe answer */
+  for (size_t i = 0; i < n; i++) up[i] = (char)toupper((unsigned char)name[i]);
   up[n] = 0;
+  int r = secret_upper(up, n);
+  if (up != small) free(up);
+  return r;
+}
+
+/* util_is_secret_name on the upper-case name up (n bytes): a name of any length is judged whole
+ * (a long one cut short could lose the part that makes it a secret). */
+static int secret_upper(const char *up, size_t n) {
+  static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
+                                      "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
+  static const char *const prefixes[] = {"AWS_", "AZURE_"};
+  /* the shell's working folders, not passwords */
+  if (strcmp(up, "PWD") == 0 || strcmp(up, "OLDPWD") == 0) return 0;
   for (size_t i = 0; i < GPL_ARRAY_LEN(parts); i++)
     if (strstr(up, parts[i])) return 1;
   for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
     if (strncmp(up, prefixes[i], strlen(prefixes[i])) == 0) return 1;
   if (n >= 4 && strcmp(up + n - 4, "_KEY") == 0) return 1;
   if (strcmp(up, "KEY") == 0 || (n >= 5 && strcmp(up + n - 5, "_KEYS") == 0)) return 1;
+  for (size_t i = 0; i < n;) {
+    size_t w = strcspn(up + i, "_-.");
+    if (secret_word(up + i, w)) return 1;
+    i += w + (up[i + w] ? 1 : 0);
+    if (!w && !up[i]) break;
+  }
   return 0;
 }
 
 int util_read_file(const char *path, char **out, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t r = fread(buf + n, 1, cap - n - 1, f);
-    n += r;
-    if (r == 0) break;
-    if (n + 1 >= cap) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-  }
-  int err = ferror(f);
-  fclose(f);
-  if (!buf) return GPL_ENOMEM;
-  if (err) {
-    free(buf);
-    return GPL_ESYS;
-  }
-  buf[n] = 0;
-  *out = buf;
-  if (len) *len = n;
-  return GPL_OK;
+  /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
+  char err[PATH_MAX + 128];
+  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, out, len, err, sizeof err);
+  if (rc < 0 && rc != GPL_ENOENT) LOG_INFO(JOB, "%s", err);
+  return rc;
 }
 
 int util_mkdir_p(const char *path, unsigned mode) {

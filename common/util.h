@@ -23,7 +23,10 @@ void util_sleep(double seconds);
 
 /* Sizes with K/M/G/T suffixes (powers of 1024, as nccl-tests). 0 or GPL_EINVAL. */
 int util_parse_size(const char *s, uint64_t *out);
-/* Durations: "30", "30s", "500ms", "2m", "1h", "1.5s". 0 or GPL_EINVAL. */
+/* The longest duration accepted anywhere: 30 days. */
+#define UTIL_DURATION_MAX (30.0 * 86400)
+/* Durations: "30", "30s", "500ms", "2m", "1h", "1.5s". 0, GPL_EINVAL, or GPL_ERANGE above
+ * UTIL_DURATION_MAX. */
 int util_parse_duration(const char *s, double *seconds);
 /* Whole numbers in [min,max]; GPL_EINVAL if not a number, GPL_ERANGE if out of range. */
 int util_parse_long(const char *s, long min, long max, long *out);
@@ -67,10 +70,14 @@ int util_mkdir_p(const char *path, unsigned mode);
 const char *util_hostname(void);
 
 /* Does the environment variable name look like a credential (*SECRET*, *TOKEN*, *PASSWORD*,
- * *_KEY, AWS_*, ...)? Its value must never be printed. */
+ * *PASSWD*, *PASSPHRASE*, *CREDENTIAL*, *PRIVATE*, *API_KEY*, *AUTH*, *_KEY, AWS_*, AZURE_*, or
+ * one of the words PASS, PWD, PW, PAT, DSN, JWT, COOKIE, OTP between '_', '-' or '.': MYSQL_PWD,
+ * DOCKER_PASS, GITLAB_PAT, SENTRY_DSN; PWD and OLDPWD themselves are not)? Its value must never
+ * be printed. */
 int util_is_secret_name(const char *name);
 
-/* Read a whole file into a malloc'd NUL-terminated buffer. 0, GPL_ENOENT or GPL_ESYS. */
+/* Read a whole regular file (at most SAFEFILE_CAP_TEXT bytes) into a malloc'd NUL-terminated
+ * buffer. 0, GPL_ENOENT, GPL_EINVAL (not a regular file), GPL_ERANGE (too large) or GPL_ESYS. */
 int util_read_file(const char *path, char **out, size_t *len);
 
 #ifdef __cplusplus

@@ -31,6 +31,10 @@ int mode_topo(launch_t *L);   /* topology matrix and placement plan (topology/) 
 int mode_bench(launch_t *L);  /* collective bandwidth benchmark (nccl-tests compatible) */
 int mode_accept(launch_t *L); /* cluster acceptance checks */
 int mode_diag(launch_t *L);   /* diagnostics bundle */
+/* For `check`: the [bench] / [accept] settings as those modes read them (a value they would
+ * refuse is refused now, with where it was set). An exit code. */
+int bench_check_conf(launch_t *L);
+int accept_check_conf(launch_t *L);
 /* Built-in jobs selected by [job] builtin (run from mode_run). */
 int trainer_run(launch_t *L); /* builtin = mlp: data-parallel demo trainer on comm/ + kernels/ */
 /* The audit log ([audit] log) around a run, bench or accept job, from rank 0 (audit_job.c). */

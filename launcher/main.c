@@ -1,5 +1,6 @@
 /* gpulaunch: parse the command line, load the config, start the job (MPI) and run the mode. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 
 #include "common/check.h"
 #include "common/mpix.h"
+#include "launcher/ops/redact_json.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
@@ -43,6 +46,7 @@ static const char g_usage[] =
     "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
     "  74 accept: could not run  75 preempted (SIGTERM to the job, or under Slurm preemption,\n"
     "  requeue, time limit, scancel --signal=TERM; requeue it)  143 cancelled by a plain scancel\n"
+    "  76 the job succeeded but a log_dir file or --summary could not be written in full\n"
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
@@ -87,18 +91,36 @@ static const mode_t_ *find_mode(const char *w) {
   return NULL;
 }
 
-static void write_summary(launch_t *L, int code) {
-  if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return;
+/* The summary from rank 0; a summary that cannot be written makes a successful job exit 76. */
+static int write_summary(launch_t *L, int code) {
+  if (!L->summary_path || !L->summary || (L->job && L->job->rank != 0)) return code;
   cJSON_AddNumberToObject(L->summary, "exit_code", code);
-  char *text = cJSON_Print(L->summary);
-  FILE *f = text ? fopen(L->summary_path, "w") : NULL;
-  if (!f) {
-    fprintf(stderr, "gpulaunch: cannot write the summary %s\n", L->summary_path);
-  } else {
-    fprintf(f, "%s\n", text);
-    fclose(f);
+  /* The command was redacted word by word; this catches a secret in any other string (a root
+   * cause that quotes one, a config path), string by string so the summary stays JSON. */
+  char *text = redact_json(L->summary) == 0 ? cJSON_Print(L->summary) : NULL;
+  char err[4400] = "out of memory";
+  FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
+  int ok = f != NULL;
+  if (f) {
+    ok = fprintf(f, "%s\n", text) >= 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok) util_fmt(err, sizeof err, "%s: %s", L->summary_path, strerror(errno));
   }
+  if (!ok) fprintf(stderr, "gpulaunch: cannot write the summary: %s\n", err);
   free(text);
+  return !ok && code == 0 ? GPL_EXIT_OUTPUT : code;
+}
+
+/* An output file whose folder is missing (or not safe to write in) is an error before anything
+ * runs, not a message after hours of work. %r/%h in the folder are per rank: checked when opened. */
+static int check_output(const char *what, const char *path, int print) {
+  if (!path || !*path) return 0;
+  const char *slash = strrchr(path, '/');
+  if (slash && memchr(path, '%', (size_t)(slash - path))) return 0;
+  char err[4400];
+  if (safefile_check_parent(path, err, sizeof err) == 0) return 0;
+  if (print) fprintf(stderr, "gpulaunch: %s: cannot write there: %s\n", what, err);
+  return -1;
 }
 
 int main(int argc, char **argv) {
@@ -193,8 +215,19 @@ int main(int argc, char **argv) {
     if (job_env_rank() > 0) util_sleep(0.5);
     return GPL_EXIT_CONFIG;
   }
+  conf_register_secrets(L.conf); /* [env] secrets: hidden in everything we print or write */
   if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
   if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
+  char what_m[4200], what_p[4200];
+  util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, "monitor", "metrics"));
+  util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, "monitor", "prom"));
+  int env_rank = job_env_rank();
+  if (check_output("--summary", L.summary_path, env_rank <= 0) < 0 ||
+      check_output(what_m, conf_str(L.conf, "monitor", "metrics"), env_rank <= 0) < 0 ||
+      check_output(what_p, conf_str(L.conf, "monitor", "prom"), env_rank <= 0) < 0) {
+    if (env_rank > 0) util_sleep(0.5); /* rank 0 says it; see the config errors above */
+    return GPL_EXIT_USAGE;
+  }
 
   L.summary = cJSON_CreateObject();
   cJSON_AddStringToObject(L.summary, "gpulaunch", GPULAUNCH_VERSION);
@@ -223,7 +256,7 @@ int main(int argc, char **argv) {
   audit_job_begin(&L, mode->name);
   int code = mode->fn(&L);
   audit_job_finish(&L, code);
-  write_summary(&L, code);
+  code = write_summary(&L, code);
   cJSON_Delete(L.summary);
   conf_free(L.conf);
   free(rest);

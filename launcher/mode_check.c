@@ -31,6 +31,10 @@ int mode_check(launch_t *L) {
             L->conf_path);
     return GPL_EXIT_CONFIG;
   }
+  /* What bench and accept would refuse, refused now (those values are plain text in the schema). */
+  int code = bench_check_conf(L);
+  if (code == GPL_EXIT_OK) code = accept_check_conf(L);
+  if (code != GPL_EXIT_OK) return code;
   /* The program and its folder, as a run on this machine would find them. */
   char *const *argv = conf_command(L->conf, "job", "command", &argc);
   if (argc > 0) {
@@ -56,8 +60,20 @@ int mode_check(launch_t *L) {
       return GPL_EXIT_CONFIG;
     }
   }
-  printf("# %s: OK\n", L->conf_path);
-  conf_print(stdout, L->conf);
+  /* Printed, so redacted: [env] secrets by name, and the command's --hf_token VALUE, URL
+   * passwords and secret values wherever they are. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  if (!m) return GPL_EXIT_INTERNAL;
+  fprintf(m, "# %s: OK\n", L->conf_path);
+  conf_print(m, L->conf);
+  fclose(m);
+  char *clean = text ? redact_text(text, len) : NULL;
+  free(text);
+  if (!clean) return GPL_EXIT_INTERNAL;
+  fputs(clean, stdout);
+  free(clean);
   return GPL_EXIT_OK;
 }
 
@@ -92,13 +108,17 @@ int mode_env(launch_t *L) {
   char *const *argv = L->argc ? L->argv : conf_command(L->conf, "job", "command", &argc);
   strbuf_printf(&mine, "# rank %d (host %s, node %d, local rank %d):", job->rank, job->host, job->node,
                 job->local_rank);
+  int nargs = 0;
+  while (argv && argv[nargs]) nargs++;
+  char **red = argv ? redact_argv(argv, nargs) : NULL; /* "--hf_token VALUE": by word */
   if (argv)
-    for (char *const *a = argv; *a; a++) {
-      char *q = util_quote_word(*a);
-      strbuf_printf(&mine, " %s", q ? q : *a);
+    for (int i = 0; i < nargs; i++) {
+      char *q = util_quote_word(red ? red[i] : REDACTED);
+      strbuf_printf(&mine, " %s", q ? q : REDACTED);
       free(q);
     }
-  else if (conf_is_set(L->conf, "job", "builtin"))
+  util_free_argv(red);
+  if (!argv && conf_is_set(L->conf, "job", "builtin"))
     strbuf_printf(&mine, " (builtin %s)", conf_str(L->conf, "job", "builtin"));
   strbuf_append(&mine, "\n");
   childenv_describe(&ce, 0, &mine);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/mpix.h"
+#include "common/redact.h"
 #include "common/util.h"
 #include "launcher/core/childenv.h"
 #include "launcher/ops/monitor.h"
@@ -97,7 +98,11 @@ static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *re
   if (!L->summary) return;
   cJSON *run = cJSON_AddObjectToObject(L->summary, "run");
   cJSON *cmd = cJSON_AddArrayToObject(run, "command");
-  for (char *const *a = o->argv; *a; a++) cJSON_AddItemToArray(cmd, cJSON_CreateString(*a));
+  int argc = 0;
+  while (o->argv[argc]) argc++;
+  char **red = redact_argv(o->argv, argc); /* a summary is shared: no --hf_token VALUE in it */
+  for (int i = 0; red && i < argc; i++) cJSON_AddItemToArray(cmd, cJSON_CreateString(red[i]));
+  util_free_argv(red);
   cJSON_AddNumberToObject(run, "exit_code", res->exit_code);
   cJSON_AddNumberToObject(run, "attempts", res->attempts);
   cJSON_AddNumberToObject(run, "seconds", res->seconds);
@@ -180,6 +185,7 @@ int mode_run(launch_t *L) {
   o.workdir = conf_str(c, "job", "workdir");
   o.prefix = conf_str(c, "job", "prefix");
   o.log_dir = conf_str(c, "job", "log_dir");
+  o.log_dir_origin = conf_origin(c, "job", "log_dir");
   o.tail_lines = (int)conf_int(c, "job", "tail_lines");
   o.grace = conf_duration(c, "job", "grace");
   o.stop_timeout = conf_duration(c, "job", "stop_timeout");
@@ -208,7 +214,7 @@ int mode_run(launch_t *L) {
   }
   rc = sup_run(&o, &res);
   if (rc < 0) {
-    code = GPL_EXIT_INTERNAL;
+    code = rc == GPL_ECONFIG ? GPL_EXIT_CONFIG : rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL;
     goto out;
   }
   add_summary(L, &o, &res);

@@ -1,5 +1,6 @@
 /* `gpulaunch topo`: the node's GPU x NIC path matrix, NUMA and CPUs per GPU, and the placement plan (text or JSON); under mpirun, the whole job's. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 #include "launcher/core/place.h"
@@ -144,9 +146,10 @@ static int write_doc(cJSON *doc, const char *path) {
   cJSON_Delete(doc);
   if (!text) return GPL_EXIT_INTERNAL;
   int to_stdout = !path || strcmp(path, "-") == 0;
-  FILE *f = to_stdout ? stdout : fopen(path, "w");
+  char err[PATH_MAX + 200] = "";
+  FILE *f = to_stdout ? stdout : safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    fprintf(stderr, "gpulaunch topo: cannot write %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "gpulaunch topo: cannot write: %s\n", err);
     free(text);
     return GPL_EXIT_USAGE;
   }

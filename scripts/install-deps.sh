@@ -3,11 +3,13 @@
 # Usage (as root): scripts/install-deps.sh [--with-browser]
 set -euo pipefail
 
+# What gpulaunch needs to build (scripts/container/Dockerfile installs these lib*-dev too;
+# tests/ops/test_dockerfile.sh checks that it does).
 pkgs=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
   libhwloc-dev hwloc
-  libuv1-dev libinih-dev libcjson-dev libcmocka-dev libssl-dev
+  libuv1-dev libinih-dev libcjson-dev libssl-dev
   iproute2 iptables procps util-linux bc python3
   gnuplot-nox jq libxml2-utils shellcheck
   patchelf
@@ -15,6 +17,12 @@ pkgs=(
   python3-torch
   # a real one-machine Slurm for the slurm tests (scripts/slurm/cluster); runtime packages only
   munge slurmctld slurmd slurm-client
+)
+# What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
+# libraries (libFuzzer, for the fuzz build of scripts/test.sh).
+test_pkgs=(
+  libcmocka-dev
+  clang-14 libclang-rt-14-dev
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
@@ -24,7 +32,7 @@ if [[ "${1:-}" == "--with-browser" ]]; then
 fi
 
 missing=()
-for p in "${pkgs[@]}"; do
+for p in "${pkgs[@]}" "${test_pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi

@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build with warnings as errors (with CUDA when the
 # toolkit is at /usr/local/cuda), run every test with CTest; then build without CUDA and run the
-# tests again there (all but the multi-host ones, whose code is the same in both builds).
-# Usage: scripts/test.sh [--sanitize] [ctest args...]
-#   --sanitize   build with AddressSanitizer + UndefinedBehaviorSanitizer instead
+# tests again there (all but the multi-host ones, whose code is the same in both builds); then
+# every fuzzer for a short time (a clang build of its own).
+# Usage: scripts/test.sh [--sanitize] [--fuzz SECONDS] [ctest args...]
+#   --sanitize       build with AddressSanitizer + UndefinedBehaviorSanitizer instead (no fuzzers)
+#   --fuzz SECONDS   only the fuzzers, each for SECONDS (libFuzzer, ASan + UBSan); any finding
+#                    fails, its reproducer is kept in build-fuzz/fuzz-findings/
+# With ctest arguments (e.g. -R pattern) the default run leaves the fuzzers out.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 "$here/install-deps.sh" --with-browser
 # shellcheck source=scripts/env.sh
 source "$here/env.sh"
+
+# Each fuzzer this long in the default run: 5 harnesses in about 75 s.
+default_fuzz_seconds=15
+
+run_fuzzers() {
+  local secs="$1" dir="$GPL_ROOT/build-fuzz"
+  echo "== fuzzers (clang, libFuzzer + ASan + UBSan), ${secs}s each, in $dir"
+  "$here/build.sh" "$dir" -DCMAKE_C_COMPILER=clang-14 -DGPULAUNCH_FUZZ=ON \
+    -DGPULAUNCH_FUZZ_SECONDS="$secs"
+  (cd "$dir" && ctest --output-on-failure -L fuzz)
+}
+
+if [[ "${1:-}" == "--fuzz" ]]; then
+  secs="${2:?--fuzz needs the seconds each fuzzer runs}"
+  [[ $secs =~ ^[0-9]+$ && $secs -gt 0 ]] || { echo "test.sh: --fuzz SECONDS: a whole number > 0" >&2; exit 64; }
+  run_fuzzers "$secs"
+  exit 0
+fi
 
 san=()
 dir="$GPL_ROOT/build-test"
@@ -32,4 +54,7 @@ if [[ ${#san[@]} -eq 0 ]]; then
   echo "== build and tests without CUDA"
   "$here/build.sh" "$GPL_ROOT/build-nocuda" -DGPULAUNCH_WERROR=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_TESTS=ON
   (cd "$GPL_ROOT/build-nocuda" && ctest --output-on-failure --timeout 600 -LE multinode "$@")
+  if [[ $# -eq 0 ]]; then
+    run_fuzzers "$default_fuzz_seconds"
+  fi
 fi

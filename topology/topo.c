@@ -3,12 +3,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "topology/nvml.h"
 
@@ -150,17 +152,21 @@ static const char *xml_root(const char *s) {
   }
 }
 
-static int sniff_xml(const char *path) {
+/* Read the file (a regular file, bounded: never a FIFO's wait or /dev/zero's memory) and say what
+ * it is; on success *text holds it for hwloc, so the file is read once. */
+static int sniff_xml(const char *path, char **textp, size_t *lenp) {
   char *text = NULL;
   size_t len = 0;
-  int rc = util_read_file(path, &text, &len);
+  char err[PATH_MAX + 128];
+  *textp = NULL;
+  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, &text, &len, err, sizeof err);
   if (rc == GPL_ENOENT) {
     LOG_ERROR("topology file %s: no such file", path);
     return GPL_ENOENT;
   }
   if (rc < 0) {
-    LOG_ERROR("topology file %s: cannot read it: %s", path, strerror(errno));
-    return rc;
+    LOG_ERROR("topology file: %s (expected an hwloc XML export)", err);
+    return rc == GPL_EINVAL || rc == GPL_ERANGE ? GPL_ETOPO : rc;
   }
   if (strlen(text) != len) {
     LOG_ERROR("topology file %s: binary data, not an hwloc XML export", path);
@@ -198,7 +204,12 @@ static int sniff_xml(const char *path) {
       rc = GPL_ETOPO;
     }
   }
-  free(text);
+  if (rc == 0) {
+    *textp = text;
+    *lenp = len;
+  } else {
+    free(text);
+  }
   return rc;
 }
 
@@ -407,8 +418,11 @@ static int discover(topo_t *t) {
  * machine (then it is treated as live: binding allowed, sysfs and NVML consulted). */
 static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t len) {
   *out = NULL;
-  if (xml_path) CHECK(sniff_xml(xml_path));
+  char *file_text = NULL;
+  size_t file_len = 0;
+  if (xml_path) CHECK(sniff_xml(xml_path, &file_text, &file_len));
   topo_t *t = calloc(1, sizeof *t);
+  if (!t) free(file_text);
   ALLOCCHECK(t);
   int rc = 0;
   if (hwloc_topology_init(&t->hw) < 0) {
@@ -422,7 +436,9 @@ static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t
     rc = GPL_EHWLOC;
     goto fail;
   }
-  if (xml_path && hwloc_topology_set_xml(t->hw, xml_path) < 0) {
+  /* hwloc parses the bytes that were checked, not the path again (which may have changed). */
+  if (xml_path && (file_len >= INT_MAX ||
+                   hwloc_topology_set_xmlbuffer(t->hw, file_text, (int)file_len + 1) < 0)) {
     LOG_ERROR("topology file %s: hwloc cannot use it as XML input: %s", xml_path, strerror(errno));
     rc = GPL_ETOPO;
     goto fail;
@@ -443,6 +459,8 @@ static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t
     rc = GPL_ETOPO;
     goto fail;
   }
+  free(file_text);
+  file_text = NULL;
   t->live = xml_path == NULL && hwloc_topology_is_thissystem(t->hw);
   t->source = strdup(xml_path ? xml_path : "live");
   if (!t->source) {
@@ -464,6 +482,7 @@ static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t
   *out = t;
   return 0;
 fail:
+  free(file_text);
   topo_free(t);
   return rc;
 }

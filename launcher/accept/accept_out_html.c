@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/safefile.h"
 #include "common/check.h"
 #include "launcher/accept/accept.h"
 
@@ -287,9 +288,10 @@ int accept_write_html(const accept_report_t *r, const char *path) {
     strbuf_free(&b);
     return GPL_ENOMEM;
   }
-  FILE *f = fopen(path, "w");
+  char err[4400];
+  FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    LOG_WARN("cannot write %s: %s", path, strerror(errno));
+    LOG_WARN("cannot write: %s", err);
     strbuf_free(&b);
     return GPL_ESYS;
   }

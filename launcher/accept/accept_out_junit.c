@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/safefile.h"
 #include "common/check.h"
 #include "launcher/accept/accept.h"
 
@@ -151,9 +152,10 @@ int accept_write_junit(const accept_report_t *r, const char *path) {
     strbuf_free(&b);
     return GPL_ENOMEM;
   }
-  FILE *fp = fopen(path, "w");
+  char why[4400];
+  FILE *fp = safefile_fopen_write(path, why, sizeof why);
   if (!fp) {
-    LOG_WARN("cannot write %s: %s", path, strerror(errno));
+    LOG_WARN("cannot write: %s", why);
     strbuf_free(&b);
     return GPL_ESYS;
   }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/safefile.h"
 #include "common/check.h"
 #include "launcher/accept/accept.h"
 #include "launcher/core/exitcode.h"
@@ -344,9 +345,10 @@ cJSON *accept_report_json(const accept_report_t *r) {
 }
 
 static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
+  char err[4400];
+  FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    LOG_WARN("cannot write %s: %s", path, strerror(errno));
+    LOG_WARN("cannot write: %s", err);
     return GPL_ESYS;
   }
   int bad = fputs(text, f) < 0;
@@ -378,9 +380,10 @@ int accept_write_json(const accept_report_t *r, const char *path) {
 }
 
 int accept_write_exclude(const accept_report_t *r, const char *path) {
-  FILE *f = fopen(path, "w");
+  char err[4400];
+  FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    LOG_WARN("cannot write %s: %s", path, strerror(errno));
+    LOG_WARN("cannot write: %s", err);
     return GPL_ESYS;
   }
   /* Host names only, one per line (an empty file when none): `wc -l`, `grep -vxFf` and

@@ -261,6 +261,12 @@ static void write_reports(const accept_opts_t *o, accept_report_t *rep) {
   }
 }
 
+int accept_check_conf(launch_t *L) {
+  accept_opts_t o;
+  accept_opts_default(&o);
+  return accept_opts_from_conf(&o, L->conf) < 0 ? GPL_EXIT_CONFIG : GPL_EXIT_OK;
+}
+
 int mode_accept(launch_t *L) {
   job_t *job = L->job;
   int rank0 = job->rank == 0;

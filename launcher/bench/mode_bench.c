@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
@@ -144,13 +145,15 @@ static int parse_options(launch_t *L, int *help) {
 /* A [bench] value that does not parse: name where it came from. */
 static int bad_value(const launch_t *L, const char *key, const char *what) {
   const char *origin = conf_origin(L->conf, "bench", key);
-  if (L->job->rank == 0)
+  if (!L->job || L->job->rank == 0)
     fprintf(stderr, "gpulaunch bench: %s '%s' (%s): %s\n", key, conf_str(L->conf, "bench", key),
             origin, what);
   return origin[0] == '-' ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
 }
 
-static int read_settings(launch_t *L, bench_opts_t *o) {
+/* The settings of [bench] and its options. check_only (gpulaunch check, no job yet): validate
+ * what can be without the job, open nothing. */
+static int read_settings(launch_t *L, bench_opts_t *o, int check_only) {
   const conf_t *cf = L->conf;
   memset(o, 0, sizeof *o);
   /* ops */
@@ -181,13 +184,13 @@ static int read_settings(launch_t *L, bench_opts_t *o) {
   c->warmup = (int)conf_int(cf, "bench", "warmup");
   c->check = conf_bool(cf, "bench", "check");
   c->root = (int)conf_int(cf, "bench", "root");
-  if (c->root >= L->job->size) return bad_value(L, "root", "not a rank of this job");
+  if (L->job && c->root >= L->job->size) return bad_value(L, "root", "not a rank of this job");
   c->tensor_bytes = (size_t)conf_size(cf, "bench", "tensor_bytes");
   c->bucket_mb = conf_double(cf, "comm", "bucket_mb");
   c->corrupt_rank = -1;
   const char *corrupt = getenv("GPULAUNCH_TEST_CORRUPT"); /* test hook, see bench_run.c */
   if (corrupt && *corrupt) c->corrupt_rank = atoi(corrupt);
-  c->progress_fp = L->job->rank == 0 ? bench_progress_stream(&c->progress_via_mpirun) : NULL;
+  c->progress_fp = !check_only && L->job->rank == 0 ? bench_progress_stream(&c->progress_via_mpirun) : NULL;
   c->progress = c->progress_fp != NULL;
   if (gpl_backend_parse(conf_str(cf, "comm", "backend"), &o->backend) < 0) return GPL_EXIT_CONFIG;
 
@@ -427,9 +430,10 @@ static int check_thresholds(const launch_t *L, const bench_opts_t *o, const benc
 }
 
 static int write_text(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
+  char err[4400];
+  FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    fprintf(stderr, "gpulaunch bench: cannot write %s: %s\n", path, strerror(errno));
+    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
     return GPL_ESYS;
   }
   fputs(text, f);
@@ -459,8 +463,9 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
   free(ri);
   bench_row_t *rows = calloc((size_t)o->nsizes, sizeof *rows);
   FILE *csv = NULL;
-  if (rank0 && o->csv[0] && !(csv = fopen(o->csv, "w"))) {
-    fprintf(stderr, "gpulaunch bench: cannot write %s: %s\n", o->csv, strerror(errno));
+  char err[4400];
+  if (rank0 && o->csv[0] && !(csv = safefile_fopen_write(o->csv, err, sizeof err))) {
+    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
     code = GPL_EXIT_USAGE;
   }
   if (csv) bench_csv_header(csv);
@@ -537,6 +542,14 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
   return code;
 }
 
+int bench_check_conf(launch_t *L) {
+  bench_opts_t o;
+  int code = read_settings(L, &o, 1);
+  free(o.sizes);
+  free(o.thr);
+  return code;
+}
+
 int mode_bench(launch_t *L) {
   int help = 0;
   int code = parse_options(L, &help);
@@ -546,7 +559,7 @@ int mode_bench(launch_t *L) {
     return GPL_EXIT_OK;
   }
   bench_opts_t o;
-  code = read_settings(L, &o);
+  code = read_settings(L, &o, 0);
   if (code != GPL_EXIT_OK) {
     free(o.sizes);
     free(o.thr);

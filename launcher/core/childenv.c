@@ -9,6 +9,7 @@
 
 #include "common/check.h"
 #include "common/util.h"
+#include "launcher/core/envset.h"
 #include "launcher/core/slurm.h"
 
 extern char **environ;
@@ -23,55 +24,22 @@ static int is_mpi_runtime_var(const char *kv) {
   return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 
-typedef struct kv_s {
-  char **v;
-  int n, cap;
-} kv_t;
+/* The keys are few where a lookup is made (OMP_NUM_THREADS, PATH) and the sets are built by
+ * appending, so building is linear whatever [env] holds (envset.h). */
+typedef envset_t kv_t;
 
 static int kv_set(kv_t *kv, const char *key, const char *value) {
-  size_t klen = strlen(key);
-  char *s = malloc(klen + strlen(value) + 2);
-  ALLOCCHECK(s);
-  sprintf(s, "%s=%s", key, value);
-  for (int i = 0; i < kv->n; i++) {
-    if (strncmp(kv->v[i], key, klen) == 0 && kv->v[i][klen] == '=') {
-      free(kv->v[i]);
-      kv->v[i] = s;
-      return GPL_OK;
-    }
-  }
-  if (kv->n + 2 > kv->cap) {
-    int cap = kv->cap ? kv->cap * 2 : 64;
-    char **n = realloc(kv->v, (size_t)cap * sizeof *n);
-    if (!n) {
-      free(s);
-      return GPL_ENOMEM;
-    }
-    kv->v = n;
-    kv->cap = cap;
-  }
-  kv->v[kv->n++] = s;
-  kv->v[kv->n] = NULL;
-  return GPL_OK;
+  return envset_add(kv, key, strlen(key), value);
 }
 
-static const char *kv_get(const kv_t *kv, const char *key) {
-  size_t klen = strlen(key);
-  for (int i = 0; i < kv->n; i++)
-    if (strncmp(kv->v[i], key, klen) == 0 && kv->v[i][klen] == '=') return kv->v[i] + klen + 1;
-  return NULL;
-}
+static const char *kv_get(const kv_t *kv, const char *key) { return envset_get(kv, key); }
 
-static void kv_free(kv_t *kv) {
-  for (int i = 0; i < kv->n; i++) free(kv->v[i]);
-  free(kv->v);
-  kv->v = NULL;
-  kv->n = kv->cap = 0;
-}
+static void kv_free(kv_t *kv) { envset_free(kv); }
 
 int childenv_add(childenv_t *ce, const char *key, const char *value) {
   kv_t kv = {ce->plan_env, ce->nplan_env, ce->plan_cap};
   int rc = kv_set(&kv, key, value);
+  if (rc == GPL_OK) rc = envset_finish(&kv); /* a few entries: replaced in place */
   ce->plan_env = kv.v;
   ce->nplan_env = kv.n;
   ce->plan_cap = kv.cap;
@@ -107,13 +75,8 @@ static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherit
   if (ckpt && *ckpt) CHECK(kv_set(kv, "GPULAUNCH_CHECKPOINT_DIR", ckpt));
   /* Inside a Slurm job: SLURM_PROCID and the others describe this rank, not mpirun's daemon. */
   CHECK(slurm_child_env(j, set_kv, kv));
-  for (int i = 0; i < ce->nplan_env; i++) {
-    char *eq = strchr(ce->plan_env[i], '=');
-    if (!eq) continue;
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - ce->plan_env[i]), ce->plan_env[i]);
-    CHECK(kv_set(kv, key, eq + 1));
-  }
+  for (int i = 0; i < ce->nplan_env; i++)
+    if (strchr(ce->plan_env[i], '=')) CHECK(envset_add_kv(kv, ce->plan_env[i]));
   static const char *const free_sections[] = {"nccl", "env"};
   for (size_t s = 0; s < GPL_ARRAY_LEN(free_sections) && ce->conf; s++) {
     int n = conf_free_count(ce->conf, free_sections[s]);
@@ -128,7 +91,7 @@ static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherit
     SETI("OMP_NUM_THREADS", conf_omp > 0 ? (int)conf_omp : (ce->omp_threads > 0 ? ce->omp_threads : 1));
   }
 #undef SETI
-  return GPL_OK;
+  return envset_finish(kv);
 }
 
 int childenv_build(const childenv_t *ce, int attempt, char ***envp) {
@@ -136,19 +99,13 @@ int childenv_build(const childenv_t *ce, int attempt, char ***envp) {
   int rc = GPL_OK;
   for (char **e = environ; e && *e; e++) {
     if (is_mpi_runtime_var(*e)) continue;
-    char *eq = strchr(*e, '=');
-    if (!eq) continue;
-    char key[512];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - *e), *e);
-    CHECKGOTO(kv_set(&inh, key, eq + 1), rc, fail);
+    if (!strchr(*e, '=')) continue;
+    CHECKGOTO(envset_add_kv(&inh, *e), rc, fail);
   }
   CHECKGOTO(ours(ce, attempt, &kv, &inh), rc, fail);
-  for (int i = 0; i < kv.n; i++) {
-    char *eq = strchr(kv.v[i], '=');
-    char key[512];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - kv.v[i]), kv.v[i]);
-    CHECKGOTO(kv_set(&inh, key, eq + 1), rc, fail);
-  }
+  /* ours after the inherited ones: a key of both keeps its place and takes our value */
+  for (int i = 0; i < kv.n; i++) CHECKGOTO(envset_add_kv(&inh, kv.v[i]), rc, fail);
+  CHECKGOTO(envset_finish(&inh), rc, fail);
   kv_free(&kv);
   if (!inh.v) CHECKGOTO(kv_set(&inh, "GPULAUNCH", "1"), rc, fail);
   *envp = inh.v;
@@ -162,18 +119,15 @@ fail:
 void childenv_describe(const childenv_t *ce, int attempt, strbuf_t *out) {
   kv_t kv = {0}, inh = {0};
   for (char **e = environ; e && *e; e++) {
-    char *eq = strchr(*e, '=');
-    if (!eq || is_mpi_runtime_var(*e)) continue;
-    char key[512];
-    snprintf(key, sizeof key, "%.*s", (int)(eq - *e), *e);
-    kv_set(&inh, key, eq + 1);
+    if (!strchr(*e, '=') || is_mpi_runtime_var(*e)) continue;
+    envset_add_kv(&inh, *e);
   }
   if (ours(ce, attempt, &kv, &inh) == GPL_OK) {
     for (int i = 0; i < kv.n; i++) {
       char *eq = strchr(kv.v[i], '=');
-      char key[512];
-      snprintf(key, sizeof key, "%.*s", (int)(eq - kv.v[i]), kv.v[i]);
-      strbuf_printf(out, "%s=%s\n", key, util_is_secret_name(key) ? "<redacted>" : eq + 1);
+      *eq = 0; /* the key alone, for the name test; put back below */
+      strbuf_printf(out, "%s=%s\n", kv.v[i], util_is_secret_name(kv.v[i]) ? "<redacted>" : eq + 1);
+      *eq = '=';
     }
   }
   kv_free(&kv);

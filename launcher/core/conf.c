@@ -13,13 +13,17 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/redact.h"
+#include "common/safefile.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/core/job.h"
 
+/* A value as read, grown by continuation lines in amortised linear time. */
 typedef struct conf_val_s {
   const conf_key_t *k;
   char *text;   /* raw text (NULL: default) */
+  size_t tlen, tcap;
   char *origin; /* "file:line" or an option name */
   int line;
   /* parsed */
@@ -32,9 +36,18 @@ typedef struct conf_val_s {
 } conf_val_t;
 
 typedef struct free_ent_s {
-  char *section, *key, *value;
+  char *key, *value;
+  size_t vlen, vcap;
   int line;
 } free_ent_t;
+
+/* The free sections' entries, one array per section in file order (index access is O(1)). */
+typedef struct free_list_s {
+  free_ent_t *e;
+  int n, cap;
+} free_list_t;
+
+#define MAX_ERRORS_SHOWN 20 /* a binary file given as config: a screenful, then a count */
 
 struct conf_s {
   char *path;
@@ -42,15 +55,18 @@ struct conf_s {
   int nkeys;
   const conf_key_t *schema;
   conf_val_t *vals;
-  free_ent_t *free;
-  int nfree, capfree;
+  free_list_t free[2]; /* g_free_sections order */
   /* parse state */
   strbuf_t errors;
   int nerrors;
   int line;          /* physical line being parsed */
   int line_indented; /* the current line starts with white space (a continuation) */
-  char prev_section[64], prev_key[128];
-  char **sections_seen;
+  /* a line is at most INI_MAX_LINE characters, so these hold any name whole */
+  char prev_section[256], prev_key[256];
+  const char *text;  /* the file's bytes being parsed, and where the next line starts */
+  size_t text_len, text_pos;
+  char **sections_seen; /* known sections that have a header, each once */
+  int *section_line;    /* ... and the line of that header */
   int nsections_seen;
 };
 
@@ -58,6 +74,7 @@ static const char *const g_free_sections[] = {"env", "nccl"};
 
 static void add_error(conf_t *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void add_error(conf_t *c, int line, const char *fmt, ...) {
+  if (++c->nerrors > MAX_ERRORS_SHOWN) return;
   va_list ap;
   va_start(ap, fmt);
   if (line > 0) strbuf_printf(&c->errors, "gpulaunch: %s:%d: ", c->path ? c->path : "(defaults)", line);
@@ -65,13 +82,34 @@ static void add_error(conf_t *c, int line, const char *fmt, ...) {
   strbuf_vprintf(&c->errors, fmt, ap);
   strbuf_append(&c->errors, "\n");
   va_end(ap);
-  c->nerrors++;
 }
 
-static int is_free_section(const char *s) {
+/* Index of a free section in g_free_sections, or -1. */
+static int free_index(const char *s) {
   for (size_t i = 0; i < GPL_ARRAY_LEN(g_free_sections); i++)
-    if (strcmp(s, g_free_sections[i]) == 0) return 1;
-  return 0;
+    if (strcmp(s, g_free_sections[i]) == 0) return (int)i;
+  return -1;
+}
+
+/* *s (of *len bytes, *cap allocated) += sep + add, doubling the allocation: a value continued
+ * over thousands of lines costs linear time, not quadratic. */
+static int grow_append(char **s, size_t *len, size_t *cap, const char *sep, const char *add) {
+  size_t sl = strlen(sep), al = strlen(add);
+  if (!*s) *len = *cap = 0;
+  else if (!*cap) *len = strlen(*s), *cap = *len + 1; /* a plain strdup'd value */
+  if (*len + sl + al + 1 > *cap) {
+    size_t nc = *cap ? *cap : 64;
+    while (nc < *len + sl + al + 1) nc *= 2;
+    char *n = realloc(*s, nc);
+    if (!n) return GPL_ENOMEM;
+    if (!*s) n[0] = 0;
+    *s = n;
+    *cap = nc;
+  }
+  memcpy(*s + *len, sep, sl);
+  memcpy(*s + *len + sl, add, al + 1);
+  *len += sl + al;
+  return GPL_OK;
 }
 
 static int known_section(const conf_t *c, const char *s) {
@@ -193,8 +231,11 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
         return snprintf(msg, len, "'%s' is not a size (bytes, or with K/M/G, e.g. 64M)", text), -1;
       return 0;
     case CONF_DURATION:
-      if (util_parse_duration(text, &v->d))
-        return snprintf(msg, len, "'%s' is not a duration (e.g. 30s, 500ms, 2m)", text), -1;
+      rc = util_parse_duration(text, &v->d);
+      if (rc == GPL_ERANGE)
+        return snprintf(msg, len, "'%s' is out of range (at most %.0f s, %.0f days)", text,
+                        UTIL_DURATION_MAX, UTIL_DURATION_MAX / 86400), -1;
+      if (rc) return snprintf(msg, len, "'%s' is not a duration (e.g. 30s, 500ms, 2m)", text), -1;
       return 0;
     case CONF_ENUM:
       if (*text && !choice_ok(k->choices, text)) {
@@ -224,11 +265,15 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
         struct stat st;
         if (stat(full, &st) < 0)
           return snprintf(msg, len, "cannot open '%s': %s", full, strerror(errno)), -1;
+        /* an input read whole or line by line: a FIFO would block, a device never end */
+        if (!S_ISREG(st.st_mode)) return snprintf(msg, len, "'%s' is not a regular file", full), -1;
         free(v->text);
         v->text = strdup(full);
+        v->tlen = v->tcap = 0;
       } else if (*text) {
         struct stat st;
         if (stat(text, &st) < 0) return snprintf(msg, len, "cannot open '%s': %s", text, strerror(errno)), -1;
+        if (!S_ISREG(st.st_mode)) return snprintf(msg, len, "'%s' is not a regular file", text), -1;
       }
       return 0;
     case CONF_COMMAND: {
@@ -251,25 +296,86 @@ static int parse_default(conf_t *c, conf_val_t *v) {
   return 0;
 }
 
-static void free_add(conf_t *c, const char *section, const char *key, const char *value, int line) {
-  if (c->nfree == c->capfree) {
-    int cap = c->capfree ? c->capfree * 2 : 16;
-    free_ent_t *n = realloc(c->free, (size_t)cap * sizeof *n);
-    if (!n) return;
-    c->free = n;
-    c->capfree = cap;
+static free_ent_t *free_add(conf_t *c, int sec, const char *key, const char *value, int line) {
+  free_list_t *l = &c->free[sec];
+  if (l->n == l->cap) {
+    int cap = l->cap ? l->cap * 2 : 16;
+    free_ent_t *n = realloc(l->e, (size_t)cap * sizeof *n);
+    if (!n) return NULL;
+    l->e = n;
+    l->cap = cap;
   }
-  free_ent_t *e = &c->free[c->nfree++];
-  e->section = strdup(section);
+  free_ent_t *e = &l->e[l->n];
+  memset(e, 0, sizeof *e);
   e->key = strdup(key);
-  e->value = strdup(value);
+  if (!e->key || grow_append(&e->value, &e->vlen, &e->vcap, "", value) < 0) {
+    free(e->key);
+    free(e->value);
+    return NULL;
+  }
   e->line = line;
+  l->n++;
+  return e;
 }
 
-static free_ent_t *free_find(const conf_t *c, const char *section, const char *key) {
-  for (int i = 0; i < c->nfree; i++)
-    if (strcmp(c->free[i].section, section) == 0 && strcmp(c->free[i].key, key) == 0) return &c->free[i];
+static free_ent_t *free_find(const conf_t *c, int sec, const char *key) {
+  const free_list_t *l = &c->free[sec];
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->e[i].key, key) == 0) return &l->e[i];
   return NULL;
+}
+
+static int cmp_ent_ptr(const void *a, const void *b) {
+  const free_ent_t *x = *(const free_ent_t *const *)a, *y = *(const free_ent_t *const *)b;
+  int d = strcmp(x->key, y->key);
+  return d ? d : (x->line > y->line) - (x->line < y->line);
+}
+
+static int cmp_int_pair(const void *a, const void *b) {
+  const int *x = a, *y = b;
+  return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Duplicate keys of the free sections, found once after parsing by sorting (n log n; a linear
+ * search per line made a 40k-key [env] take seconds). Reported in line order. */
+static void free_check_duplicates(conf_t *c) {
+  for (size_t s = 0; s < GPL_ARRAY_LEN(g_free_sections); s++) {
+    free_list_t *l = &c->free[s];
+    if (l->n < 2) continue;
+    free_ent_t **v = malloc((size_t)l->n * sizeof *v);
+    int *dups = malloc((size_t)l->n * 2 * sizeof *dups);
+    if (!v || !dups) {
+      free(v);
+      free(dups);
+      add_error(c, 0, "out of memory checking [%s] for duplicate keys", g_free_sections[s]);
+      return;
+    }
+    for (int i = 0; i < l->n; i++) v[i] = &l->e[i];
+    qsort(v, (size_t)l->n, sizeof *v, cmp_ent_ptr);
+    int nd = 0;
+    for (int i = 1; i < l->n; i++) {
+      int first = i;
+      while (first > 0 && strcmp(v[first - 1]->key, v[i]->key) == 0) first--;
+      if (first == i) continue;
+      dups[2 * nd] = v[i]->line;
+      dups[2 * nd + 1] = v[first]->line;
+      nd++;
+    }
+    qsort(dups, (size_t)nd, 2 * sizeof *dups, cmp_int_pair);
+    for (int d = 0; d < nd; d++) {
+      const char *key = "";
+      for (int i = 0; i < l->n; i++) /* only for the few reported (MAX_ERRORS_SHOWN) */
+        if (l->e[i].line == dups[2 * d]) key = l->e[i].key;
+      if (c->nerrors >= MAX_ERRORS_SHOWN) {
+        c->nerrors += nd - d;
+        break;
+      }
+      add_error(c, dups[2 * d], "[%s] duplicate key '%s' (first set at line %d)", g_free_sections[s],
+                key, dups[2 * d + 1]);
+    }
+    free(v);
+    free(dups);
+  }
 }
 
 /* inih handler: one key = value in a section. */
@@ -277,7 +383,7 @@ static int on_value(void *user, const char *section_raw, const char *name, const
   conf_t *c = user;
   int line = c->line;
   /* inih keeps the spaces of "[ env ]"; read_line trims them too, so both agree on the name */
-  char section_buf[64];
+  char section_buf[256];
   util_strlcpy(section_buf, section_raw, sizeof section_buf);
   const char *section = util_trim(section_buf);
   int continuation = c->line_indented && strcmp(section, c->prev_section) == 0 &&
@@ -289,8 +395,9 @@ static int on_value(void *user, const char *section_raw, const char *name, const
     return 1;
   }
   if (!known_section(c, section)) return 1; /* reported once when the header was read */
-  if (is_free_section(section)) {
-    char key[160];
+  int fsec = free_index(section);
+  if (fsec >= 0) {
+    char key[sizeof c->prev_key + 8]; /* "NCCL_" + any name a line can hold */
     if (strcmp(section, "nccl") == 0 && strncmp(name, "NCCL_", 5) != 0)
       snprintf(key, sizeof key, "NCCL_%s", name);
     else
@@ -311,19 +418,15 @@ static int on_value(void *user, const char *section_raw, const char *name, const
                   "set %s in [env])", name, key);
       return 1;
     }
-    free_ent_t *e = free_find(c, section, key);
-    if (e && continuation) {
-      size_t n = strlen(e->value) + strlen(value) + 2;
-      char *s = malloc(n);
-      if (s) {
-        snprintf(s, n, "%s %s", e->value, value);
-        free(e->value);
-        e->value = s;
-      }
-    } else if (e) {
-      add_error(c, line, "[%s] duplicate key '%s' (first set at line %d)", section, key, e->line);
-    } else {
-      free_add(c, section, key, value, line);
+    /* A continuation line continues the entry of the line before: the last one of its section.
+     * Duplicates are kept for now and reported after parsing (free_check_duplicates). */
+    free_list_t *l = &c->free[fsec];
+    free_ent_t *e = l->n ? &l->e[l->n - 1] : NULL;
+    if (continuation && e && strcmp(e->key, key) == 0) {
+      if (grow_append(&e->value, &e->vlen, &e->vcap, " ", value) < 0)
+        add_error(c, line, "out of memory");
+    } else if (!free_add(c, fsec, key, value, line)) {
+      add_error(c, line, "out of memory");
     }
     return 1;
   }
@@ -333,19 +436,17 @@ static int on_value(void *user, const char *section_raw, const char *name, const
     return 1;
   }
   if (v->text && continuation) {
-    size_t n = strlen(v->text) + strlen(value) + 2;
-    char *s = malloc(n);
-    if (!s) return 1;
-    snprintf(s, n, "%s %s", v->text, value);
-    free(v->text);
-    v->text = s;
+    if (grow_append(&v->text, &v->tlen, &v->tcap, " ", value) < 0) add_error(c, line, "out of memory");
     return 1;
   }
   if (v->text) {
     add_error(c, line, "[%s] duplicate key '%s' (first set at line %d)", section, name, v->line);
     return 1;
   }
-  v->text = strdup(value);
+  if (grow_append(&v->text, &v->tlen, &v->tcap, "", value) < 0) {
+    add_error(c, line, "out of memory");
+    return 1;
+  }
   v->line = line;
   char origin[PATH_MAX + 16];
   snprintf(origin, sizeof origin, "%s:%d", c->path, line);
@@ -377,32 +478,65 @@ static void strip_hash_comment(char *buf) {
   }
 }
 
-typedef struct reader_s {
-  FILE *f;
-  conf_t *c;
-} reader_t;
+/* The next line of c->text into buf (at most size-1 bytes with its newline), fgets-style. A line
+ * that does not fit is an error, not cut (Debian's inih reads at most 199 characters a line), and
+ * so is a NUL byte, which would silently end the value there. */
+static char *next_line(conf_t *c, char *buf, int size) {
+  if (c->text_pos >= c->text_len) return NULL;
+  const char *p = c->text + c->text_pos;
+  size_t left = c->text_len - c->text_pos;
+  const char *nl = memchr(p, '\n', left);
+  size_t n = nl ? (size_t)(nl - p) + 1 : left;
+  c->text_pos += n;
+  c->line++;
+  if (memchr(p, 0, n)) {
+    add_error(c, c->line, "a NUL byte in the line (a binary file, or a value that cannot be passed on)");
+    buf[0] = '\n';
+    buf[1] = 0;
+    return buf;
+  }
+  if (n > (size_t)size - 1 || (n == (size_t)size - 1 && p[n - 1] != '\n')) {
+    add_error(c, c->line, "line longer than %d characters; continue a long value on indented lines",
+              size - 2);
+    buf[0] = '\n';
+    buf[1] = 0;
+    return buf;
+  }
+  memcpy(buf, p, n);
+  buf[n] = 0;
+  return buf;
+}
+
+/* A known section's header: recorded once; a second header of it is an error (its keys would
+ * merge silently with the first's). */
+static void section_header(conf_t *c, const char *name) {
+  if (!known_section(c, name)) {
+    suggest_section(c, c->line, name);
+    return;
+  }
+  for (int i = 0; i < c->nsections_seen; i++)
+    if (strcmp(c->sections_seen[i], name) == 0) {
+      add_error(c, c->line, "[%s] appears a second time (first at line %d); keep one [%s] section",
+                name, c->section_line[i], name);
+      return;
+    }
+  char **seen = realloc(c->sections_seen, (size_t)(c->nsections_seen + 1) * sizeof *seen);
+  if (seen) c->sections_seen = seen;
+  int *lines = realloc(c->section_line, (size_t)(c->nsections_seen + 1) * sizeof *lines);
+  if (lines) c->section_line = lines;
+  if (seen && lines && (seen[c->nsections_seen] = strdup(name))) {
+    lines[c->nsections_seen] = c->line;
+    c->nsections_seen++;
+  }
+}
 
 /* inih reader: counts physical lines, checks the shape of each line and records sections, so
  * that errors name file:line, empty unknown sections are caught and long lines are refused
- * instead of being cut (Debian's inih reads at most 199 characters a line). */
+ * instead of being cut. */
 static char *read_line(char *buf, int size, void *stream) {
-  reader_t *r = stream;
-  conf_t *c = r->c;
+  conf_t *c = stream;
   for (;;) {
-    if (!fgets(buf, size, r->f)) return NULL;
-    c->line++;
-    size_t n = strlen(buf);
-    if (n == (size_t)size - 1 && buf[n - 1] != '\n' && !feof(r->f)) {
-      add_error(c, c->line,
-                "line longer than %d characters; continue a long value on indented lines",
-                size - 2);
-      int ch;
-      while ((ch = fgetc(r->f)) != EOF && ch != '\n') {
-      }
-      buf[0] = '\n';
-      buf[1] = 0;
-      return buf;
-    }
+    if (!next_line(c, buf, size)) return NULL;
     if (c->line == 1 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
         (unsigned char)buf[2] == 0xbf)
       memmove(buf, buf + 3, strlen(buf + 3) + 1); /* a UTF-8 byte-order mark */
@@ -421,13 +555,7 @@ static char *read_line(char *buf, int size, void *stream) {
         return buf;
       }
       *end = 0;
-      char *name = util_trim(t + 1);
-      if (!known_section(c, name)) suggest_section(c, c->line, name);
-      char **seen = realloc(c->sections_seen, (size_t)(c->nsections_seen + 1) * sizeof *seen);
-      if (seen) {
-        c->sections_seen = seen;
-        if ((seen[c->nsections_seen] = strdup(name))) c->nsections_seen++;
-      }
+      section_header(c, util_trim(t + 1));
       c->prev_key[0] = 0;
       return buf;
     }
@@ -455,7 +583,8 @@ static conf_t *conf_new(void) {
   return c;
 }
 
-int conf_load(conf_t **out, const char *path) {
+/* Parse text (the file's bytes, len of them) as the config file path; path NULL: defaults. */
+static int load(conf_t **out, const char *path, const char *text, size_t len, const char *read_err) {
   conf_t *c = conf_new();
   ALLOCCHECK(c);
   int rc = GPL_OK;
@@ -466,14 +595,14 @@ int conf_load(conf_t **out, const char *path) {
     char *tmp = strdup(path);
     c->dir = strdup(tmp ? dirname(tmp) : ".");
     free(tmp);
-    struct stat st;
-    FILE *f = stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? (errno = EISDIR, NULL) : fopen(path, "r");
-    if (!f) {
-      add_error(c, 0, "cannot open the config file: %s", strerror(errno));
+    if (read_err) {
+      add_error(c, 0, "cannot open the config file: %s", read_err);
     } else {
-      reader_t r = {f, c};
-      ini_parse_stream(read_line, &r, on_value, c);
-      fclose(f);
+      c->text = text;
+      c->text_len = len;
+      ini_parse_stream(read_line, c, on_value, c);
+      c->text = NULL;
+      free_check_duplicates(c);
     }
     /* Parse every value that was set, by type. */
     for (int i = 0; i < c->nkeys; i++) {
@@ -496,6 +625,9 @@ int conf_load(conf_t **out, const char *path) {
       add_error(c, cmd->line, "[job] command: empty command");
   }
   if (c->nerrors) {
+    if (c->nerrors > MAX_ERRORS_SHOWN)
+      strbuf_printf(&c->errors, "gpulaunch: %s: ... and %d more errors\n", c->path,
+                    c->nerrors - MAX_ERRORS_SHOWN);
     if (job_env_rank() <= 0) fputs(strbuf_str(&c->errors), stderr);
     rc = GPL_ECONFIG;
     goto fail;
@@ -508,6 +640,33 @@ fail:
   return rc;
 }
 
+int conf_load(conf_t **out, const char *path) {
+  if (!path) return load(out, NULL, NULL, 0, NULL);
+  char *text = NULL;
+  size_t len = 0;
+  char err[PATH_MAX + 128];
+  /* A regular file of bounded size: a FIFO, /dev/urandom or a huge file is refused, not read. */
+  int rc = safefile_read(path, SAFEFILE_CAP_CONFIG, &text, &len, err, sizeof err);
+  if (rc < 0) {
+    /* "PATH: reason" or "PATH is ...": the path is in the message already */
+    const char *why = err;
+    if (strncmp(err, path, strlen(path)) == 0) {
+      why = err + strlen(path);
+      if (*why == ':') why++;
+      while (*why == ' ') why++;
+    }
+    rc = load(out, path, NULL, 0, why);
+  } else {
+    rc = load(out, path, text, len, NULL);
+  }
+  free(text);
+  return rc;
+}
+
+int conf_load_text(conf_t **out, const char *name, const char *text, size_t len) {
+  return load(out, name ? name : "(text)", text, len, NULL);
+}
+
 void conf_free(conf_t *c) {
   if (!c) return;
   for (int i = 0; i < c->nkeys; i++) {
@@ -515,14 +674,16 @@ void conf_free(conf_t *c) {
     free(c->vals[i].origin);
     free_value_parse(&c->vals[i]);
   }
-  for (int i = 0; i < c->nfree; i++) {
-    free(c->free[i].section);
-    free(c->free[i].key);
-    free(c->free[i].value);
+  for (size_t s = 0; s < GPL_ARRAY_LEN(g_free_sections); s++) {
+    for (int i = 0; i < c->free[s].n; i++) {
+      free(c->free[s].e[i].key);
+      free(c->free[s].e[i].value);
+    }
+    free(c->free[s].e);
   }
-  free(c->free);
   for (int i = 0; i < c->nsections_seen; i++) free(c->sections_seen[i]);
   free(c->sections_seen);
+  free(c->section_line);
   free(c->vals);
   free(c->path);
   free(c->dir);
@@ -531,13 +692,14 @@ void conf_free(conf_t *c) {
 }
 
 int conf_set(conf_t *c, const char *section, const char *key, const char *value, const char *origin) {
-  if (is_free_section(section)) {
-    free_ent_t *e = free_find(c, section, key);
+  int fsec = free_index(section);
+  if (fsec >= 0) {
+    free_ent_t *e = free_find(c, fsec, key);
     if (e) {
-      free(e->value);
-      e->value = strdup(value);
-    } else {
-      free_add(c, section, key, value, 0);
+      e->vlen = 0;
+      if (grow_append(&e->value, &e->vlen, &e->vcap, "", value) < 0) return GPL_ENOMEM;
+    } else if (!free_add(c, fsec, key, value, 0)) {
+      return GPL_ENOMEM;
     }
     return GPL_OK;
   }
@@ -548,11 +710,15 @@ int conf_set(conf_t *c, const char *section, const char *key, const char *value,
   }
   char msg[PATH_MAX + 200];
   char *old = v->text;
+  size_t old_len = v->tlen, old_cap = v->tcap;
   v->text = strdup(value);
+  v->tlen = v->tcap = 0; /* a plain strdup: grown again only by a copy */
   if (parse_value(c, v, value, msg, sizeof msg)) {
     fprintf(stderr, "gpulaunch: %s: %s\n", origin, msg);
     free(v->text);
     v->text = old;
+    v->tlen = old_len;
+    v->tcap = old_cap;
     if (old) parse_value(c, v, old, msg, sizeof msg);
     else parse_default(c, v);
     return GPL_ECONFIG;
@@ -618,23 +784,25 @@ int conf_has_section(const conf_t *c, const char *section) {
   return 0;
 }
 
+void conf_register_secrets(const conf_t *c) {
+  for (size_t s = 0; c && s < GPL_ARRAY_LEN(g_free_sections); s++)
+    for (int i = 0; i < c->free[s].n; i++)
+      if (util_is_secret_name(c->free[s].e[i].key)) redact_add_value(c->free[s].e[i].value);
+}
+
 int conf_free_count(const conf_t *c, const char *section) {
-  int n = 0;
-  for (int i = 0; c && i < c->nfree; i++) n += strcmp(c->free[i].section, section) == 0;
-  return n;
+  int s = c ? free_index(section) : -1;
+  return s >= 0 ? c->free[s].n : 0;
 }
 
 void conf_free_entry(const conf_t *c, const char *section, int idx, const char **key, const char **value) {
-  int n = 0;
-  for (int i = 0; i < c->nfree; i++) {
-    if (strcmp(c->free[i].section, section) != 0) continue;
-    if (n++ == idx) {
-      *key = c->free[i].key;
-      *value = c->free[i].value;
-      return;
-    }
+  int s = free_index(section);
+  if (s < 0 || idx < 0 || idx >= c->free[s].n) {
+    *key = *value = NULL;
+    return;
   }
-  *key = *value = NULL;
+  *key = c->free[s].e[idx].key;
+  *value = c->free[s].e[idx].value;
 }
 
 void conf_print(FILE *f, const conf_t *c) {
@@ -646,9 +814,9 @@ void conf_print(FILE *f, const conf_t *c) {
       sec = k->section;
     }
     if (k->type == CONF_FREE) {
-      for (int j = 0; j < c->nfree; j++) {
-        const free_ent_t *e = &c->free[j];
-        if (strcmp(e->section, k->section) != 0) continue;
+      int fs = free_index(k->section);
+      for (int j = 0; fs >= 0 && j < c->free[fs].n; j++) {
+        const free_ent_t *e = &c->free[fs].e[j];
         fprintf(f, "%-18s = %-30s # %s:%d\n", e->key,
                 util_is_secret_name(e->key) ? "<redacted>" : e->value, c->path ? c->path : "", e->line);
       }
@@ -656,6 +824,19 @@ void conf_print(FILE *f, const conf_t *c) {
     }
     const conf_val_t *v = &c->vals[i];
     const char *text = v->text ? v->text : k->def;
+    if (k->type == CONF_COMMAND && v->argc > 0) { /* word by word: "--hf_token VALUE" redacted */
+      char **red = redact_argv(v->argv, v->argc);
+      strbuf_t line = STRBUF_INIT;
+      for (int w = 0; w < v->argc; w++) {
+        char *q = util_quote_word(red ? red[w] : REDACTED);
+        strbuf_printf(&line, "%s%s", w ? " " : "", q ? q : REDACTED);
+        free(q);
+      }
+      util_free_argv(red);
+      fprintf(f, "%-18s = %-30s # %s\n", k->key, strbuf_str(&line), v->origin ? v->origin : "default");
+      strbuf_free(&line);
+      continue;
+    }
     /* the value in effect, as the program reads it (a number as parsed, not as written) */
     char eff[64];
     if (k->type == CONF_INT && *text) snprintf(eff, sizeof eff, "%ld", v->i), text = eff;

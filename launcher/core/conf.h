@@ -32,9 +32,13 @@ typedef struct conf_key_s {
 
 typedef struct conf_s conf_t;
 
-/* Load and validate a file; path NULL gives the defaults. On error prints every problem as
+/* Load and validate a file; path NULL gives the defaults. The file must be a regular file of at
+ * most SAFEFILE_CAP_CONFIG bytes. On error prints the problems (the first 20, then a count) as
  * "file:line: [section] key: message (did you mean 'x'?)" and returns GPL_ECONFIG. */
 int conf_load(conf_t **out, const char *path);
+/* The same from text in memory (len bytes, NUL bytes included) named name in messages: what
+ * conf_load does after reading the file, for tests and the fuzzer. */
+int conf_load_text(conf_t **out, const char *name, const char *text, size_t len);
 void conf_free(conf_t *c);
 /* Set or override one value (command-line options); origin says where it came from ("--op").
  * Validated like the file. */
@@ -62,6 +66,10 @@ const char *conf_path(const conf_t *c);
 /* Free sections ([env], [nccl]): entries in file order. */
 int conf_free_count(const conf_t *c, const char *section);
 void conf_free_entry(const conf_t *c, const char *section, int i, const char **key, const char **value);
+
+/* Tell redaction the values of the free sections' secret-named entries ([env] MYSQL_PWD = x):
+ * wherever gpulaunch prints or writes text (a root cause quoting the program), they are hidden. */
+void conf_register_secrets(const conf_t *c);
 
 /* Print the effective settings, one "section.key = value   # origin" per line. */
 void conf_print(FILE *f, const conf_t *c);

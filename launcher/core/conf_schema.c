@@ -25,7 +25,9 @@ static const conf_key_t g_schema[] = {
     {"job", "output", CONF_ENUM, "rank0", "rank0|local", 0, 0,
      "rank0: rank 0 writes every rank's program output (whole lines even through mpirun); "
      "local: each rank writes its own"},
-    {"job", "log_dir", CONF_STR, "", NULL, 0, 0, "folder for one log file per rank (rank-N.log)"},
+    {"job", "log_dir", CONF_STR, "", NULL, 0, 0,
+     "folder for one log file per rank (rank-N.log, mode 0600; yours or root's, not writable by "
+     "others unless sticky)"},
     {"job", "tail_lines", CONF_INT, "10", NULL, 0, 1000,
      "last stderr lines of a failed rank quoted in the root-cause report"},
     {"job", "checkpoint_dir", CONF_STR, "", NULL, 0, 0,

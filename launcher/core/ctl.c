@@ -149,9 +149,26 @@ int ctl_poll(ctl_t *c, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
   }
 }
 
+/* Messages this rank sent itself that nobody will read now (a STOPPED after the EXIT): taken off
+ * the queue, or their sends would hold ctl_close for its whole timeout. */
+static void drop_own(ctl_t *c) {
+  if (c->comm == MPI_COMM_NULL) return; /* no MPI: the local queue is freed below */
+  for (;;) {
+    int flag = 0, count = 0;
+    MPI_Status st;
+    if (MPI_Iprobe(c->rank, MPI_ANY_TAG, c->comm, &flag, &st) != MPI_SUCCESS || !flag) return;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    char *junk = malloc((size_t)count + 1);
+    if (!junk) return;
+    MPI_Recv(junk, count, MPI_BYTE, c->rank, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
+    free(junk);
+  }
+}
+
 void ctl_close(ctl_t *c, double timeout_s) {
   double deadline = util_now() + timeout_s;
   while (c->sends && util_now() < deadline) {
+    drop_own(c);
     progress_sends(c);
     if (c->sends) util_sleep(1e-3);
   }

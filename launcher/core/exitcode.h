@@ -23,6 +23,8 @@ enum {
   GPL_EXIT_ACCEPT_FAIL = 73,  /* accept: at least one check failed */
   GPL_EXIT_ACCEPT_ERROR = 74, /* accept: the checks could not run */
   GPL_EXIT_PREEMPTED = 75,    /* stopped by SIGTERM (preemption); requeue the job */
+  GPL_EXIT_OUTPUT = 76,       /* the job succeeded but output it asked for was not all written
+                               * (a log file, --summary); what and where is printed */
 };
 
 /* The exit code that says what a gpulaunch error code is about: 0 for 0; config, topology,

@@ -17,6 +17,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/reap.h"
 
 #define LIVE_MAGIC 0x4270484cu /* "LHpB" */
 enum { M_HELLO = 1, M_BEAT, M_BYE, M_ABORT };
@@ -298,7 +299,8 @@ static void on_timer(uv_timer_t *t) {
   /* The supervisor had its grace to end the program and leave, and did not: do it here. */
   if (lost_at > 0 && now - lost_at > l->o.grace_s) {
     int child = __atomic_load_n(&l->child, __ATOMIC_RELAXED);
-    if (child > 0) kill(-child, SIGKILL);
+    /* through the reaper (gpulaunch-exec): it kills the whole tree, setsid'd descendants too */
+    if (child > 0 && reap_request(child) < 0) kill(-child, SIGKILL);
     char msg[256];
     int n = snprintf(msg, sizeof msg, "gpulaunch: %s: the supervisor did not end within %.0f s of losing a rank; "
                      "its program was killed, leaving now (exit status %d)\n", log_identity(), l->o.grace_s,

@@ -9,12 +9,11 @@
 
 #include "common/check.h"
 #include "common/util.h"
-
-/* Lines longer than this are passed on in pieces (the rest continues without a prefix). */
-#define OUTPUT_MAX_LINE (1u << 20)
+#include "launcher/core/outq.h"
+#include "launcher/core/ranklog.h"
 
 int output_init(output_t *o, const char *prefix_mode, const char *host, int rank, int tail_lines,
-                const char *log_path) {
+                ranklog_t *log, outq_t *q) {
   memset(o, 0, sizeof *o);
   if (!prefix_mode || strcmp(prefix_mode, "host:rank") == 0)
     snprintf(o->prefix, sizeof o->prefix, "[%s:%d] ", host, rank);
@@ -25,13 +24,8 @@ int output_init(output_t *o, const char *prefix_mode, const char *host, int rank
     o->tail = calloc((size_t)o->tail_cap, sizeof *o->tail);
     ALLOCCHECK(o->tail);
   }
-  if (log_path && *log_path) {
-    o->log = fopen(log_path, "a");
-    if (!o->log) {
-      LOG_WARN("cannot open the log file %s: %s", log_path, strerror(errno));
-      return GPL_ESYS;
-    }
-  }
+  o->log = log;
+  o->q = q;
   return GPL_OK;
 }
 
@@ -72,28 +66,28 @@ static void keep_tail(output_t *o, const char *line, size_t len) {
   }
 }
 
-/* Emit one piece of a line; `end` says whether it ends the line. */
-static void emit(output_t *o, int is_err, const char *line, size_t len, int end) {
-  /* Build prefix + line + newline and write it in one go, so lines of different ranks that share
-   * mpirun's output channel are not mixed inside a line. */
-  size_t plen = o->midline[is_err] ? 0 : strlen(o->prefix);
+/* Emit one line, or one piece of an over-long line: prefix + text + newline in one go, so lines
+ * of different ranks that share an output channel are never mixed inside a line. */
+static void emit(output_t *o, int is_err, const char *line, size_t len) {
+  size_t plen = strlen(o->prefix);
   char stackbuf[8192];
-  size_t total = plen + len + (end ? 1 : 0);
+  size_t total = plen + len + 1;
   char *buf = total <= sizeof stackbuf ? stackbuf : malloc(total);
-  if (!buf) return;
-  memcpy(buf, o->prefix, plen);
-  memcpy(buf + plen, line, len);
-  if (end) buf[plen + len] = '\n';
-  if (o->sink) o->sink(o->sink_arg, is_err, buf, total);
-  else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, buf, total);
-  if (o->log) fwrite(buf, 1, total, o->log);
-  if (buf != stackbuf) free(buf);
-  if (end) {
-    o->lines[is_err]++;
-    if (is_err) keep_tail(o, line, len);
-    if (o->on_line) o->on_line(o->on_line_arg, is_err, line, len);
+  if (buf) {
+    memcpy(buf, o->prefix, plen);
+    memcpy(buf + plen, line, len);
+    buf[plen + len] = '\n';
+    if (o->sink) o->sink(o->sink_arg, is_err, buf, total);
+    else if (o->q) outq_write(o->q, is_err ? 2 : 1, buf, total);
+    else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, buf, total);
+    if (o->log) ranklog_write(o->log, buf, total);
+    if (buf != stackbuf) free(buf);
+  } else {
+    LOG_WARN("out of memory: a line of %zu bytes of the program's output was dropped", len);
   }
-  o->midline[is_err] = !end;
+  o->lines[is_err]++;
+  if (is_err) keep_tail(o, line, len);
+  if (o->on_line) o->on_line(o->on_line_arg, is_err, line, len);
 }
 
 static int append_partial(output_t *o, int s, const char *p, size_t n) {
@@ -110,33 +104,39 @@ static int append_partial(output_t *o, int s, const char *p, size_t n) {
   return 0;
 }
 
+/* The partial line plus n more bytes of buf, as one line (or piece). */
+static void emit_joined(output_t *o, int s, const char *buf, size_t n) {
+  if (!o->plen[s]) {
+    emit(o, s, buf, n);
+    return;
+  }
+  if (append_partial(o, s, buf, n) == 0) {
+    emit(o, s, o->partial[s], o->plen[s]);
+  } else { /* no memory to join them: two pieces rather than a loss */
+    emit(o, s, o->partial[s], o->plen[s]);
+    emit(o, s, buf, n);
+  }
+  o->plen[s] = 0;
+}
+
 void output_feed(output_t *o, int is_err, const char *buf, size_t len) {
   int s = is_err ? 1 : 0;
   while (len) {
     const char *nl = memchr(buf, '\n', len);
+    size_t n = nl ? (size_t)(nl - buf) : len;
+    if (o->plen[s] + n > OUTPUT_MAX_LINE) {
+      /* over the cap: a piece of exactly the cap now, the rest continues as a new piece */
+      size_t take = OUTPUT_MAX_LINE - o->plen[s];
+      emit_joined(o, s, buf, take);
+      buf += take;
+      len -= take;
+      continue;
+    }
     if (!nl) {
-      if (append_partial(o, s, buf, len) < 0) {
-        emit(o, s, buf, len, 0); /* no memory: pass it on rather than drop it */
-        return;
-      }
-      if (o->plen[s] >= OUTPUT_MAX_LINE) {
-        emit(o, s, o->partial[s], o->plen[s], 0);
-        o->plen[s] = 0;
-      }
+      if (append_partial(o, s, buf, len) < 0) emit_joined(o, s, buf, len);
       return;
     }
-    size_t n = (size_t)(nl - buf);
-    if (o->plen[s]) {
-      if (append_partial(o, s, buf, n) == 0) {
-        emit(o, s, o->partial[s], o->plen[s], 1);
-      } else {
-        emit(o, s, o->partial[s], o->plen[s], 0);
-        emit(o, s, buf, n, 1);
-      }
-      o->plen[s] = 0;
-    } else {
-      emit(o, s, buf, n, 1);
-    }
+    emit_joined(o, s, buf, n);
     buf = nl + 1;
     len -= n + 1;
   }
@@ -144,9 +144,9 @@ void output_feed(output_t *o, int is_err, const char *buf, size_t len) {
 
 void output_flush(output_t *o, int is_err) {
   int s = is_err ? 1 : 0;
-  if (o->plen[s] || o->midline[s]) emit(o, s, o->partial[s] ? o->partial[s] : "", o->plen[s], 1);
+  if (o->plen[s]) emit(o, s, o->partial[s], o->plen[s]);
   o->plen[s] = 0;
-  if (o->log) fflush(o->log);
+  if (o->log) ranklog_flush(o->log);
 }
 
 void output_clear_tail(output_t *o) {
@@ -185,6 +185,5 @@ void output_free(output_t *o) {
   free(o->tail);
   free(o->partial[0]);
   free(o->partial[1]);
-  if (o->log) fclose(o->log);
   memset(o, 0, sizeof *o);
 }

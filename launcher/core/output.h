@@ -6,17 +6,24 @@
 #include <stddef.h>
 #include <stdio.h>
 
+struct outq_s;
+struct ranklog_s;
+
+/* Lines longer than this are passed on in pieces of this size, each prefixed and ended, so no
+ * other rank's line can land inside one (a tqdm bar that only ever writes \r is such a line). */
+#define OUTPUT_MAX_LINE (1u << 20)
+
 typedef void (*output_line_fn)(void *arg, int is_err, const char *line, size_t len);
 /* Where prefixed lines go instead of our stdout/stderr (e.g. forwarded to rank 0). */
 typedef void (*output_sink_fn)(void *arg, int is_err, const char *data, size_t len);
 
 typedef struct output_s {
   char prefix[300];   /* "[host:rank] ", "[rank] " or "" */
-  FILE *log;          /* per-rank log file or NULL */
+  struct ranklog_s *log; /* per-rank log file or NULL */
+  struct outq_s *q;   /* where lines for our stdout/stderr go (NULL: written directly) */
   /* One partial line per stream (0 = stdout, 1 = stderr). */
   char *partial[2];
   size_t plen[2], pcap[2];
-  int midline[2];     /* an over-long line was cut: the next chunk continues it (no prefix) */
   /* Ring of the last stderr lines. */
   char **tail;
   int tail_cap, tail_n, tail_head;
@@ -27,9 +34,9 @@ typedef struct output_s {
   unsigned long long lines[2];
 } output_t;
 
-/* prefix_mode: "host:rank", "rank" or "none". log_path may be NULL. */
+/* prefix_mode: "host:rank", "rank" or "none". log and q may be NULL (borrowed, not owned). */
 int output_init(output_t *o, const char *prefix_mode, const char *host, int rank, int tail_lines,
-                const char *log_path);
+                struct ranklog_s *log, struct outq_s *q);
 /* Feed bytes read from the program's stdout (is_err = 0) or stderr (1). */
 void output_feed(output_t *o, int is_err, const char *buf, size_t len);
 /* End of a stream: a last line without newline is passed on with one added. */

@@ -15,11 +15,14 @@
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
-#include "launcher/core/ctl.h"
 #include "common/redact.h"
+#include "launcher/core/ctl.h"
 #include "launcher/core/exitcode.h"
 #include "launcher/core/liveness.h"
+#include "launcher/core/outq.h"
 #include "launcher/core/output.h"
+#include "launcher/core/ranklog.h"
+#include "launcher/core/reap.h"
 #include "launcher/core/sigorigin.h"
 #include "launcher/core/slurm.h"
 
@@ -94,6 +97,10 @@ typedef struct sup_s {
   uv_async_t live_async;
   int live_lost;        /* a rank was lost: ending the job without MPI */
   char live_what[1024];
+  outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
+  int reap_asked;       /* the reaper was asked to kill the program's whole tree */
+  pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
+  ranklog_t log;        /* [job] log_dir/rank-N.log */
 } sup_t;
 
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
@@ -147,7 +154,17 @@ const char *sup_locate_reason(const char *prog, int rc) {
 
 /* ---- the program ---- */
 
+static void on_kill_timeout(uv_timer_t *t);
+
 static void kill_group(sup_t *s, int sig) {
+  /* SIGKILL goes through the reaper (gpulaunch-exec), which kills every descendant, also those
+   * that left the group; the group's own SIGKILL would kill the reaper first. If the reaper does
+   * not end soon, the kill timer kills the group directly. */
+  if (sig == SIGKILL && s->running && !s->reap_asked && reap_request(s->pid) == 0) {
+    s->reap_asked = 1;
+    uv_timer_start(&s->kill_timer, on_kill_timeout, 2000, 0);
+    return;
+  }
   if (s->pid > 0 && kill(-s->pid, sig) < 0 && errno == ESRCH) {
     /* The group is empty; the leader may still be a zombie waiting for libuv. */
     if (s->running) kill(s->pid, sig);
@@ -205,19 +222,22 @@ static void fwd_sink(void *arg, int is_err, const char *data, size_t len) {
 }
 
 static void on_forwarded(void *arg, int src, int is_err, const char *data, size_t len) {
-  (void)arg;
+  sup_t *s = arg;
   (void)src;
-  output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
+  if (s->q) outq_write(s->q, is_err ? 2 : 1, data, len);
+  else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
-/* Backpressure: when rank 0 falls behind, stop reading the program's output (it then blocks in
- * write) rather than buffering without bound. */
+/* Backpressure: when rank 0 falls behind, or our own stdout does (its reader is slow), stop
+ * reading the program's output (it then blocks in write) rather than buffering without bound. */
 static void fwd_throttle(sup_t *s) {
-  /* Once the program has exited, its pipes are drained whatever the backlog. */
-  int over = !s->exited && s->ctl.out_inflight > FWD_MAX_INFLIGHT;
+  /* Once the program has exited, its pipes are drained whatever the backlog; so they are once it
+   * was told to stop: a program blocked in write could not write its checkpoint in the grace. */
+  int over = !s->exited && !s->forwarded && (s->ctl.out_inflight > FWD_MAX_INFLIGHT ||
+                            (s->q && outq_backlog(s->q) > OUTQ_HIGH));
   if (over == s->paused) return;
   s->paused = over;
   for (int i = 0; i < 2; i++) {
@@ -297,7 +317,9 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
   sup_t *s = st->loop->data;
   int i = st == (uv_stream_t *)&s->pipes[1];
   if (nread > 0) {
+    if (s->q) outq_poll(s->q); /* our own messages first, where they were written */
     output_feed(&s->out, i, buf->base, (size_t)nread);
+    if (s->q && !s->paused && outq_backlog(s->q) > OUTQ_HIGH) fwd_throttle(s);
     /* After the exit, the drain deadline counts idle time, not reading time. */
     if (s->exited) uv_timer_again(&s->drain_timer);
     return;
@@ -312,10 +334,15 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
 
 static void on_kill_timeout(uv_timer_t *t) {
   sup_t *s = t->loop->data;
-  if (s->running) {
-    LOG_WARN("rank %d: program did not end after the grace period; sending SIGKILL", s->job->rank);
-    kill_group(s, SIGKILL);
+  if (!s->running) return;
+  if (s->reap_asked) { /* the reaper did not end its tree in time: the group, directly */
+    LOG_WARN("rank %d: the program's reaper did not end; SIGKILL to its process group", s->job->rank);
+    kill(-s->pid, SIGKILL);
+    kill(s->pid, SIGKILL);
+    return;
   }
+  LOG_WARN("rank %d: program did not end after the grace period; sending SIGKILL", s->job->rank);
+  kill_group(s, SIGKILL);
 }
 
 static void on_tick(uv_timer_t *t) {
@@ -333,6 +360,7 @@ static void spawn(sup_t *s) {
   s->exited = s->reported = s->running = s->spawn_failed = 0;
   s->stop_requested = 0;
   s->forwarded = 0;
+  s->reap_asked = 0;
   s->paused = 0;
   s->status = 0;
   s->term_signal = 0;
@@ -703,6 +731,8 @@ static void co_check_deadline(sup_t *s) {
   }
   fprintf(stderr, "gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
   fflush(stderr);
+  outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
+  s->q = NULL;
   job_abort(s->job, code); /* MPI_Abort, or (a job of one, maybe without MPI) exit */
 }
 
@@ -758,6 +788,16 @@ static void on_poll(uv_timer_t *t) {
   sup_t *s = t->loop->data;
   ctl_msg_t m;
   live_tick(s->live);
+  if (s->launcher_ppid && getppid() != s->launcher_ppid) {
+    /* mpirun (or srun's step) is gone: no coordinator will ever answer. Leave now; the reaper
+     * sees us go and kills the program's whole tree. */
+    fprintf(stderr, "gpulaunch %s: the launcher (pid %d) is gone; ending rank %d and its program\n",
+            s->job->host, (int)s->launcher_ppid, s->job->rank);
+    if (s->running) reap_request(s->pid);
+    _exit(GPL_EXIT_INTERNAL);
+  }
+  if (s->q) outq_poll(s->q);
+  ranklog_flush(&s->log);
   fwd_flush(s, 0);
   fwd_flush(s, 1);
   int busy = s->exited && !s->reported;
@@ -776,7 +816,7 @@ static void on_poll(uv_timer_t *t) {
     if (s->co.finish_pending && co_verdict(s)) co_finish_attempt(s);
     co_check_deadline(s);
   }
-  if (s->o->forward_output && s->spawned && !s->reported) fwd_throttle(s);
+  if ((s->o->forward_output || s->q) && s->spawned && !s->reported) fwd_throttle(s);
 }
 
 /* ---- a lost rank (launcher/core/liveness.c) ---- */
@@ -853,6 +893,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->o = o;
   s->job = o->job;
   s->t0 = util_now();
+  s->launcher_ppid = o->job->under_launcher ? getppid() : 0;
   int rc = GPL_OK;
 
   /* gpulaunch-exec sits next to gpulaunch. */
@@ -872,15 +913,12 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     return GPL_ENOENT;
   }
 
-  char logpath[PATH_MAX] = "";
-  if (o->log_dir && *o->log_dir) {
-    if (util_mkdir_p(o->log_dir, 0755) < 0)
-      LOG_WARN("cannot create the log folder %s: %s; no per-rank log file", o->log_dir, strerror(errno));
-    else
-      snprintf(logpath, sizeof logpath, "%s/rank-%d.log", o->log_dir, o->job->rank);
-  }
-  CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines,
-                        logpath[0] ? logpath : NULL), rc, fail_out);
+  /* Every rank opens its log file before any program starts: one that cannot stops the job now,
+   * named, on every rank at once. */
+  CHECKGOTO(ranklog_open(&s->log, o->job, o->log_dir, o->log_dir_origin), rc, fail_out);
+  if (outq_start(&s->q) < 0) s->q = NULL;
+  CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines, &s->log, s->q),
+            rc, fail_out);
   s->out.on_line = on_line;
   s->out.on_line_arg = s;
   if (o->forward_output && o->job->rank != 0) {
@@ -937,6 +975,13 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_walk(&s->loop, close_walk, NULL);
   uv_run(&s->loop, UV_RUN_DEFAULT);
   uv_loop_close(&s->loop);
+  /* What is still queued goes out; a reader that takes none for this long loses it (counted). A
+   * job stopped by a signal must leave soon: the scheduler's own deadline runs. */
+  outq_stop(s->q, s->sig_received ? 1.0 : 10.0);
+  s->q = NULL;
+  int lost = ranklog_finish(&s->log, o->job, !s->live_lost);
+  if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
+  res->log_incomplete = lost > 0;
 
   res->exit_code = s->exit_code;
   res->attempts = s->attempt + 1;
@@ -968,6 +1013,8 @@ fail_ctl:
   strbuf_free(&s->fwd[0]);
   strbuf_free(&s->fwd[1]);
 fail_out:
+  outq_stop(s->q, 1.0);
+  ranklog_close(&s->log);
   free(s->co.down);
   free(s->co.sig_seen);
   free(s);

@@ -37,6 +37,7 @@ typedef struct sup_opts_s {
   const char *workdir;    /* NULL: inherit */
   const char *prefix;     /* "host:rank" | "rank" | "none" */
   const char *log_dir;    /* NULL/"": no per-rank log file */
+  const char *log_dir_origin; /* where log_dir was set ("train.conf:4"), for messages */
   int tail_lines;         /* stderr lines quoted in the root cause */
   double grace;           /* forwarded terminating signal -> SIGKILL */
   double stop_timeout;    /* another rank failed: SIGTERM -> SIGKILL */
@@ -62,6 +63,7 @@ typedef struct sup_result_s {
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */
+  int log_incomplete;   /* some rank's log file could not be written in full (exit status 76) */
 } sup_result_t;
 
 /* Run the program on every rank until the job ends; *res is filled on every rank. Returns 0 (the

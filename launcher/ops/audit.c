@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,10 @@
 #include <openssl/evp.h>
 
 #include "common/check.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "common/redact.h"
+#include "launcher/ops/redact_json.h"
 
 #define LOCK_TIMEOUT_S 10.0
 
@@ -49,8 +52,16 @@ void audit_info_init(audit_info_t *info) {
 
 int audit_file_sha256(const char *path, char hex[65]) {
   hex[0] = 0;
-  FILE *f = fopen(path, "rbe");
-  if (!f) return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  /* a regular file only: the config may have been swapped for a FIFO since it was read */
+  int fd;
+  char err[PATH_MAX + 128];
+  int orc = safefile_open_read(path, &fd, NULL, err, sizeof err);
+  if (orc < 0) return orc == GPL_ENOENT ? GPL_ENOENT : GPL_ESYS;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return GPL_ESYS;
+  }
   EVP_MD_CTX *ctx = EVP_MD_CTX_new();
   int rc = GPL_ESYS;
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -71,9 +82,13 @@ int audit_file_sha256(const char *path, char hex[65]) {
 }
 
 int audit_append_line(const char *path, const char *line) {
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    LOG_WARN("audit log %s: cannot open: %s", path, strerror(errno));
+  /* O_NOFOLLOW, 0600, in a folder of ours or root's, an existing file ours with one link: a
+   * link planted in a shared log folder must not make a root job append to another file. */
+  int fd;
+  char err[PATH_MAX + 200];
+  int orc = safefile_open_append(path, &fd, err, sizeof err);
+  if (orc < 0) {
+    LOG_WARN("audit log: cannot open it: %s", err);
     return GPL_ESYS;
   }
   struct stat st;
@@ -150,13 +165,10 @@ static cJSON *base_line(const char *event, const audit_info_t *info) {
 
 static int write_obj(const char *path, cJSON *o) {
   if (!o) return GPL_ENOMEM;
-  char *txt = cJSON_PrintUnformatted(o);
+  /* Values were redacted on the way in; this catches a secret in any other string (a host name
+   * will not hold one, a config path might), string by string: the line stays JSON. */
+  char *clean = redact_json(o) == 0 ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
-  if (!txt) return GPL_ENOMEM;
-  /* Values were redacted on the way in; this catches a secret anywhere else (a host name will
-   * not hold one, a config path might). */
-  char *clean = redact_text(txt, strlen(txt));
-  free(txt);
   if (!clean) return GPL_ENOMEM;
   int rc = audit_append_line(path, clean);
   free(clean);

@@ -7,7 +7,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/safefile.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
@@ -190,6 +192,14 @@ static void make_tar(const char *out, double timeout) {
   util_strlcpy(c, out, sizeof c);
   const char *parent = dirname(a), *base = basename(c);
   snprintf(tarpath, sizeof tarpath, "%s.tar.gz", out);
+  /* Made by us first (no link followed, 0600): tar then writes into that file. */
+  char err[4400];
+  int tfd;
+  if (safefile_open_write(tarpath, &tfd, err, sizeof err) < 0) {
+    LOG_WARN("diag: no tarball: %s", err);
+    return;
+  }
+  close(tfd);
   char *argv[] = {"tar", "-czf", tarpath, "-C", (char *)parent, (char *)base, NULL};
   char *msg = NULL;
   int st = 0;
@@ -229,7 +239,7 @@ int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_
   snprintf(host_dir, sizeof host_dir, "%s/%s", out, job ? job->host : util_hostname());
   int rc = 0;
   if (leader) {
-    if (util_mkdir_p(host_dir, 0755) < 0) {
+    if (util_mkdir_p(host_dir, 0700) < 0) {
       LOG_WARN("diag: cannot create %s: %s", host_dir, strerror(errno));
       rc = GPL_ESYS;
     } else {

@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "launcher/ops/diag.h"
 #include "common/redact.h"
+#include "common/safefile.h"
 
 extern char **environ;
 
@@ -94,9 +95,10 @@ int diag_write(const char *dir, const char *name, const char *text) {
   char *clean = redact_text(text ? text : "", text ? strlen(text) : 0);
   if (!clean) return GPL_ENOMEM;
   int rc = 0;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    LOG_WARN("diag: cannot write %s: %s", path, strerror(errno));
+  int fd;
+  char err[4096 + 200];
+  if (safefile_open_write(path, &fd, err, sizeof err) < 0) {
+    LOG_WARN("diag: cannot write: %s", err);
     rc = GPL_ESYS;
   } else {
     size_t n = strlen(clean), off = 0;

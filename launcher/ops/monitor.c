@@ -2,6 +2,7 @@
 #include "launcher/ops/monitor.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/ops/monitor_int.h"
 
@@ -96,12 +98,12 @@ static int make(monitor_t **out, const mon_opts_t *opts, int rank, const char *h
     m->metrics_path = mon__expand_path(opts->metrics, rank, m->host, 0);
     if (!m->metrics_path) goto oom;
     /* O_APPEND + one write(2) per line: ranks of a node may share one file. */
-    m->metrics_fd = open(m->metrics_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (m->metrics_fd < 0) {
-      int e = errno;
-      LOG_WARN("monitor: cannot open the metrics file %s: %s", m->metrics_path, strerror(e));
+    char err[PATH_MAX + 200];
+    int orc = safefile_open_append(m->metrics_path, &m->metrics_fd, err, sizeof err);
+    if (orc < 0) {
+      LOG_WARN("monitor: cannot open the metrics file: %s", err);
       mon_destroy(m);
-      return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+      return orc;
     }
   }
   if (opts->prom && *opts->prom) {

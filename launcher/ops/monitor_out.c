@@ -1,5 +1,6 @@
 /* Monitor outputs: per-rank output paths and the Prometheus textfile (written atomically). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/ops/monitor_int.h"
@@ -162,9 +164,20 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
     strbuf_free(&b);
     return GPL_ENOMEM;
   }
-  snprintf(tmp, plen, "%s.tmp.%d", path, (int)getpid());
+  /* A fresh name (mkostemp: O_EXCL, 0600) in a checked folder, renamed over the file: rename
+   * replaces a planted link itself instead of writing through it. */
+  snprintf(tmp, plen, "%s.XXXXXX", path);
   int rc = GPL_ESYS;
-  FILE *f = fopen(tmp, "we");
+  char err[512];
+  FILE *f = NULL;
+  if (safefile_check_parent(path, err, sizeof err) < 0) {
+    LOG_WARN("monitor: Prometheus textfile: %s", err);
+    errno = EPERM;
+  } else {
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f) close(fd), unlink(tmp);
+  }
   if (f) {
     size_t n = fwrite(strbuf_str(&b), 1, b.len, f);
     int bad = n != b.len;

@@ -1,4 +1,7 @@
 /* One monitor sample as a JSON line (the --metrics format) and back (the replay source). */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +76,23 @@ static int num(const cJSON *o, const char *key, double *out) {
   return 1;
 }
 
-static uint64_t u64(double v) { return v <= 0 ? 0 : (uint64_t)(v + 0.5); }
+/* Numbers from a file are range-checked before conversion: (int)1e11 or (uint64_t)1e30 is
+ * undefined behaviour, and a "rank" that wrapped could apply a line to every rank. */
+static uint64_t u64(double v) {
+  if (!(v > 0)) return 0;
+  return v >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(v + 0.5);
+}
+
+/* A whole number in [lo, hi], or 0 (the field is refused). */
+static int int_in(double v, double lo, double hi, int *out) {
+  if (!(v >= lo && v <= hi) || v != floor(v)) return 0;
+  *out = (int)v;
+  return 1;
+}
+
+static int finite_in(const cJSON *o, const char *key, double *out) {
+  return num(o, key, out) && isfinite(*out);
+}
 
 int mon_sample_from_json(const char *line, mon_sample_t *s) {
   memset(s, 0, sizeof *s);
@@ -86,27 +105,31 @@ int mon_sample_from_json(const char *line, mon_sample_t *s) {
   double v, w;
   int rc = GPL_EINVAL;
   int have_t = num(o, "t", &s->t);
-  if (num(o, "rank", &v)) s->rank = (int)v;
-  if (num(o, "busy", &s->busy_pct) || num(o, "sm", &s->busy_pct)) s->have |= MON_HAVE_BUSY;
-  if (num(o, "sm_active", &s->sm_active_pct)) {
+  if (have_t && (!isfinite(s->t) || s->t < 0 || s->t > 1e12)) goto done; /* the time axis */
+  /* a rank that is not one (99999999999, -3, 1.5): the line is not a sample, not everyone's */
+  const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "rank");
+  if (rk && !(cJSON_IsNumber(rk) && int_in(rk->valuedouble, 0, INT_MAX, &s->rank))) goto done;
+  /* "busy" since the monitor names NVML's busy time for what it is; "sm" in older recordings. */
+  if (finite_in(o, "busy", &s->busy_pct) || finite_in(o, "sm", &s->busy_pct)) s->have |= MON_HAVE_BUSY;
+  if (finite_in(o, "sm_active", &s->sm_active_pct)) {
     s->have |= MON_HAVE_SM_ACTIVE;
-    num(o, "sm_occupancy", &s->sm_occupancy_pct);
+    finite_in(o, "sm_occupancy", &s->sm_occupancy_pct);
   }
   if (!have_t && !(s->have & (MON_HAVE_BUSY | MON_HAVE_SM_ACTIVE))) goto done;
-  if (num(o, "mem_util", &s->mem_util_pct)) s->have |= MON_HAVE_MEMUTIL;
+  if (finite_in(o, "mem_util", &s->mem_util_pct)) s->have |= MON_HAVE_MEMUTIL;
   if (num(o, "mem_used", &v)) {
     s->have |= MON_HAVE_MEM;
     s->mem_used = u64(v);
     if (num(o, "mem_total", &w)) s->mem_total = u64(w);
   }
-  if (num(o, "power_w", &s->power_w)) s->have |= MON_HAVE_POWER;
-  if (num(o, "temp_c", &s->temp_c)) s->have |= MON_HAVE_TEMP;
+  if (finite_in(o, "power_w", &s->power_w)) s->have |= MON_HAVE_POWER;
+  if (finite_in(o, "temp_c", &s->temp_c)) s->have |= MON_HAVE_TEMP;
   if (num(o, "sm_clock_mhz", &v)) {
     s->have |= MON_HAVE_CLOCKS;
-    s->sm_clock_mhz = (unsigned)u64(v);
-    if (num(o, "mem_clock_mhz", &w)) s->mem_clock_mhz = (unsigned)u64(w);
+    s->sm_clock_mhz = (unsigned)GPL_MIN(u64(v), UINT32_MAX);
+    if (num(o, "mem_clock_mhz", &w)) s->mem_clock_mhz = (unsigned)GPL_MIN(u64(w), UINT32_MAX);
   }
-  if (num(o, "pcie_rx_kbs", &s->pcie_rx_kbs) | num(o, "pcie_tx_kbs", &s->pcie_tx_kbs))
+  if (finite_in(o, "pcie_rx_kbs", &s->pcie_rx_kbs) | finite_in(o, "pcie_tx_kbs", &s->pcie_tx_kbs))
     s->have |= MON_HAVE_PCIE;
   if (num(o, "throttle", &v)) {
     s->have |= MON_HAVE_THROTTLE;
@@ -117,9 +140,9 @@ int mon_sample_from_json(const char *line, mon_sample_t *s) {
     if (num(o, "ecc_corrected", &v)) s->ecc_corrected = u64(v);
     if (num(o, "ecc_uncorrected", &w)) s->ecc_uncorrected = u64(w);
   }
-  if (num(o, "xid", &v)) {
-    s->xid = (int)v;
-    s->nxid = num(o, "nxid", &w) ? (int)w : 1;
+  if (num(o, "xid", &v) && int_in(v, 0, INT_MAX, &s->xid)) {
+    s->nxid = 1;
+    if (num(o, "nxid", &w) && !int_in(w, 0, INT_MAX, &s->nxid)) s->nxid = 1;
   }
   rc = 0;
 done:

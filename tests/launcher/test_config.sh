@@ -157,7 +157,6 @@ cat >>"$T/decimal.conf" <<CONF
 command = $PROG 'x # y' z # not an argument
 restarts = 010 # ten
 master_port = 020000
-[env]
 [ env ]
 GPL_SPACED = 1
 CONF

@@ -10,13 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/core/childenv.h"
 #include "launcher/core/conf.h"
+#include "launcher/core/envset.h"
 #include "launcher/core/output.h"
+#include "common/safefile.h"
 
 static char g_dir[64];
 
@@ -225,7 +228,7 @@ static void test_output_lines(void **st) {
   int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
   dup2(fd, 1);
   output_t o;
-  assert_int_equal(output_init(&o, "host:rank", "h", 3, 2, NULL), 0);
+  assert_int_equal(output_init(&o, "host:rank", "h", 3, 2, NULL, NULL), 0);
   const char *chunks[] = {"al", "pha\nbe", "ta\n\ngam", "ma"};
   for (int i = 0; i < 4; i++) output_feed(&o, 0, chunks[i], strlen(chunks[i]));
   output_flush(&o, 0);
@@ -246,6 +249,71 @@ static void test_output_lines(void **st) {
   output_free(&o);
 }
 
+/* envset: each key once, at its first place, with its last value; built in linear time. */
+static void test_envset(void **st) {
+  (void)st;
+  envset_t e = {0};
+  assert_int_equal(envset_add(&e, "A", 1, "1"), 0);
+  assert_int_equal(envset_add_kv(&e, "B=2"), 0);
+  assert_int_equal(envset_add(&e, "A", 1, "3"), 0);
+  assert_int_equal(envset_add(&e, "AB", 2, "4"), 0);
+  assert_int_equal(envset_add(&e, "B", 1, "5"), 0);
+  assert_string_equal(envset_get(&e, "A"), "3");
+  assert_int_equal(envset_finish(&e), 0);
+  assert_int_equal(e.n, 3);
+  assert_string_equal(e.v[0], "A=3");
+  assert_string_equal(e.v[1], "B=5");
+  assert_string_equal(e.v[2], "AB=4");
+  assert_null(e.v[3]);
+  envset_free(&e);
+  /* 200k entries, 100k keys: well under a second (a search per entry took minutes) */
+  double t0 = util_now();
+  char k[32];
+  for (int i = 0; i < 200000; i++) {
+    snprintf(k, sizeof k, "K%d", i % 100000);
+    assert_int_equal(envset_add(&e, k, strlen(k), "v"), 0);
+  }
+  assert_int_equal(envset_finish(&e), 0);
+  assert_int_equal(e.n, 100000);
+  assert_true(util_now() - t0 < 5.0);
+  envset_free(&e);
+}
+
+/* safefile: no link followed, 0600, other kinds of files refused, reads capped. */
+static void test_safefile(void **st) {
+  (void)st;
+  char path[256], link[256], err[512];
+  snprintf(path, sizeof path, "%s/sf.txt", g_dir);
+  snprintf(link, sizeof link, "%s/sf.link", g_dir);
+  int fd;
+  assert_int_equal(safefile_open_append(path, &fd, err, sizeof err), 0);
+  assert_int_equal(write(fd, "abc", 3), 3);
+  close(fd);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+  assert_int_equal(symlink(path, link), 0);
+  assert_int_equal(safefile_open_append(link, &fd, err, sizeof err), GPL_ESYS);
+  assert_non_null(strstr(err, "symbolic link"));
+  assert_int_equal(safefile_open_write(link, &fd, err, sizeof err), GPL_ESYS);
+  char *txt;
+  size_t n;
+  assert_int_equal(safefile_read(path, 100, &txt, &n, err, sizeof err), 0);
+  assert_int_equal(n, 3);
+  free(txt);
+  assert_int_equal(safefile_read(path, 2, &txt, &n, err, sizeof err), GPL_ERANGE);
+  assert_int_equal(safefile_read("/dev/zero", 100, &txt, &n, err, sizeof err), GPL_EINVAL);
+  assert_non_null(strstr(err, "character device"));
+  assert_int_equal(safefile_read(g_dir, 100, &txt, &n, err, sizeof err), GPL_EINVAL);
+  /* /proc files say size 0 and have content */
+  assert_int_equal(safefile_read("/proc/self/status", 1 << 20, &txt, &n, err, sizeof err), 0);
+  assert_true(n > 0);
+  free(txt);
+  assert_int_equal(safefile_check_parent("/no/such/dir/x", err, sizeof err), GPL_ENOENT);
+  unlink(link);
+  unlink(path);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/gpl-units.XXXXXX");
   if (!mkdtemp(g_dir)) return 1;
@@ -253,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_conf_defaults), cmocka_unit_test(test_conf_values),
       cmocka_unit_test(test_conf_errors),   cmocka_unit_test(test_split_words),
       cmocka_unit_test(test_parsers),       cmocka_unit_test(test_output_lines),
+      cmocka_unit_test(test_envset),        cmocka_unit_test(test_safefile),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[128];

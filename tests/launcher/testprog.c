@@ -35,7 +35,8 @@ static void on_sig(int s) {
 static int usage(void) {
   fprintf(stderr,
           "testprog env | burst N | fail RANK CODE DELAY | signals [SECONDS] | restart RANK |\n"
-          "         orphan RANK | killself RANK SIGNO | sleep SECONDS   (files go to $GPL_TEST_DIR)\n");
+          "         orphan RANK | killself RANK SIGNO | sleep SECONDS | flood | tree [SECONDS] |\n"
+          "         longline N   (files go to $GPL_TEST_DIR)\n");
   return 2;
 }
 
@@ -122,6 +123,51 @@ int main(int argc, char **argv) {
       raise(atoi(argv[3]));
     }
     sleep(60);
+    return 0;
+  }
+  if (strcmp(cmd, "flood") == 0) {
+    /* Writes stdout lines as fast as it can; SIGTERM is stamped and ends it (143). */
+    signal(SIGTERM, on_sig);
+    stamp("ready");
+    for (long i = 0;; i++) printf("flood rank=%d line=%ld %s\n", g_rank, i, "0123456789abcdef0123456789abcdef");
+  }
+  if (strcmp(cmd, "tree") == 0) {
+    /* Two descendants: one in the program's process group, one that left it (setsid), each
+     * grandchild sleeping long; their pids go to tree.RANK. Then sleeps (argv[2] s, default 60). */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tree.%d", g_dir, g_rank);
+    FILE *f = fopen(path, "w");
+    for (int k = 0; k < 2; k++) {
+      pid_t p = fork();
+      if (p == 0) {
+        if (k == 1) setsid();
+        execlp("sleep", "sleep", "88.5", (char *)NULL);
+        _exit(1);
+      }
+      if (f) fprintf(f, "%d\n", (int)p);
+    }
+    if (f) fclose(f);
+    stamp("ready");
+    usleep((useconds_t)((argc > 2 ? atof(argv[2]) : 60) * 1e6));
+    return 0;
+  }
+  if (strcmp(cmd, "longline") == 0 && argc > 2) {
+    /* One line of N bytes (the rank's letter), written in small pieces with pauses, so that the
+     * ranks' long lines are in flight at the same time; then a tqdm-like bar: \r, no newline. */
+    long n = atol(argv[2]);
+    char c = (char)('a' + (g_rank % 26));
+    char chunk[4096];
+    memset(chunk, c, sizeof chunk);
+    for (long left = n; left > 0;) {
+      long k = left < (long)sizeof chunk ? left : (long)sizeof chunk;
+      fwrite(chunk, 1, (size_t)k, stdout);
+      fflush(stdout);
+      left -= k;
+      if ((left / (long)sizeof chunk) % 64 == 0) usleep(1000);
+    }
+    printf("\n");
+    for (int i = 0; i < 3000; i++) printf("\r%c progress %d%%%s", c, i % 100, "          ");
+    fflush(stdout);
     return 0;
   }
   if (strcmp(cmd, "sleep") == 0 && argc > 2) {

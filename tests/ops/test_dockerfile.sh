@@ -82,12 +82,27 @@ done < <(grep -rhoE 'pkg_check_modules\([A-Z_]+ [^)]*\)' --include=CMakeLists.tx
          sed -E 's/.* ([a-z][a-z0-9_-]*)(>=[0-9.]+)?\)$/\1/' | sort -u)
 has libopenmpi-dev || fail "Open MPI (libopenmpi-dev) missing"
 
-# install-deps.sh's build libraries (its lib*-dev packages) are in the image, less cmocka.
+# install-deps.sh's build libraries (the lib*-dev packages of its pkgs list) are in the image;
+# its test_pkgs list (cmocka, clang for the fuzzers) is what only the tests need: the image may
+# leave those out, so no library the build itself looks for may hide there.
 if [[ -f $src/scripts/install-deps.sh ]]; then
+  deps=$src/scripts/install-deps.sh
+  build_list=$(sed -n '/^pkgs=(/,/^)/p' "$deps")
+  test_list=$(sed -n '/^test_pkgs=(/,/^)/p' "$deps")
+  [[ -n $build_list ]] || fail "scripts/install-deps.sh has no pkgs=( ... ) list"
   while read -r p; do
-    [[ $p == libcmocka-dev && $tests_off == 1 ]] && continue
     has "$p" || fail "scripts/install-deps.sh installs $p but the image does not"
-  done < <(grep -oE '\blib[a-z0-9.+-]+-dev\b' "$src/scripts/install-deps.sh" | sort -u)
+  done < <(grep -oE '\blib[a-z0-9.+-]+-dev\b' <<<"$build_list" | sort -u)
+  for mod in "${!provider[@]}"; do
+    [[ $mod == cmocka ]] && continue
+    p=${provider[$mod]}
+    grep -qw -- "$p" <<<"$test_list" &&
+      fail "$p (pkg-config $mod, needed to build) is in install-deps.sh's test-only list"
+  done
+  # Every package of either list is one of the two lists only.
+  while read -r p; do
+    grep -qw -- "$p" <<<"$build_list" && fail "$p is in both lists of scripts/install-deps.sh"
+  done < <(sed -e '1d;$d' <<<"$test_list" | tr ' ' '\n' | grep -v '^#' | grep -E '^[a-z0-9]')
 fi
 
 # The entrypoint is the binary `cmake --install --prefix P` puts in P/bin, in exec form.

@@ -553,6 +553,24 @@ static void test_bad_options_and_missing_replay(void **state) {
   free(cap_end());
 }
 
+/* Issue 14: numbers from a replay file are checked before they are converted; a rank that is
+ * not one (it went through (int) and applied to every rank) makes the line no sample. */
+static void test_numbers_range_checked(void **state) {
+  (void)state;
+  mon_sample_t s;
+  assert_int_equal(mon_sample_from_json("{\"t\": 1, \"rank\": 99999999999, \"sm\": 5}", &s), GPL_EINVAL);
+  assert_int_equal(mon_sample_from_json("{\"t\": 1, \"rank\": -3, \"sm\": 5}", &s), GPL_EINVAL);
+  assert_int_equal(mon_sample_from_json("{\"t\": 1, \"rank\": 1.5, \"sm\": 5}", &s), GPL_EINVAL);
+  assert_int_equal(mon_sample_from_json("{\"t\": 1, \"rank\": \"2\", \"sm\": 5}", &s), GPL_EINVAL);
+  assert_int_equal(mon_sample_from_json("{\"t\": 1e300, \"sm\": 5}", &s), GPL_EINVAL);
+  assert_int_equal(mon_sample_from_json("{\"t\": 2, \"rank\": 7, \"sm\": 40, \"mem_used\": 1e30, "
+                                        "\"xid\": 1e20, \"sm_clock_mhz\": 1e12}", &s), 0);
+  assert_int_equal(s.rank, 7);
+  assert_true(s.mem_used == UINT64_MAX);
+  assert_int_equal(s.nxid, 0); /* an xid that is not one is left out */
+  assert_true(s.sm_clock_mhz == UINT32_MAX);
+}
+
 int main(int argc, char **argv) {
   g_data = argc > 1 ? argv[1] : "tests/ops/data";
   snprintf(g_tmp, sizeof g_tmp, "/tmp/gpl-ops-mon-XXXXXX");
@@ -574,6 +592,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_oom_cause_has_peak_memory),
       cmocka_unit_test(test_supervisor_hooks),
       cmocka_unit_test(test_bad_options_and_missing_replay),
+      cmocka_unit_test(test_numbers_range_checked),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[300];

@@ -79,11 +79,53 @@ static void test_argv(void **state) {
   assert_string_equal(redact_env_value("AWS_KEY", ""), "");
 }
 
+/* Issue 14: names and argument forms that leaked. */
+static void test_more_names_and_forms(void **state) {
+  (void)state;
+  check("MYSQL_PWD=hunter22", "MYSQL_PWD=<redacted>");
+  check("DOCKER_PASS=dp1 GITLAB_PAT=glpat-x SENTRY_DSN=https://k@o.ingest/1",
+        "DOCKER_PASS=<redacted> GITLAB_PAT=<redacted> SENTRY_DSN=<redacted>");
+  check("PWD=/home/alice OLDPWD=/tmp PATH=/bin", "PWD=/home/alice OLDPWD=/tmp PATH=/bin");
+  check("python t.py --hf_token hf_abcdef --lr 3", "python t.py --hf_token <redacted> --lr 3");
+  check("run --pw=x1 --jwt eyJhbGciOi.x.y --db-pass 'a b' --pass-word=z",
+        "run --pw=<redacted> --jwt <redacted> --db-pass '<redacted>' --pass-word=<redacted>");
+  check("mysql --user root -p s3cret db", "mysql --user root -p <redacted> db");
+  check("mysql -u root -ps3cret db", "mysql -u root -p<redacted> db");
+  check("ssh -p 2222 host", "ssh -p 2222 host"); /* a port */
+  check("curl -H 'Authorization: Bearer abc.def.ghi' x", "curl -H 'Authorization: <redacted> <redacted>' x");
+  check("Authorization: Bearer abc.def", "Authorization: <redacted> <redacted>");
+  assert_true(util_is_secret_name("MYSQL_PWD"));
+  assert_true(util_is_secret_name("GITLAB_PAT"));
+  assert_true(util_is_secret_name("SENTRY_DSN"));
+  assert_true(util_is_secret_name("DOCKER_PASS"));
+  assert_false(util_is_secret_name("PWD"));
+  assert_false(util_is_secret_name("PATH"));
+  assert_false(util_is_secret_name("BYPASS_CACHE"));
+  char *a1[] = {"mysql", "-u", "root", "-p", "pw1", "-pAttached", NULL};
+  char **r = redact_argv(a1, 6);
+  assert_non_null(r);
+  assert_string_equal(r[4], "<redacted>");
+  assert_string_equal(r[5], "-p<redacted>");
+  util_free_argv(r);
+  char *a2[] = {"train", "--user=bob", "-p", "pw2", "--hf_token", "hf_x", "--jwt", "j", NULL};
+  r = redact_argv(a2, 8);
+  assert_non_null(r);
+  assert_string_equal(r[3], "<redacted>");
+  assert_string_equal(r[5], "<redacted>");
+  assert_string_equal(r[7], "<redacted>");
+  util_free_argv(r);
+  char *a3[] = {"ssh", "-p", "22", "host", NULL};
+  r = redact_argv(a3, 4);
+  assert_non_null(r);
+  assert_string_equal(r[2], "22");
+  util_free_argv(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_by_name),       cmocka_unit_test(test_keeps_the_rest),
       cmocka_unit_test(test_url_password),  cmocka_unit_test(test_env_values_anywhere),
-      cmocka_unit_test(test_argv),
+      cmocka_unit_test(test_argv),          cmocka_unit_test(test_more_names_and_forms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,296 @@
+/* Safe file creation (O_NOFOLLOW, 0600, checked folder and file) and bounded reads of regular files. */
+#include "common/safefile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "gpulaunch/error.h"
+
+static const char *kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a folder";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISLNK(m)) return "a symbolic link";
+  return "not a regular file";
+}
+
+static int trusted_owner(uid_t uid) { return uid == geteuid() || uid == 0; }
+
+/* The folder part of path ("." when none) and the last component. */
+static int split(const char *path, char *dir, size_t dlen, const char **base) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) {
+    util_strlcpy(dir, ".", dlen);
+    *base = path;
+  } else {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= dlen) return -1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    *base = slash + 1;
+  }
+  return **base && strcmp(*base, ".") != 0 && strcmp(*base, "..") != 0 ? 0 : -1;
+}
+
+/* Symbolic links on the way to dir: each must be owned by this user or root, or whoever owns it
+ * decides where our files land. */
+static int check_links(const char *dir, char *err, size_t errlen) {
+  char abs[PATH_MAX];
+  if (dir[0] == '/') {
+    util_strlcpy(abs, dir, sizeof abs);
+  } else {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return GPL_OK; /* a vanished cwd fails at open */
+    util_fmt(abs, sizeof abs, "%s/%s", cwd, dir);
+  }
+  for (char *p = abs + 1;; p++) {
+    if (*p != '/' && *p) continue;
+    char keep = *p;
+    *p = 0;
+    struct stat st;
+    if (lstat(abs, &st) == 0 && S_ISLNK(st.st_mode) && !trusted_owner(st.st_uid)) {
+      util_fmt(err, errlen, "%s is a symbolic link owned by another user (uid %u); refusing to "
+               "write through it", abs, (unsigned)st.st_uid);
+      return GPL_EINVAL;
+    }
+    *p = keep;
+    if (!keep) break;
+  }
+  return GPL_OK;
+}
+
+static int check_dir_stat(const char *dir, const struct stat *st, char *err, size_t errlen) {
+  if (!S_ISDIR(st->st_mode)) {
+    util_fmt(err, errlen, "%s: %s, not a folder", dir, kind_of(st->st_mode));
+    return GPL_EINVAL;
+  }
+  if (!trusted_owner(st->st_uid)) {
+    util_fmt(err, errlen, "the folder %s belongs to another user (uid %u); use a folder of "
+             "your own", dir, (unsigned)st->st_uid);
+    return GPL_EINVAL;
+  }
+  if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+    util_fmt(err, errlen, "the folder %s is writable by other users (mode %04o) without the "
+             "sticky bit: they could replace what gpulaunch writes there (chmod go-w or +t)",
+             dir, (unsigned)(st->st_mode & 07777));
+    return GPL_EINVAL;
+  }
+  return GPL_OK;
+}
+
+int safefile_check_dir(const char *dir, char *err, size_t errlen) {
+  int rc = check_links(dir, err, errlen);
+  if (rc < 0) return rc;
+  struct stat st;
+  if (stat(dir, &st) < 0) {
+    util_fmt(err, errlen, "%s: %s", dir, strerror(errno));
+    return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  }
+  return check_dir_stat(dir, &st, err, errlen);
+}
+
+int safefile_check_parent(const char *path, char *err, size_t errlen) {
+  char dir[PATH_MAX];
+  const char *base;
+  if (!path || split(path, dir, sizeof dir, &base) < 0) {
+    util_fmt(err, errlen, "'%s' is not a file name", path ? path : "");
+    return GPL_EINVAL;
+  }
+  int rc = safefile_check_dir(dir, err, errlen);
+  if (rc == GPL_ENOENT) util_fmt(err, errlen, "%s: the folder %s does not exist", path, dir);
+  return rc;
+}
+
+static int open_out(const char *path, int flags, int *fd_out, char *err, size_t errlen) {
+  *fd_out = -1;
+  char dir[PATH_MAX];
+  const char *base;
+  if (!path || split(path, dir, sizeof dir, &base) < 0) {
+    util_fmt(err, errlen, "'%s' is not a file name", path ? path : "");
+    return GPL_EINVAL;
+  }
+  int rc = check_links(dir, err, errlen);
+  if (rc < 0) return rc;
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    int e = errno;
+    util_fmt(err, errlen, "%s: the folder %s: %s", path, dir, strerror(e));
+    return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  }
+  struct stat st;
+  if (fstat(dfd, &st) < 0 || (rc = check_dir_stat(dir, &st, err, errlen)) < 0) {
+    if (rc == GPL_OK) util_fmt(err, errlen, "%s: %s", dir, strerror(errno)), rc = GPL_ESYS;
+    close(dfd);
+    return rc;
+  }
+  /* O_NONBLOCK: a FIFO planted under the name must not hold us in open(). */
+  int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | flags,
+                  0600);
+  int e = errno;
+  if (fd < 0) {
+    /* Say what is there: the kernel answers a planted link with ELOOP, or EACCES in a sticky
+     * folder; a FIFO without a reader with ENXIO. */
+    struct stat ls;
+    int there = fstatat(dfd, base, &ls, AT_SYMLINK_NOFOLLOW) == 0;
+    close(dfd);
+    if (e == ELOOP || (there && S_ISLNK(ls.st_mode)))
+      util_fmt(err, errlen, "%s is a symbolic link; refusing to write through it", path);
+    else if (e == ENXIO || (there && (S_ISFIFO(ls.st_mode) || S_ISSOCK(ls.st_mode))))
+      util_fmt(err, errlen, "%s is a FIFO or socket, not a regular file", path);
+    else if (there && !trusted_owner(ls.st_uid))
+      util_fmt(err, errlen, "%s belongs to another user (uid %u); refusing to write to it", path,
+               (unsigned)ls.st_uid);
+    else
+      util_fmt(err, errlen, "%s: %s", path, strerror(e));
+    return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  }
+  close(dfd);
+  if (fstat(fd, &st) < 0) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    return GPL_ESYS;
+  }
+  rc = GPL_EINVAL;
+  if (!S_ISREG(st.st_mode))
+    util_fmt(err, errlen, "%s is %s, not a regular file", path, kind_of(st.st_mode));
+  else if (!trusted_owner(st.st_uid))
+    util_fmt(err, errlen, "%s belongs to another user (uid %u); refusing to write to it", path,
+             (unsigned)st.st_uid);
+  else if (st.st_nlink != 1)
+    util_fmt(err, errlen, "%s has %lu hard links; refusing to write to it (another name of the "
+             "same file could be anywhere)", path, (unsigned long)st.st_nlink);
+  else
+    rc = GPL_OK;
+  if (rc == GPL_OK && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    rc = GPL_ESYS;
+  }
+  if (rc < 0) {
+    close(fd);
+    return rc;
+  }
+  *fd_out = fd;
+  return GPL_OK;
+}
+
+int safefile_open_append(const char *path, int *fd, char *err, size_t errlen) {
+  return open_out(path, O_APPEND, fd, err, errlen);
+}
+
+int safefile_open_write(const char *path, int *fd, char *err, size_t errlen) {
+  /* Emptied only after the checks: O_TRUNC in open() would empty a planted link's target. */
+  int rc = open_out(path, 0, fd, err, errlen);
+  if (rc == GPL_OK && ftruncate(*fd, 0) < 0) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    close(*fd);
+    *fd = -1;
+    return GPL_ESYS;
+  }
+  return rc;
+}
+
+FILE *safefile_fopen_write(const char *path, char *err, size_t errlen) {
+  int fd;
+  if (safefile_open_write(path, &fd, err, errlen) < 0) return NULL;
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+  }
+  return f;
+}
+
+int safefile_open_read(const char *path, int *fd_out, size_t *size, char *err, size_t errlen) {
+  *fd_out = -1;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    util_fmt(err, errlen, "%s: %s", path, strerror(e));
+    return e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+  }
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    return GPL_ESYS;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) util_fmt(err, errlen, "%s: %s", path, strerror(EISDIR));
+    else util_fmt(err, errlen, "%s is %s, not a regular file", path, kind_of(st.st_mode));
+    close(fd);
+    return GPL_EINVAL;
+  }
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    close(fd);
+    return GPL_ESYS;
+  }
+  if (size) *size = (size_t)st.st_size;
+  *fd_out = fd;
+  return GPL_OK;
+}
+
+int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *err, size_t errlen) {
+  *out = NULL;
+  if (len) *len = 0;
+  int fd;
+  size_t size;
+  int rc = safefile_open_read(path, &fd, &size, err, errlen);
+  if (rc < 0) return rc;
+  if (size > cap) {
+    util_fmt(err, errlen, "%s is %zu bytes, more than the %zu this input may have", path, size, cap);
+    close(fd);
+    return GPL_ERANGE;
+  }
+  /* /proc and /sys files say size 0 and still have content: read to the end, up to the cap. */
+  size_t bufcap = size + 1 > 4096 ? size + 1 : 4096, n = 0;
+  char *buf = malloc(bufcap);
+  rc = GPL_OK;
+  while (buf) {
+    if (n + 1 >= bufcap) {
+      size_t nc = bufcap * 2 > cap + 2 ? cap + 2 : bufcap * 2;
+      char *nb = nc > bufcap ? realloc(buf, nc) : NULL;
+      if (!nb) {
+        rc = nc > bufcap ? GPL_ENOMEM : GPL_ERANGE;
+        break;
+      }
+      buf = nb;
+      bufcap = nc;
+    }
+    ssize_t r = read(fd, buf + n, bufcap - n - 1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+      rc = GPL_ESYS;
+      break;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+    if (n > cap) {
+      rc = GPL_ERANGE;
+      break;
+    }
+  }
+  close(fd);
+  if (!buf) rc = GPL_ENOMEM;
+  if (rc == GPL_ERANGE)
+    util_fmt(err, errlen, "%s holds more than the %zu bytes this input may have", path, cap);
+  if (rc == GPL_ENOMEM) util_fmt(err, errlen, "%s: out of memory", path);
+  if (rc < 0) {
+    free(buf);
+    return rc;
+  }
+  buf[n] = 0;
+  *out = buf;
+  if (len) *len = n;
+  return GPL_OK;
+}

@@ -1,0 +1,53 @@
+/* Files gpulaunch writes and reads, safe against another local user and against odd inputs:
+ * writes never follow a planted link, reads never block on a FIFO nor eat a device. */
+#ifndef GPL_COMMON_SAFEFILE_H
+#define GPL_COMMON_SAFEFILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Read caps (bytes) for the inputs gpulaunch takes whole. */
+#define SAFEFILE_CAP_CONFIG (4u << 20)  /* an INI config */
+#define SAFEFILE_CAP_TEXT (64u << 20)   /* an hwloc XML export (the largest real ones: ~2 MiB) */
+
+/* Every function here returns 0 or a negative GPL_E* code, and on failure writes one line into
+ * err saying what is wrong with which path ("/tmp/x/rank-0.log: a symbolic link; refusing to
+ * write through it"), for the caller to print with its own context. */
+
+/* A folder files may be created in: it exists and is a folder, is owned by this user or root, is
+ * not writable by others unless sticky (as /tmp is), and no symbolic link on the way to it is
+ * owned by another user (the link could be swapped to point anywhere). */
+int safefile_check_dir(const char *dir, char *err, size_t errlen);
+
+/* Open a file for appending (log files, the audit log). The folder passes safefile_check_dir;
+ * the file is opened with O_NOFOLLOW and created mode 0600; an existing one must be a regular
+ * file of this user's (or root's) with a single link. The descriptor is O_CLOEXEC, blocking. */
+int safefile_open_append(const char *path, int *fd, char *err, size_t errlen);
+
+/* The same checks, then the file is emptied: for reports and summaries written whole. */
+int safefile_open_write(const char *path, int *fd, char *err, size_t errlen);
+/* safefile_open_write as a stdio stream ("w"); NULL and err on failure. */
+FILE *safefile_fopen_write(const char *path, char *err, size_t errlen);
+
+/* Open a file for reading that must be a regular file (not a FIFO, device or folder): never
+ * blocks in open. *size gets its size. */
+int safefile_open_read(const char *path, int *fd, size_t *size, char *err, size_t errlen);
+
+/* Read a whole regular file of at most cap bytes into a malloc'd NUL-terminated buffer (the file
+ * may hold NUL bytes: *len is the length read). GPL_ENOENT (missing), GPL_EINVAL (not a regular
+ * file), GPL_ERANGE (larger than cap), GPL_ESYS. */
+int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *err, size_t errlen);
+
+/* Can a file be written at path (its folder exists and passes safefile_check_dir)? For options
+ * checked at start, before a job runs for hours and then cannot write its report. */
+int safefile_check_parent(const char *path, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

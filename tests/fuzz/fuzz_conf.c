@@ -1,0 +1,50 @@
+/* Fuzz target: the config loader (inih under our reader, schema, typed values, continuations,
+ * duplicates) on any bytes. Oracles: no crash or sanitizer report; a loaded config answers
+ * every getter; time and memory linear in the input (libFuzzer's -timeout and -rss_limit_mb). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "launcher/core/conf.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  /* conf_load prints its errors on rank 0 only: as rank 1 it stays quiet (the fuzzer's output
+   * is its findings). */
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  conf_t *c = NULL;
+  if (conf_load_text(&c, "fuzz.conf", (const char *)data, size) == 0) {
+    FUZZ_ASSERT(c != NULL, "loaded without a config");
+    int n;
+    const conf_key_t *k = conf_schema(&n);
+    for (int i = 0; i < n; i++) {
+      if (k[i].type == CONF_FREE) {
+        int m = conf_free_count(c, k[i].section);
+        for (int j = 0; j < m; j++) {
+          const char *key, *val;
+          conf_free_entry(c, k[i].section, j, &key, &val);
+          FUZZ_ASSERT(key && val && *key, "[%s] entry %d has no key", k[i].section, j);
+        }
+        continue;
+      }
+      FUZZ_ASSERT(conf_str(c, k[i].section, k[i].key) != NULL, "no text for %s", k[i].key);
+      if (k[i].type == CONF_DURATION) {
+        double d = conf_duration(c, k[i].section, k[i].key);
+        FUZZ_ASSERT(d >= 0 && d <= 30.0 * 86400, "[%s] %s = %g s passed the range", k[i].section,
+                    k[i].key, d);
+      }
+    }
+    int argc = 0;
+    char *const *argv = conf_command(c, "job", "command", &argc);
+    for (int i = 0; i < argc; i++) FUZZ_ASSERT(argv[i] != NULL, "command word %d missing", i);
+    conf_free(c);
+  } else {
+    FUZZ_ASSERT(c == NULL, "a refused config was returned");
+  }
+  return 0;
+}
