@@ -54,13 +54,51 @@ void log_set_identity(const char *host, int rank) {
 }
 
 void log_set_level(log_level_t level) { g_level = level; }
-log_level_t log_get_level(void) { return g_level; }
 const char *log_identity(void) { return g_ident; }
 
 int log_enabled(log_level_t level, log_subsys_t sub) {
   if (level > g_level) return 0;
   if (level <= LOG_LVL_WARN || sub >= LOG_SUBSYS_COUNT) return 1;
   return (g_mask >> sub) & 1u;
+}
+
+/* One write(2) of the whole text (short writes retried), so concurrent writers do not
+ * interleave inside it. */
+static void write_all(const char *buf, size_t n) {
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(STDERR_FILENO, buf + off, n - off);
+    if (w <= 0) break;
+    off += (size_t)w;
+  }
+}
+
+void log_vprint(const char *fmt, va_list ap) {
+  char small[4096];
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(small, sizeof small, fmt, copy);
+  va_end(copy);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    write_all(small, (size_t)n);
+    return;
+  }
+  char *big = malloc((size_t)n + 1); /* a long block (usage, quoted lines) */
+  if (!big) {
+    write_all(small, sizeof small - 1);
+    return;
+  }
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  write_all(big, (size_t)n);
+  free(big);
+}
+
+void log_print(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  log_vprint(fmt, ap);
+  va_end(ap);
 }
 
 void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt,
@@ -83,13 +121,7 @@ void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line,
   }
   if ((size_t)n >= sizeof buf - 1) n = (int)sizeof buf - 2;
   buf[n++] = '\n';
-  /* One write so that concurrent writers do not interleave inside a line. */
-  ssize_t off = 0;
-  while (off < n) {
-    ssize_t w = write(STDERR_FILENO, buf + off, (size_t)(n - off));
-    if (w <= 0) break;
-    off += w;
-  }
+  write_all(buf, (size_t)n);
 }
 
 void log_write(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt, ...) {

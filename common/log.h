@@ -30,7 +30,6 @@ void log_init(void);
 void log_set_identity(const char *host, int rank);
 /* Force a level (used by tests and by -v/-q flags). */
 void log_set_level(log_level_t level);
-log_level_t log_get_level(void);
 /* True when a message of this level and subsystem would be printed. */
 int log_enabled(log_level_t level, log_subsys_t sub);
 /* Print one log line (one write(2), so lines of different processes do not interleave). */
@@ -38,8 +37,14 @@ void log_write(log_level_t level, log_subsys_t sub, const char *file, int line, 
     __attribute__((format(printf, 5, 6)));
 void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt,
                 va_list ap);
-/* The host:rank prefix (without brackets) for messages printed outside the logger. */
+/* The host:rank prefix (without brackets), for messages that name this rank. */
 const char *log_identity(void);
+/* A message for the user, printed as written on stderr (it carries its own "gpulaunch: ..."
+ * prefix and newlines): the job's outcome, root causes, usage errors, progress lines. Printed at
+ * every level (-q too), in one write(2) like every log line, so lines of different ranks and
+ * threads never mix. Every message gpulaunch prints on stderr goes through here or LOG_*. */
+void log_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log_vprint(const char *fmt, va_list ap);
 
 /* Errors and warnings always carry file:line; info and debug check level and subsystem first. */
 #define LOG_ERROR(...) log_write(LOG_LVL_ERROR, LOG_ALL, __FILE__, __LINE__, __VA_ARGS__)

@@ -29,12 +29,12 @@ static void *watch(void *arg) {
     if (rc == ETIMEDOUT && g_armed) break;
   }
   /* The deadline passed with the call still inside. Format into a buffer of our own and write
-   * it in one call: stdio's locks may be held by the stuck thread. */
+   * it in one call through the logger (no stdio: its locks may be held by the stuck thread). */
   char msg[768];
   int n = snprintf(msg, sizeof msg, "gpulaunch: %s: %s did not return within %.0f s%s%s; ending this rank "
                    "(exit status %d)\n", log_identity(), g_what, g_timeout, g_hint ? "; " : "",
                    g_hint ? g_hint : "", g_code);
-  if (n > 0) (void)!write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+  if (n > 0) log_print("%s", msg);
   _exit(g_code);
   return NULL;
 }

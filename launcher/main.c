@@ -11,6 +11,7 @@
 #include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
 #include "common/util.h"
+#include "launcher/core/cli.h"
 #include "launcher/launcher.h"
 
 static const char g_usage[] =
@@ -75,20 +76,145 @@ static void print_config_help(void) {
 typedef struct mode_s {
   const char *name;
   mode_fn fn;
-  int needs_mpi; /* 0: never, 1: always, 2: only under a launcher (mpirun/srun) */
-  int own_help;  /* -h/--help after the mode word goes to the mode */
+  int needs_mpi;          /* 0: never, 1: always, 2: only under a launcher (mpirun/srun) */
+  const cli_spec_t *cli;  /* the mode's own options (it parses its words itself), or NULL: the
+                           * words after the mode word are a config and, after --, a program */
 } mode_t_;
 
 static const mode_t_ g_modes[] = {
-    {"run", mode_run, 1, 0},     {"check", mode_check, 0, 0}, {"env", mode_env, 1, 0},
-    {"topo", mode_topo, 2, 1},   {"bench", mode_bench, 1, 1}, {"accept", mode_accept, 1, 1},
-    {"diag", mode_diag, 2, 1},
+    {"run", mode_run, 1, NULL},          {"check", mode_check, 0, NULL},
+    {"env", mode_env, 1, NULL},          {"topo", mode_topo, 2, &mode_topo_cli},
+    {"bench", mode_bench, 1, &mode_bench_cli}, {"accept", mode_accept, 1, &mode_accept_cli},
+    {"diag", mode_diag, 2, &mode_diag_cli},
 };
 
 static const mode_t_ *find_mode(const char *w) {
   for (size_t i = 0; i < GPL_ARRAY_LEN(g_modes); i++)
     if (strcmp(g_modes[i].name, w) == 0) return &g_modes[i];
   return NULL;
+}
+
+/* What the command line asked for, before the config is loaded. */
+typedef struct args_s {
+  const mode_t_ *mode;
+  const char *config;
+  int dashdash;             /* a "--" was seen: the words after it are the program */
+  int dry_run;
+  const char *metrics, *prom;
+  char **words;             /* the words after main's options (owned; the mode's argv points in) */
+} args_t;
+
+/* The options every mode takes; 1 when code was one (applied), 0 when not. */
+static int global_option(launch_t *L, args_t *a, int code, const char *arg) {
+  switch (code) {
+    case 'v': log_set_level(LOG_LVL_INFO); return 1;
+    case 'q': log_set_level(LOG_LVL_ERROR); return 1;
+    case CLI_TOPOLOGY: L->topology_xml = arg; return 1;
+    case CLI_SUMMARY: L->summary_path = arg; return 1;
+    case CLI_METRICS: a->metrics = arg; return 1;
+    case CLI_PROM: a->prom = arg; return 1;
+    default: return 0;
+  }
+}
+
+enum { OPT_HELP_CONFIG = 0x2000, OPT_VERSION, OPT_DRY_RUN };
+static const struct option g_main_opts[] = {
+    {"help", no_argument, 0, 'h'},          {"help-config", no_argument, 0, OPT_HELP_CONFIG},
+    {"version", no_argument, 0, OPT_VERSION}, {"dry-run", no_argument, 0, OPT_DRY_RUN},
+    {0, 0, 0, 0}};
+
+/* main's own options and the global ones, until the parse ends: -1, or the exit code. */
+static int main_options(launch_t *L, args_t *a, cli_t *c) {
+  int code;
+  while ((code = cli_next(c, 0)) != -1) {
+    if (global_option(L, a, code, optarg)) continue;
+    switch (code) {
+      case 'h': fputs(g_usage, stdout); return GPL_EXIT_OK;
+      case OPT_HELP_CONFIG: print_config_help(); return GPL_EXIT_OK;
+      case OPT_VERSION: printf("gpulaunch %s\n", GPULAUNCH_VERSION); return GPL_EXIT_OK;
+      case OPT_DRY_RUN: a->dry_run = 1; break;
+      case ':': log_print("gpulaunch: %s needs a value\n%s", cli_opt(c), g_usage); return GPL_EXIT_USAGE;
+      default: log_print("gpulaunch: unknown option '%s'\n%s", cli_opt(c), g_usage); return GPL_EXIT_USAGE;
+    }
+  }
+  return -1;
+}
+
+/* `gpulaunch [options] [MODE] [CONFIG] [mode options] [-- PROGRAM ARGS...]`, with getopt_long:
+ * main's options before the mode word; after it, the mode's own with the global ones joined
+ * (cli.h), so -v or --summary work in either place. Returns -1 to go on, else the exit code. */
+static int parse_args(launch_t *L, args_t *a, int argc, char **argv) {
+  static const cli_spec_t main_spec = {"+h", g_main_opts}, rest_spec = {"h", g_main_opts};
+  memset(a, 0, sizeof *a);
+  cli_t c;
+  if (cli_begin(&c, "gpulaunch", argc - 1, argv + 1, &main_spec) < 0) return GPL_EXIT_INTERNAL;
+  /* 1. main's options, up to the first word (the mode or the config) or "--". */
+  int ret = main_options(L, a, &c);
+  int n;
+  char **left = cli_rest(&c, &n);
+  a->dashdash = optind > 1 && strcmp(c.argv[optind - 1], "--") == 0;
+  char **w = a->words = calloc((size_t)n + 1, sizeof *w);
+  for (int k = 0; w && k < n; k++) w[k] = left[k];
+  cli_end(&c);
+  if (!w) return GPL_EXIT_INTERNAL;
+  if (ret >= 0) return ret;
+  /* 2. The mode word, and a config right after it (gpulaunch bench my.conf -b 1M); else the
+   * config (gpulaunch train.conf). */
+  int i = 0;
+  if (!a->dashdash && n > 0 && find_mode(w[0])) {
+    a->mode = find_mode(w[i++]);
+    int takes_word = strcmp(a->mode->name, "check") == 0 || strcmp(a->mode->name, "env") == 0 ||
+                     strcmp(a->mode->name, "bench") == 0 || strcmp(a->mode->name, "accept") == 0;
+    /* A file that exists is the config (not for topo, which takes none); for the modes that take
+     * no other word, a missing one is too: conf_load then says so with its name. */
+    if (i < n && w[i][0] != '-' && strcmp(a->mode->name, "topo") != 0 && (access(w[i], F_OK) == 0 || takes_word))
+      a->config = w[i++];
+  } else if (!a->dashdash && n > 0 && w[0][0] != '-') {
+    a->config = w[i++];
+  }
+  if (!a->mode) a->mode = find_mode(a->dry_run ? "env" : "run");
+  /* 3. The rest: a mode with options of its own parses them itself (main applies the global ones
+   * among them now, before anything starts); otherwise global options, then "--" and the
+   * program. */
+  char **rest = w + i;
+  int nrest = n - i;
+  if (a->mode->cli && !a->dashdash) {
+    if (cli_begin(&c, a->mode->name, nrest, rest, a->mode->cli) < 0) return GPL_EXIT_INTERNAL;
+    int code;
+    while ((code = cli_next(&c, 0)) != -1) global_option(L, a, code, optarg);
+    cli_end(&c);
+    L->argc = nrest;
+    L->argv = rest;
+    return -1;
+  }
+  if (!a->dashdash && nrest > 0) {
+    if (cli_begin(&c, "gpulaunch", nrest, rest, &rest_spec) < 0) return GPL_EXIT_INTERNAL;
+    ret = main_options(L, a, &c);
+    int m;
+    char **after = cli_rest(&c, &m);
+    a->dashdash = optind > 1 && strcmp(c.argv[optind - 1], "--") == 0;
+    /* cli_rest points into c's copy: keep what is left in the caller's array. */
+    for (int k = 0; k < m; k++) rest[k] = after[k];
+    nrest = m;
+    cli_end(&c);
+    if (ret >= 0) return ret;
+    if (nrest > 0 && !a->dashdash) {
+      log_print("gpulaunch: unexpected argument '%s'\n", rest[0]);
+      return GPL_EXIT_USAGE;
+    }
+  }
+  int is_run = strcmp(a->mode->name, "run") == 0;
+  if (is_run && !a->config && !a->dashdash) {
+    log_print("gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", g_usage);
+    return GPL_EXIT_USAGE;
+  }
+  if (is_run && a->dashdash && nrest == 0 && !a->config) {
+    log_print("gpulaunch: nothing after '--': give the program to run, e.g. gpulaunch -- python train.py\n");
+    return GPL_EXIT_USAGE;
+  }
+  L->argc = nrest;
+  L->argv = rest;
+  return -1;
 }
 
 /* The summary from rank 0; a summary that cannot be written makes a successful job exit 76. */
@@ -106,7 +232,7 @@ static int write_summary(launch_t *L, int code) {
     ok = fclose(f) == 0 && ok;
     if (!ok) util_fmt(err, sizeof err, "%s: %s", L->summary_path, strerror(errno));
   }
-  if (!ok) fprintf(stderr, "gpulaunch: cannot write the summary: %s\n", err);
+  if (!ok) log_print("gpulaunch: cannot write the summary: %s\n", err);
   free(text);
   return !ok && code == 0 ? GPL_EXIT_OUTPUT : code;
 }
@@ -119,7 +245,7 @@ static int check_output(const char *what, const char *path, int print) {
   if (slash && memchr(path, '%', (size_t)(slash - path))) return 0;
   char err[4400];
   if (safefile_check_parent(path, err, sizeof err) == 0) return 0;
-  if (print) fprintf(stderr, "gpulaunch: %s: cannot write there: %s\n", what, err);
+  if (print) log_print("gpulaunch: %s: cannot write there: %s\n", what, err);
   return -1;
 }
 
@@ -128,84 +254,14 @@ int main(int argc, char **argv) {
   log_set_identity(util_hostname(), job_env_rank());
   launch_t L;
   memset(&L, 0, sizeof L);
-  const mode_t_ *mode = NULL;
-  char **rest = calloc((size_t)argc + 1, sizeof *rest);
-  int nrest = 0, after_dashdash = 0, dry_run = 0;
-  const char *config = NULL, *metrics = NULL, *prom = NULL;
-  if (!rest) return GPL_EXIT_INTERNAL;
-
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (after_dashdash) {
-      rest[nrest++] = argv[i];
-      continue;
-    }
-    if (strcmp(a, "--") == 0) {
-      after_dashdash = 1;
-      continue;
-    }
-    int has_val = i + 1 < argc;
-    if ((strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) && mode && mode->own_help) {
-      rest[nrest++] = argv[i]; /* the mode's own options */
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      fputs(g_usage, stdout);
-      return GPL_EXIT_OK;
-    } else if (strcmp(a, "--help-config") == 0) {
-      print_config_help();
-      return GPL_EXIT_OK;
-    } else if (strcmp(a, "--version") == 0) {
-      printf("gpulaunch %s\n", GPULAUNCH_VERSION);
-      return GPL_EXIT_OK;
-    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      log_set_level(LOG_LVL_INFO);
-    } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
-      log_set_level(LOG_LVL_ERROR);
-    } else if (strcmp(a, "--dry-run") == 0) {
-      dry_run = 1;
-    } else if ((strcmp(a, "--topology") == 0 || strcmp(a, "--summary") == 0 ||
-                strcmp(a, "--metrics") == 0 || strcmp(a, "--prom") == 0) && !has_val) {
-      fprintf(stderr, "gpulaunch: %s needs a value\n%s", a, g_usage);
-      return GPL_EXIT_USAGE;
-    } else if (strcmp(a, "--topology") == 0) {
-      L.topology_xml = argv[++i];
-    } else if (strcmp(a, "--summary") == 0) {
-      L.summary_path = argv[++i];
-    } else if (strcmp(a, "--metrics") == 0) {
-      metrics = argv[++i];
-    } else if (strcmp(a, "--prom") == 0) {
-      prom = argv[++i];
-    } else if (!mode && !config && nrest == 0 && find_mode(a)) {
-      mode = find_mode(a);
-      /* A config right after the mode word (gpulaunch bench my.conf -b 1M). */
-      if (i + 1 < argc && argv[i + 1][0] != '-' && access(argv[i + 1], F_OK) == 0 &&
-          strcmp(mode->name, "topo") != 0)
-        config = argv[++i];
-      else if (i + 1 < argc && argv[i + 1][0] != '-' &&
-               (strcmp(mode->name, "check") == 0 || strcmp(mode->name, "env") == 0 ||
-                strcmp(mode->name, "bench") == 0 || strcmp(mode->name, "accept") == 0))
-        config = argv[++i]; /* a missing file: conf_load says so with its name (these modes take
-                             * no other word) */
-    } else if (!mode && !config && a[0] != '-') {
-      config = a; /* gpulaunch train.conf */
-    } else {
-      rest[nrest++] = argv[i];
-    }
+  args_t args;
+  int pc = parse_args(&L, &args, argc, argv);
+  if (pc >= 0) {
+    free(args.words);
+    return pc;
   }
-  if (!mode) mode = dry_run ? find_mode("env") : find_mode("run");
-  if (strcmp(mode->name, "run") == 0 && !config && !after_dashdash) {
-    fprintf(stderr, "gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", g_usage);
-    return GPL_EXIT_USAGE;
-  }
-  if (strcmp(mode->name, "run") == 0 && after_dashdash && nrest == 0 && !config) {
-    fprintf(stderr, "gpulaunch: nothing after '--': give the program to run, e.g. gpulaunch -- python train.py\n");
-    return GPL_EXIT_USAGE;
-  }
-  if (strcmp(mode->name, "run") == 0 && nrest > 0 && !after_dashdash) {
-    fprintf(stderr, "gpulaunch: unexpected argument '%s'\n", rest[0]);
-    return GPL_EXIT_USAGE;
-  }
-  L.argc = nrest;
-  L.argv = rest;
+  const mode_t_ *mode = args.mode;
+  const char *config = args.config, *metrics = args.metrics, *prom = args.prom;
   L.conf_path = config;
 
   /* The config is validated before anything starts. Rank 0 prints the errors; under mpirun the
@@ -242,7 +298,7 @@ int main(int argc, char **argv) {
                                                            : mpix_default_timeout();
     int rc = job_init(&job, &argc, &argv, timeout);
     if (rc < 0) {
-      fprintf(stderr, "gpulaunch: %s:%d: start-up failed: %s\n", util_hostname(), job.rank, gpl_strerror(rc));
+      log_print("gpulaunch: %s:%d: start-up failed: %s\n", util_hostname(), job.rank, gpl_strerror(rc));
       job_abort(&job, rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL);
     }
     L.job = &job;
@@ -259,7 +315,7 @@ int main(int argc, char **argv) {
   code = write_summary(&L, code);
   cJSON_Delete(L.summary);
   conf_free(L.conf);
-  free(rest);
+  free(args.words);
   if (use_mpi) job_exit(&job, code);
   return code;
 }

@@ -16,7 +16,7 @@
 
 int mode_check(launch_t *L) {
   if (!L->conf_path) {
-    fprintf(stderr, "gpulaunch check: give a config file: gpulaunch check train.conf\n");
+    log_print("gpulaunch check: give a config file: gpulaunch check train.conf\n");
     return GPL_EXIT_USAGE;
   }
   /* The file was loaded and validated by main; a run needs something to run. */
@@ -27,7 +27,7 @@ int mode_check(launch_t *L) {
   int other = !conf_has_section(L->conf, "job") &&
               (conf_has_section(L->conf, "bench") || conf_has_section(L->conf, "accept"));
   if (!has_job && !other) {
-    fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
+    log_print("gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
             L->conf_path);
     return GPL_EXIT_CONFIG;
   }
@@ -50,12 +50,12 @@ int mode_check(launch_t *L) {
     int wd_errno = 0;
     int rc = sup_locate(argv[0], path, wd, found, sizeof found, &wd_errno);
     if (wd_errno) {
-      fprintf(stderr, "gpulaunch: %s: [job] workdir: '%s': %s\n", conf_origin(L->conf, "job", "workdir"),
+      log_print("gpulaunch: %s: [job] workdir: '%s': %s\n", conf_origin(L->conf, "job", "workdir"),
               wd, strerror(wd_errno));
       return GPL_EXIT_CONFIG;
     }
     if (rc < 0) {
-      fprintf(stderr, "gpulaunch: %s: [job] command: cannot run '%s' here: %s\n",
+      log_print("gpulaunch: %s: [job] command: cannot run '%s' here: %s\n",
               conf_origin(L->conf, "job", "command"), argv[0], sup_locate_reason(argv[0], rc));
       return GPL_EXIT_CONFIG;
     }

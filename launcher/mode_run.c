@@ -48,10 +48,10 @@ static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
     if (all[r].rc == GPL_OK) continue;
     if (job->rank == 0 && bad < 8) {
       if (all[r].wd_errno)
-        fprintf(stderr, "gpulaunch: rank %d (host %s): [job] workdir '%s': %s (%s)\n", r, job->hosts[r],
+        log_print("gpulaunch: rank %d (host %s): [job] workdir '%s': %s (%s)\n", r, job->hosts[r],
                 wd, strerror(all[r].wd_errno), conf_origin(L->conf, "job", "workdir"));
       else
-        fprintf(stderr, "gpulaunch: rank %d (host %s): cannot run '%s': %s%s\n", r, job->hosts[r],
+        log_print("gpulaunch: rank %d (host %s): cannot run '%s': %s%s\n", r, job->hosts[r],
                 argv[0], sup_locate_reason(argv[0], all[r].rc), from);
     }
     bad_wd += all[r].wd_errno != 0;
@@ -135,7 +135,7 @@ int mode_run(launch_t *L) {
   if (argc == 0 && builtin && strcmp(builtin, "mlp") == 0) return trainer_run(L);
   if (argc == 0) {
     if (job->rank == 0)
-      fprintf(stderr, "gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
+      log_print("gpulaunch: %s: [job] has neither 'command' nor 'builtin': nothing to run\n",
               L->conf_path ? L->conf_path : "(no config)");
     return GPL_EXIT_CONFIG;
   }

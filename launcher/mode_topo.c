@@ -13,6 +13,7 @@
 #include "common/strbuf.h"
 #include "common/safefile.h"
 #include "common/util.h"
+#include "launcher/core/cli.h"
 #include "launcher/launcher.h"
 #include "launcher/core/place.h"
 #include "topology/net.h"
@@ -20,8 +21,8 @@
 #include "topology/report.h"
 #include "topology/topo.h"
 
-static void topo_usage(FILE *f) {
-  fputs("usage: gpulaunch [CONFIG] topo [--topology FILE] [--ranks-per-node N] [--bind cores|numa|none]\n"
+static const char g_topo_usage[] =
+        "usage: gpulaunch [CONFIG] topo [--topology FILE] [--ranks-per-node N] [--bind cores|numa|none]\n"
         "                     [--no-gpus] [--visible-gpus node|rank] [--nics-per-rank N] [--json [FILE]]\n"
         "\n"
         "Prints this node's GPU x NIC matrix of PCI path classes (PIX < PXB < PHB < NODE < SYS, as\n"
@@ -53,12 +54,9 @@ static void topo_usage(FILE *f) {
         "\n"
         "Exit status: 0, 64 bad arguments, 66 the topology does not load or cannot be planned\n"
         "(e.g. more ranks per node than GPUs), 67 no network interface connects the nodes (or\n"
-        "NCCL_SOCKET_IFNAME matches nothing usable on a node), 68 a node did not answer in time.\n",
-        f);
-}
+        "NCCL_SOCKET_IFNAME matches nothing usable on a node), 68 a node did not answer in time.\n";
 
 typedef struct topo_args_s {
-  const char *xml;
   const char *bind;
   const char *visible;
   long ranks;
@@ -68,65 +66,53 @@ typedef struct topo_args_s {
   const char *json_path; /* NULL or "-" = stdout */
 } topo_args_t;
 
-/* The value of "--opt VALUE" or "--opt=VALUE"; NULL when argv[*i] is not this option. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt, int *missing) {
-  size_t n = strlen(opt);
-  if (strncmp(argv[*i], opt, n) != 0) return NULL;
-  if (argv[*i][n] == '=') return argv[*i] + n + 1;
-  if (argv[*i][n] != 0) return NULL;
-  if (*i + 1 >= argc) {
-    *missing = 1;
-    return NULL;
-  }
-  return argv[++*i];
-}
+/* --topology is one of the options every mode takes (cli.h): it arrives as L->topology_xml. */
+enum { OPT_RPN = 1, OPT_NICS, OPT_BIND, OPT_VISIBLE, OPT_NO_GPUS, OPT_JSON };
+static const struct option g_topo_opts[] = {
+    {"ranks-per-node", required_argument, 0, OPT_RPN}, {"nics-per-rank", required_argument, 0, OPT_NICS},
+    {"bind", required_argument, 0, OPT_BIND},          {"visible-gpus", required_argument, 0, OPT_VISIBLE},
+    {"no-gpus", no_argument, 0, OPT_NO_GPUS},          {"json", optional_argument, 0, OPT_JSON},
+    {"help", no_argument, 0, 'h'},                     {0, 0, 0, 0}};
+const cli_spec_t mode_topo_cli = {"h", g_topo_opts};
 
 static int parse_args(launch_t *L, topo_args_t *a) {
-  int argc = L->argc;
-  char **argv = L->argv;
-  for (int i = 0; i < argc; i++) {
-    const char *v;
-    int missing = 0;
-    const char *arg = argv[i];
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      topo_usage(stdout);
-      return 1;
-    } else if ((v = opt_value(argc, argv, &i, "--topology", &missing))) {
-      a->xml = v;
-    } else if ((v = opt_value(argc, argv, &i, "--ranks-per-node", &missing))) {
-      if (util_parse_long(v, 1, 4096, &a->ranks) < 0) {
-        fprintf(stderr, "gpulaunch topo: --ranks-per-node %s: expected a number from 1 to 4096\n", v);
-        return -1;
-      }
-    } else if ((v = opt_value(argc, argv, &i, "--nics-per-rank", &missing))) {
-      if (util_parse_long(v, 1, PLAN_MAX_NICS, &a->nics) < 0) {
-        fprintf(stderr, "gpulaunch topo: --nics-per-rank %s: expected a number from 1 to %d\n", v, PLAN_MAX_NICS);
-        return -1;
-      }
-    } else if ((v = opt_value(argc, argv, &i, "--bind", &missing))) {
-      a->bind = v;
-    } else if ((v = opt_value(argc, argv, &i, "--visible-gpus", &missing))) {
-      a->visible = v;
-    } else if (strcmp(arg, "--no-gpus") == 0) {
-      a->no_gpus = 1;
-    } else if (strncmp(arg, "--json=", 7) == 0) {
-      a->json = 1;
-      a->json_path = arg + 7;
-    } else if (strcmp(arg, "--json") == 0) {
-      a->json = 1;
-      /* An optional FILE: the next word when it is not an option. */
-      if (i + 1 < argc && (argv[i + 1][0] != '-' || strcmp(argv[i + 1], "-") == 0)) a->json_path = argv[++i];
-    } else {
-      fprintf(stderr, "gpulaunch topo: unknown argument '%s'\n", arg);
-      topo_usage(stderr);
-      return -1;
-    }
-    if (missing) {
-      fprintf(stderr, "gpulaunch topo: %s needs a value\n", arg);
-      return -1;
+  cli_t c;
+  if (cli_begin(&c, "gpulaunch topo", L->argc, L->argv, &mode_topo_cli) < 0) return -1;
+  int code, rc = 0;
+  while (rc == 0 && (code = cli_next(&c, 1)) != -1) {
+    switch (code) {
+      case 'h': fputs(g_topo_usage, stdout); rc = 1; break;
+      case OPT_RPN:
+        if (util_parse_long(optarg, 1, 4096, &a->ranks) < 0) {
+          log_print("gpulaunch topo: --ranks-per-node %s: expected a number from 1 to 4096\n", optarg);
+          rc = -1;
+        }
+        break;
+      case OPT_NICS:
+        if (util_parse_long(optarg, 1, PLAN_MAX_NICS, &a->nics) < 0) {
+          log_print("gpulaunch topo: --nics-per-rank %s: expected a number from 1 to %d\n", optarg, PLAN_MAX_NICS);
+          rc = -1;
+        }
+        break;
+      case OPT_BIND: a->bind = optarg; break;
+      case OPT_VISIBLE: a->visible = optarg; break;
+      case OPT_NO_GPUS: a->no_gpus = 1; break;
+      case OPT_JSON: /* --json, --json=FILE, or --json FILE (the next word, when not an option) */
+        a->json = 1;
+        a->json_path = cli_optional_next(&c);
+        break;
+      case ':': log_print("gpulaunch topo: %s needs a value\n", cli_opt(&c)); rc = -1; break;
+      default: log_print("gpulaunch topo: unknown argument '%s'\n%s", cli_opt(&c), g_topo_usage); rc = -1; break;
     }
   }
-  return 0;
+  int n;
+  char **rest = cli_rest(&c, &n);
+  if (rc == 0 && n > 0) {
+    log_print("gpulaunch topo: unexpected argument '%s'\n%s", rest[0], g_topo_usage);
+    rc = -1;
+  }
+  cli_end(&c);
+  return rc;
 }
 
 /* --json without FILE, or with "-": the document replaces the text on standard output. */
@@ -149,7 +135,7 @@ static int write_doc(cJSON *doc, const char *path) {
   char err[PATH_MAX + 200] = "";
   FILE *f = to_stdout ? stdout : safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    fprintf(stderr, "gpulaunch topo: cannot write: %s\n", err);
+    log_print("gpulaunch topo: cannot write: %s\n", err);
     free(text);
     return GPL_EXIT_USAGE;
   }
@@ -157,7 +143,7 @@ static int write_doc(cJSON *doc, const char *path) {
   ok = (to_stdout ? fflush(f) == 0 : fclose(f) == 0) && ok;
   free(text);
   if (!ok) {
-    fprintf(stderr, "gpulaunch topo: writing %s failed\n", to_stdout ? "standard output" : path);
+    log_print("gpulaunch topo: writing %s failed\n", to_stdout ? "standard output" : path);
     return GPL_EXIT_INTERNAL;
   }
   return GPL_EXIT_OK;
@@ -166,7 +152,7 @@ static int write_doc(cJSON *doc, const char *path) {
 static int write_json(const topo_t *t, const plan_t *p, const char *path) {
   cJSON *doc = report_json(t, p);
   if (!doc) {
-    fprintf(stderr, "gpulaunch topo: out of memory building the JSON report\n");
+    log_print("gpulaunch topo: out of memory building the JSON report\n");
     return GPL_EXIT_INTERNAL;
   }
   return write_doc(doc, path);
@@ -208,7 +194,7 @@ static int write_job_json(char **docs, const job_t *job, const net_result_t *net
   for (int n = 0; nodes && n < job->nnodes; n++) {
     cJSON *d = cJSON_Parse(docs[job->leader_of_node[n]]);
     if (!d) {
-      fprintf(stderr, "gpulaunch topo: node %d sent an unreadable report\n", n);
+      log_print("gpulaunch topo: node %d sent an unreadable report\n", n);
       cJSON_Delete(nodes);
       cJSON_Delete(top);
       return GPL_EXIT_INTERNAL;
@@ -295,7 +281,7 @@ int mode_topo(launch_t *L) {
   int printer = !job || job->rank == 0;
   int whole_job = job && job->nnodes > 1;
 
-  const char *xml = a.xml ? a.xml : L->topology_xml ? L->topology_xml : conf_or_null(L, "xml");
+  const char *xml = L->topology_xml ? L->topology_xml : conf_or_null(L, "xml");
   plan_opts_t o;
   plan_opts_default(&o);
   char err[512] = "";
@@ -303,12 +289,12 @@ int mode_topo(launch_t *L) {
   o.errlen = sizeof err;
   const char *bind = a.bind ? a.bind : conf_or_null(L, "bind");
   if (bind && plan_bind_parse(bind, &o.bind) < 0) {
-    fprintf(stderr, "gpulaunch topo: bind '%s': expected cores, numa or none\n", bind);
+    log_print("gpulaunch topo: bind '%s': expected cores, numa or none\n", bind);
     return GPL_EXIT_USAGE;
   }
   const char *vis = a.visible ? a.visible : conf_or_null(L, "visible_gpus");
   if (vis && plan_visible_parse(vis, &o.visible_gpus) < 0) {
-    fprintf(stderr, "gpulaunch topo: visible-gpus '%s': expected node or rank\n", vis);
+    log_print("gpulaunch topo: visible-gpus '%s': expected node or rank\n", vis);
     return GPL_EXIT_USAGE;
   }
   const char *gpus = conf_or_null(L, "gpus");
@@ -321,7 +307,7 @@ int mode_topo(launch_t *L) {
   int rc = topo_load(&t, xml);
   if (rc < 0) {
     /* topo_load said what is wrong with the file on stderr. */
-    fprintf(stderr, "gpulaunch topo: cannot load the topology of %s (%s)\n", xml ? xml : "this machine", gpl_strerror(rc));
+    log_print("gpulaunch topo: cannot load the topology of %s (%s)\n", xml ? xml : "this machine", gpl_strerror(rc));
     if (whole_job) job_agree(L->job, GPL_ETOPO, "gpulaunch topo");
     return GPL_EXIT_TOPOLOGY;
   }
@@ -329,7 +315,7 @@ int mode_topo(launch_t *L) {
   plan_t *p = NULL;
   rc = plan_make(t, &o, &p);
   if (rc < 0) {
-    if (!err[0]) fprintf(stderr, "gpulaunch topo: no plan: %s\n", gpl_strerror(rc));
+    if (!err[0]) log_print("gpulaunch topo: no plan: %s\n", gpl_strerror(rc));
     topo_free(t);
     if (whole_job) job_agree(L->job, rc, "gpulaunch topo");
     return rc == GPL_ETOPO || rc == GPL_EINVAL ? GPL_EXIT_TOPOLOGY : GPL_EXIT_INTERNAL;

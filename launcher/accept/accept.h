@@ -189,7 +189,6 @@ int accept_opts_from_conf(accept_opts_t *o, const struct conf_s *c);
 /** Parse the mode's own arguments; overrides of config keys go through conf_set (validated).
  * \return 0, 1 (help printed) or GPL_EINVAL (message printed). */
 int accept_opts_from_argv(accept_opts_t *o, struct conf_s *c, int argc, char **argv, int print);
-void accept_usage(FILE *f);
 /** The settings as a JSON object (for the report). */
 cJSON *accept_opts_json(const accept_opts_t *o);
 

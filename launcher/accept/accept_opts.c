@@ -7,10 +7,10 @@
 #include "common/check.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
+#include "launcher/core/cli.h"
 #include "launcher/core/conf.h"
 
-void accept_usage(FILE *f) {
-  fputs(
+static const char g_accept_usage[] =
       "usage: mpirun -np N gpulaunch accept [CONFIG] [options]\n"
       "\n"
       "Checks that a cluster is fit for a long run, before it starts. Per node: GPU count and\n"
@@ -36,9 +36,7 @@ void accept_usage(FILE *f) {
       "\n"
       "Statuses: pass, warn (works, not as it should), fail, skipped (with the reason), error\n"
       "(could not run). Exit status: 0 when nothing failed (warnings and skipped checks do not\n"
-      "count unless strict), 73 when a check failed, 74 when checks could not run.\n",
-      f);
-}
+      "count unless strict), 73 when a check failed, 74 when checks could not run.\n";
 
 void accept_opts_default(accept_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -68,7 +66,7 @@ int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
   } else if (util_parse_double(mb, &o->min_busbw) == GPL_OK && o->min_busbw >= 0) {
     o->min_busbw_auto = 0;
   } else {
-    fprintf(stderr, "gpulaunch: %s: [accept] min_busbw: '%s' is neither a number of GB/s nor auto\n",
+    log_print("gpulaunch: %s: [accept] min_busbw: '%s' is neither a number of GB/s nor auto\n",
             conf_origin(c, "accept", "min_busbw"), mb);
     return GPL_ECONFIG;
   }
@@ -91,68 +89,68 @@ int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
   return GPL_OK;
 }
 
-/* "--opt VALUE" or "--opt=VALUE"; NULL when argv[*i] is another option. */
-static const char *opt_value(int argc, char **argv, int *i, const char *opt, int *missing) {
-  size_t n = strlen(opt);
-  if (strncmp(argv[*i], opt, n) != 0) return NULL;
-  if (argv[*i][n] == '=') return argv[*i] + n + 1;
-  if (argv[*i][n] != 0) return NULL;
-  if (*i + 1 >= argc) {
-    *missing = 1;
-    return NULL;
-  }
-  return argv[++*i];
-}
+/* The options; those that override an [accept] key say which (validated by the schema like the
+ * file). */
+enum { OPT_JSON = 1, OPT_JUNIT, OPT_HTML, OPT_EXCLUDE, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_STRICT, OPT_KEY };
+static const struct option g_accept_opts[] = {
+    {"json", required_argument, 0, OPT_JSON},          {"junit", required_argument, 0, OPT_JUNIT},
+    {"html", required_argument, 0, OPT_HTML},          {"exclude-out", required_argument, 0, OPT_EXCLUDE},
+    {"progress", no_argument, 0, OPT_PROGRESS},        {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+    {"strict", no_argument, 0, OPT_STRICT},            {"min-busbw", required_argument, 0, OPT_KEY + 0},
+    {"size", required_argument, 0, OPT_KEY + 1},       {"gpus", required_argument, 0, OPT_KEY + 2},
+    {"gpu-model", required_argument, 0, OPT_KEY + 3},  {"nics", required_argument, 0, OPT_KEY + 4},
+    {"search", required_argument, 0, OPT_KEY + 5},     {"pair-size", required_argument, 0, OPT_KEY + 6},
+    {"iters", required_argument, 0, OPT_KEY + 7},      {"iface", required_argument, 0, OPT_KEY + 8},
+    {"pair-fraction", required_argument, 0, OPT_KEY + 9}, {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+static const char *const g_keys[] = {"min_busbw", "size", "gpus", "gpu_model", "nics", "search",
+                                     "pair_size", "iters", "iface", "pair_fraction"};
+const cli_spec_t mode_accept_cli = {"h", g_accept_opts};
 
 int accept_opts_from_argv(accept_opts_t *o, conf_t *c, int argc, char **argv, int print) {
-  /* Overrides of [accept] keys, validated by the schema like the file. */
-  static const struct {
-    const char *opt, *key;
-  } keys[] = {{"--min-busbw", "min_busbw"}, {"--size", "size"},     {"--gpus", "gpus"},
-              {"--gpu-model", "gpu_model"}, {"--nics", "nics"},     {"--search", "search"},
-              {"--pair-size", "pair_size"}, {"--iters", "iters"},   {"--iface", "iface"},
-              {"--pair-fraction", "pair_fraction"}};
-  for (int i = 0; i < argc; i++) {
-    const char *a = argv[i], *v;
-    int missing = 0, done = 0;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      if (print) accept_usage(stdout);
-      return 1;
-    } else if ((v = opt_value(argc, argv, &i, "--json", &missing))) {
-      o->json = v;
-    } else if ((v = opt_value(argc, argv, &i, "--junit", &missing))) {
-      o->junit = v;
-    } else if ((v = opt_value(argc, argv, &i, "--html", &missing))) {
-      o->html = v;
-    } else if ((v = opt_value(argc, argv, &i, "--exclude-out", &missing))) {
-      o->exclude = v;
-    } else if (strcmp(a, "--progress") == 0) {
-      o->progress = 1;
-    } else if (strcmp(a, "--no-progress") == 0) {
-      o->progress = 0;
-    } else if (strcmp(a, "--strict") == 0) {
-      if (conf_set(c, "accept", "strict", "true", "--strict") < 0) return GPL_EINVAL;
-    } else {
-      for (size_t k = 0; k < sizeof keys / sizeof keys[0] && !done && !missing; k++) {
-        if ((v = opt_value(argc, argv, &i, keys[k].opt, &missing))) {
-          if (conf_set(c, "accept", keys[k].key, v, keys[k].opt) < 0) return GPL_EINVAL;
-          done = 1;
-        }
+  cli_t cl;
+  if (cli_begin(&cl, "gpulaunch accept", argc, argv, &mode_accept_cli) < 0) return GPL_ENOMEM;
+  int code, rc = GPL_OK;
+  while (rc == GPL_OK && (code = cli_next(&cl, 1)) != -1) {
+    switch (code) {
+      case 'h':
+        if (print) fputs(g_accept_usage, stdout);
+        rc = 1;
+        break;
+      case OPT_JSON: o->json = optarg; break;
+      case OPT_JUNIT: o->junit = optarg; break;
+      case OPT_HTML: o->html = optarg; break;
+      case OPT_EXCLUDE: o->exclude = optarg; break;
+      case OPT_PROGRESS: o->progress = 1; break;
+      case OPT_NO_PROGRESS: o->progress = 0; break;
+      case OPT_STRICT:
+        if (conf_set(c, "accept", "strict", "true", "--strict") < 0) rc = GPL_EINVAL;
+        break;
+      case ':':
+        if (print) log_print("gpulaunch accept: %s needs a value\n", cli_opt(&cl));
+        rc = GPL_EINVAL;
+        break;
+      case '?':
+        if (print) log_print("gpulaunch accept: unknown argument '%s'\n%s", cli_opt(&cl), g_accept_usage);
+        rc = GPL_EINVAL;
+        break;
+      default: {
+        char origin[64] = "";
+        for (const struct option *op = g_accept_opts; op->name; op++)
+          if (op->val == code) snprintf(origin, sizeof origin, "--%s", op->name);
+        if (conf_set(c, "accept", g_keys[code - OPT_KEY], optarg, origin) < 0) rc = GPL_EINVAL;
+        break;
       }
-      if (!done && !missing) {
-        if (print) {
-          fprintf(stderr, "gpulaunch accept: unknown argument '%s'\n", a);
-          accept_usage(stderr);
-        }
-        return GPL_EINVAL;
-      }
-    }
-    if (missing) {
-      if (print) fprintf(stderr, "gpulaunch accept: %s needs a value\n", a);
-      return GPL_EINVAL;
     }
   }
-  return GPL_OK;
+  int n;
+  char **rest = cli_rest(&cl, &n);
+  if (rc == GPL_OK && n > 0) {
+    if (print) log_print("gpulaunch accept: unknown argument '%s'\n%s", rest[0], g_accept_usage);
+    rc = GPL_EINVAL;
+  }
+  cli_end(&cl);
+  return rc;
 }
 
 cJSON *accept_opts_json(const accept_opts_t *o) {

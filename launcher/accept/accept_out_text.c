@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "launcher/accept/accept.h"
+#include "common/log.h"
 
 void accept_progress(int on, int step, int nsteps, const char *fmt, ...) {
   if (!on) return;
   if (!fmt) {
-    fputs("\r\033[K", stderr);
+    log_print("%s", "\r\033[K");
     fflush(stderr);
     return;
   }
@@ -18,7 +19,7 @@ void accept_progress(int on, int step, int nsteps, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\r\033[K[%d/%d] %s", step, nsteps, msg);
+  log_print("\r\033[K[%d/%d] %s", step, nsteps, msg);
   fflush(stderr);
 }
 

@@ -255,7 +255,7 @@ static void write_reports(const accept_opts_t *o, accept_report_t *rep) {
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     if (!out[i].path) continue;
     if (out[i].fn(rep, out[i].path) < 0) {
-      fprintf(stderr, "gpulaunch accept: could not write the %s report %s\n", out[i].what, out[i].path);
+      log_print("gpulaunch accept: could not write the %s report %s\n", out[i].what, out[i].path);
       if (rep->exit_code == 0) rep->exit_code = GPL_EXIT_ACCEPT_ERROR;
     }
   }

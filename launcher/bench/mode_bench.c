@@ -16,6 +16,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/bench/bench.h"
+#include "launcher/core/cli.h"
 #include "launcher/launcher.h"
 #include "launcher/core/place.h"
 
@@ -69,43 +70,40 @@ enum { OPT_BACKEND = 1000, OPT_JSON, OPT_CSV, OPT_MINBW, OPT_OP, OPT_LABEL, OPT_
 
 static int usage_error(const launch_t *L, const char *fmt, const char *a, const char *b) {
   if (L->job->rank == 0) {
-    fprintf(stderr, "gpulaunch bench: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n(gpulaunch bench --usage for the options)\n");
+    log_print("gpulaunch bench: ");
+    log_print(fmt, a, b);
+    log_print("\n(gpulaunch bench --usage for the options)\n");
   }
   return GPL_EXIT_USAGE;
 }
 
-/* Options into the config (conf_set validates them and says what is wrong). */
+/* The options (nccl-tests' names and bench's own): into the config, where conf_set validates them
+ * and says what is wrong. */
+static const struct option g_bench_opts[] = {
+    {"minbytes", required_argument, 0, 'b'},   {"maxbytes", required_argument, 0, 'e'},
+    {"stepfactor", required_argument, 0, 'f'}, {"datatype", required_argument, 0, 'd'},
+    {"dtype", required_argument, 0, 'd'},      {"redop", required_argument, 0, 'o'},
+    {"iters", required_argument, 0, 'n'},      {"warmup_iters", required_argument, 0, 'w'},
+    {"warmup", required_argument, 0, 'w'},     {"check", required_argument, 0, 'c'},
+    {"root", required_argument, 0, 'r'},       {"nthreads", required_argument, 0, 't'},
+    {"ngpus", required_argument, 0, 'g'},      {"json", required_argument, 0, 'J'},
+    {"csv", required_argument, 0, OPT_CSV},    {"backend", required_argument, 0, OPT_BACKEND},
+    {"op", required_argument, 0, OPT_OP},      {"min-busbw", required_argument, 0, OPT_MINBW},
+    {"min_busbw", required_argument, 0, OPT_MINBW}, {"label", required_argument, 0, OPT_LABEL},
+    {"tensor-bytes", required_argument, 0, OPT_TENSOR},
+    {"bucket-mb", required_argument, 0, OPT_BUCKET}, {"usage", no_argument, 0, 'h'},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+const cli_spec_t mode_bench_cli = {"b:e:f:d:o:n:w:c:r:t:g:J:h", g_bench_opts};
+
 static int parse_options(launch_t *L, int *help) {
-  static const struct option longopts[] = {
-      {"minbytes", required_argument, 0, 'b'},   {"maxbytes", required_argument, 0, 'e'},
-      {"stepfactor", required_argument, 0, 'f'}, {"datatype", required_argument, 0, 'd'},
-      {"dtype", required_argument, 0, 'd'},      {"redop", required_argument, 0, 'o'},
-      {"iters", required_argument, 0, 'n'},      {"warmup_iters", required_argument, 0, 'w'},
-      {"warmup", required_argument, 0, 'w'},     {"check", required_argument, 0, 'c'},
-      {"root", required_argument, 0, 'r'},       {"nthreads", required_argument, 0, 't'},
-      {"ngpus", required_argument, 0, 'g'},      {"json", required_argument, 0, 'J'},
-      {"csv", required_argument, 0, OPT_CSV},    {"backend", required_argument, 0, OPT_BACKEND},
-      {"op", required_argument, 0, OPT_OP},      {"min-busbw", required_argument, 0, OPT_MINBW},
-      {"min_busbw", required_argument, 0, OPT_MINBW}, {"label", required_argument, 0, OPT_LABEL},
-      {"tensor-bytes", required_argument, 0, OPT_TENSOR},
-      {"bucket-mb", required_argument, 0, OPT_BUCKET}, {"usage", no_argument, 0, 'h'},
-      {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
-  int argc = L->argc + 1;
-  char **argv = calloc((size_t)argc + 1, sizeof *argv);
-  if (!argv) return GPL_EXIT_INTERNAL;
-  argv[0] = "gpulaunch bench";
-  for (int i = 0; i < L->argc; i++) argv[i + 1] = L->argv[i];
-  optind = 0; /* glibc: full re-initialisation */
-  opterr = 0;
+  cli_t cl;
+  if (cli_begin(&cl, "gpulaunch bench", L->argc, L->argv, &mode_bench_cli) < 0) return GPL_EXIT_INTERNAL;
   int code = GPL_EXIT_OK, c;
-  while (code == GPL_EXIT_OK && (c = getopt_long(argc, argv, ":b:e:f:d:o:n:w:c:r:t:g:J:h", longopts,
-                                                 NULL)) != -1) {
+  while (code == GPL_EXIT_OK && (c = cli_next(&cl, 1)) != -1) {
     const char *key = NULL, *origin = NULL, *section = "bench";
     char name[64];
-    snprintf(name, sizeof name, "%s", argv[optind - 1] ? argv[optind - 1] : "?");
+    snprintf(name, sizeof name, "%s", cli_opt(&cl));
     switch (c) {
       case 'b': key = "minbytes"; origin = "-b"; break;
       case 'e': key = "maxbytes"; origin = "-e"; break;
@@ -136,9 +134,10 @@ static int parse_options(launch_t *L, int *help) {
     }
     if (conf_set(L->conf, section, key, optarg, origin) < 0) code = GPL_EXIT_USAGE;
   }
-  if (code == GPL_EXIT_OK && optind < argc)
-    code = usage_error(L, "unexpected argument '%s'%s", argv[optind], "");
-  free(argv);
+  int n;
+  char **rest = cli_rest(&cl, &n);
+  if (code == GPL_EXIT_OK && n > 0) code = usage_error(L, "unexpected argument '%s'%s", rest[0], "");
+  cli_end(&cl);
   return code;
 }
 
@@ -146,7 +145,7 @@ static int parse_options(launch_t *L, int *help) {
 static int bad_value(const launch_t *L, const char *key, const char *what) {
   const char *origin = conf_origin(L->conf, "bench", key);
   if (!L->job || L->job->rank == 0)
-    fprintf(stderr, "gpulaunch bench: %s '%s' (%s): %s\n", key, conf_str(L->conf, "bench", key),
+    log_print("gpulaunch bench: %s '%s' (%s): %s\n", key, conf_str(L->conf, "bench", key),
             origin, what);
   return origin[0] == '-' ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
 }
@@ -409,7 +408,7 @@ static int check_thresholds(const launch_t *L, const bench_opts_t *o, const benc
       if (!ok) printf(" (short by %.3g GB/s, %.1f%%)", want - got, 100.0 * (want - got) / want);
       printf("\n");
       if (!ok)
-        fprintf(stderr, "gpulaunch bench: %s bus bandwidth %.3g GB/s at %llu bytes is below the "
+        log_print("gpulaunch bench: %s bus bandwidth %.3g GB/s at %llu bytes is below the "
                         "threshold %g GB/s (%s) by %.3g GB/s (%.1f%%)\n",
                 bench_op_name(cfg->op), got, (unsigned long long)rows[i].g.bytes, want,
                 conf_origin(L->conf, "bench", "min_busbw"), want - got, 100.0 * (want - got) / want);
@@ -433,7 +432,7 @@ static int write_text(const char *path, const char *text) {
   char err[4400];
   FILE *f = safefile_fopen_write(path, err, sizeof err);
   if (!f) {
-    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
+    log_print("gpulaunch bench: cannot write: %s\n", err);
     return GPL_ESYS;
   }
   fputs(text, f);
@@ -465,7 +464,7 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
   FILE *csv = NULL;
   char err[4400];
   if (rank0 && o->csv[0] && !(csv = safefile_fopen_write(o->csv, err, sizeof err))) {
-    fprintf(stderr, "gpulaunch bench: cannot write: %s\n", err);
+    log_print("gpulaunch bench: cannot write: %s\n", err);
     code = GPL_EXIT_USAGE;
   }
   if (csv) bench_csv_header(csv);
@@ -485,7 +484,7 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
     }
     rc = bench_run(&ctx, &cfg, o->sizes, o->nsizes, rows);
     if (rc < 0) {
-      if (rank0) fprintf(stderr, "gpulaunch bench: %s failed: %s\n", bench_op_name(cfg.op), gpl_strerror(rc));
+      if (rank0) log_print("gpulaunch bench: %s failed: %s\n", bench_op_name(cfg.op), gpl_strerror(rc));
       code = exitcode_of(rc);
       break;
     }
@@ -493,7 +492,7 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
     if (rank0) {
       bench_print_footer(stdout, rows, o->nsizes);
       if (wrong)
-        fprintf(stderr, "gpulaunch bench: %s: %lld wrong element%s (see the #wrong columns)\n",
+        log_print("gpulaunch bench: %s: %lld wrong element%s (see the #wrong columns)\n",
                 bench_op_name(cfg.op), (long long)wrong, wrong > 1 ? "s" : "");
     }
     int s = check_thresholds(L, o, &cfg, rows, thr);
@@ -588,7 +587,7 @@ int mode_bench(launch_t *L) {
   rc = comm_init(&comm, &cj, &io);
   if (rc < 0) {
     if (j->rank == 0)
-      fprintf(stderr, "gpulaunch bench: no communicator (backend %s): %s\n",
+      log_print("gpulaunch bench: no communicator (backend %s): %s\n",
               gpl_backend_name(o.backend), gpl_strerror(rc));
     code = exitcode_of(rc);
   } else {

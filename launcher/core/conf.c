@@ -628,7 +628,7 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     if (c->nerrors > MAX_ERRORS_SHOWN)
       strbuf_printf(&c->errors, "gpulaunch: %s: ... and %d more errors\n", c->path,
                     c->nerrors - MAX_ERRORS_SHOWN);
-    if (job_env_rank() <= 0) fputs(strbuf_str(&c->errors), stderr);
+    if (job_env_rank() <= 0) log_print("%s", strbuf_str(&c->errors));
     rc = GPL_ECONFIG;
     goto fail;
   }
@@ -714,7 +714,7 @@ int conf_set(conf_t *c, const char *section, const char *key, const char *value,
   v->text = strdup(value);
   v->tlen = v->tcap = 0; /* a plain strdup: grown again only by a copy */
   if (parse_value(c, v, value, msg, sizeof msg)) {
-    fprintf(stderr, "gpulaunch: %s: %s\n", origin, msg);
+    log_print("gpulaunch: %s: %s\n", origin, msg);
     free(v->text);
     v->text = old;
     v->tlen = old_len;

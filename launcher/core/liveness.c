@@ -305,7 +305,7 @@ static void on_timer(uv_timer_t *t) {
     int n = snprintf(msg, sizeof msg, "gpulaunch: %s: the supervisor did not end within %.0f s of losing a rank; "
                      "its program was killed, leaving now (exit status %d)\n", log_identity(), l->o.grace_s,
                      GPL_EXIT_TIMEOUT);
-    if (n > 0) (void)!write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    if (n > 0) log_print("%s", msg);
     _exit(GPL_EXIT_TIMEOUT);
   }
   /* A supervisor whose loop stopped is hung: this rank stops beating, so rank 0 (or, for rank 0,

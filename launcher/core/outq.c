@@ -330,7 +330,7 @@ void outq_stop(outq_t *q, double idle_s) {
                      log_identity(), (unsigned long long)lines, lines == 1 ? "" : "s",
                      (unsigned long long)bytes, which == 1 ? "output" : "error",
                      err ? strerror(err) : "its reader stopped reading");
-    if (n > 0) (void)!write(STDERR_FILENO, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+    if (n > 0) log_print("%s", msg);
   }
   /* A writer blocked on a reader that never reads keeps q; the others are joined and freed. */
   int all_done = 1;

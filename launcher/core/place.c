@@ -69,7 +69,7 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   const char *xml = xml_path(L);
   int rc = load_topology(L, xml, &out->topo);
   if (rc < 0) {
-    fprintf(stderr, "gpulaunch: rank %d (host %s): cannot load the topology %s: %s\n", rank, host,
+    log_print("gpulaunch: rank %d (host %s): cannot load the topology %s: %s\n", rank, host,
             xml ? xml : "of this machine", gpl_strerror(rc));
     return GPL_ETOPO;
   }
@@ -87,7 +87,7 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   o.errlen = sizeof err;
   rc = plan_make(out->topo, &o, &out->plan);
   if (rc < 0) {
-    fprintf(stderr, "gpulaunch: rank %d (host %s): no placement: %s\n", rank, host,
+    log_print("gpulaunch: rank %d (host %s): no placement: %s\n", rank, host,
             err[0] ? err : gpl_strerror(rc));
     return GPL_ETOPO;
   }
@@ -237,7 +237,7 @@ static int check_node_uniform(launch_t *L, childenv_t *ce, const place_t *pl) {
     while (*a && *b) {
       size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
       if (la != lb || strncmp(a, b, la) != 0) {
-        fprintf(stderr, "gpulaunch: rank %d (host %s): %.*s, but the node's local rank 0 (rank %d) has %.*s: every "
+        log_print("gpulaunch: rank %d (host %s): %.*s, but the node's local rank 0 (rank %d) has %.*s: every "
                 "rank of a node must give its program the same value (NCCL builds the node's rings from all of "
                 "them); check what each rank inherits (srun --gpus-per-task, a per-rank export)\n",
                 job->rank, job->host, (int)lb, b, job->leader_of_node[job->node], (int)la, a);

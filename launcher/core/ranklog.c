@@ -44,12 +44,12 @@ int ranklog_open(ranklog_t *l, job_t *job, const char *log_dir, const char *orig
   for (int r = 0; r < job->size; r++) {
     if (all[r].rc == GPL_OK) continue;
     if (job->rank == 0 && bad < SHOWN)
-      fprintf(stderr, "gpulaunch: rank %d (host %s): [job] log_dir (%s): cannot open its log file: %s\n",
+      log_print("gpulaunch: rank %d (host %s): [job] log_dir (%s): cannot open its log file: %s\n",
               r, job->hosts ? job->hosts[r] : "?", origin ? origin : "default", all[r].msg);
     bad++;
   }
   if (job->rank == 0 && bad > SHOWN)
-    fprintf(stderr, "gpulaunch: ... and %d more ranks could not open their log file\n", bad - SHOWN);
+    log_print("gpulaunch: ... and %d more ranks could not open their log file\n", bad - SHOWN);
   free(all);
   if (bad) {
     ranklog_close(l);
@@ -131,7 +131,7 @@ int ranklog_finish(ranklog_t *l, job_t *job, int together) {
   ALLOCCHECK(all);
   if (!together) { /* only this rank's, said by itself */
     if (me.err || me.lost)
-      fprintf(stderr, "gpulaunch: rank %d (host %s): its log file %s is incomplete (%llu bytes not written): %s\n",
+      log_print("gpulaunch: rank %d (host %s): its log file %s is incomplete (%llu bytes not written): %s\n",
               job->rank, job->host, l->path, (unsigned long long)me.lost, strerror(me.err ? me.err : EIO));
     free(all);
     return me.err || me.lost;
@@ -151,13 +151,13 @@ int ranklog_finish(ranklog_t *l, job_t *job, int together) {
     if (job->rank == 0 && bad < SHOWN) {
       char n[64] = "";
       if (all[r].lost) util_fmt(n, sizeof n, " (%llu bytes not written)", (unsigned long long)all[r].lost);
-      fprintf(stderr, "gpulaunch: rank %d (host %s): its log file %s/rank-%d.log is incomplete%s: %s\n",
+      log_print("gpulaunch: rank %d (host %s): its log file %s/rank-%d.log is incomplete%s: %s\n",
               r, job->hosts ? job->hosts[r] : "?", dir, r, n, strerror(all[r].err ? all[r].err : EIO));
     }
     bad++;
   }
   if (job->rank == 0 && bad > SHOWN)
-    fprintf(stderr, "gpulaunch: ... and %d more ranks' log files are incomplete\n", bad - SHOWN);
+    log_print("gpulaunch: ... and %d more ranks' log files are incomplete\n", bad - SHOWN);
   free(all);
   return bad > 0;
 }

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
+
 #define REAP_SIG (SIGRTMIN + 4)
 #define REAP_MAGIC 0x47504c52 /* "GPLR" */
 #define KILL_DEADLINE_S 5.0   /* a process in uninterruptible sleep may take a while to die */
@@ -146,7 +148,7 @@ static void on_chld(int sig) { (void)sig; }
 
 int reap_main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "gpulaunch-exec: used by gpulaunch to start programs; not meant to be run by hand\n");
+    log_print("gpulaunch-exec: used by gpulaunch to start programs; not meant to be run by hand\n");
     return 127;
   }
   pid_t parent = (pid_t)strtol(argv[1], NULL, 10);
@@ -167,7 +169,7 @@ int reap_main(int argc, char **argv) {
   pid_t self = getpid();
   g_prog = fork();
   if (g_prog < 0) {
-    fprintf(stderr, "gpulaunch: cannot start '%s': fork: %s\n", argv[2], strerror(errno));
+    log_print("gpulaunch: cannot start '%s': fork: %s\n", argv[2], strerror(errno));
     return 126;
   }
   if (g_prog == 0) {
@@ -179,7 +181,7 @@ int reap_main(int argc, char **argv) {
     if (getppid() != self) _exit(127);
     execvp(argv[2], argv + 2);
     int err = errno;
-    fprintf(stderr, "gpulaunch: cannot run '%s': %s\n", argv[2], strerror(err));
+    log_print("gpulaunch: cannot run '%s': %s\n", argv[2], strerror(err));
     _exit(err == ENOENT ? 127 : 126);
   }
   for (;;) {

@@ -38,7 +38,7 @@ void slurm_check_launch(void) {
   const char *mpi = getenv("SLURM_MPI_TYPE");
   const char *procid = getenv("SLURM_PROCID");
   if (strcmp(procid, "0") == 0) {
-    fprintf(stderr,
+    log_print(
             "gpulaunch: srun started this job without PMIx (%s%s), and Open MPI cannot start "
             "without it: run srun --mpi=pmix (or set MpiDefault=pmix in slurm.conf)\n",
             mpi && *mpi ? "--mpi=" : "--mpi=none or MpiDefault=none", mpi && *mpi ? mpi : "");

@@ -415,7 +415,7 @@ static void spawn(sup_t *s) {
   } else {
     char msg[512];
     snprintf(msg, sizeof msg, "gpulaunch: cannot start '%s': %s", s->o->argv[0], uv_strerror(rc));
-    fprintf(stderr, "%s\n", msg);
+    log_print("%s\n", msg);
     output_feed(&s->out, 1, msg, strlen(msg));
     output_flush(&s->out, 1);
     close_if_open(s, (uv_handle_t *)&s->pipes[0]);
@@ -498,13 +498,13 @@ static void on_signal(uv_signal_t *h, int signum) {
    * stops (preemption, a cancel, a rank that died) is said once the coordinator knows. */
   if (s->job->rank == 0) {
     if (s->sig_by_rm)
-      fprintf(stderr, "gpulaunch: %s from Slurm, which sent it to every program of the step: "
+      log_print("gpulaunch: %s from Slurm, which sent it to every program of the step: "
               "stopping the job; SIGKILL after %.0f s\n", util_signal_name(signum), s->o->grace);
     else
-      fprintf(stderr, "gpulaunch: %s received: stopping the job; every program gets %s now, "
+      log_print("gpulaunch: %s received: stopping the job; every program gets %s now, "
               "SIGKILL after %.0f s\n", util_signal_name(signum), util_signal_name(fwd), s->o->grace);
     if (s->sig_by_rm && fwd != signum)
-      fprintf(stderr, "gpulaunch: [job] preempt_signal = %s is not sent on top of Slurm's %s; to "
+      log_print("gpulaunch: [job] preempt_signal = %s is not sent on top of Slurm's %s; to "
               "have Slurm send it: sbatch --signal=%s@SECONDS, scancel --signal=%s\n",
               util_signal_name(fwd), util_signal_name(signum), util_signal_name(fwd) + 3,
               util_signal_name(fwd) + 3);
@@ -545,11 +545,11 @@ static void describe(const ctl_msg_t *m, char *buf, size_t len) {
 
 static void print_tail(const ctl_msg_t *m) {
   if (!m->tail[0]) return;
-  fprintf(stderr, "gpulaunch: last lines of rank %d's stderr:\n", m->rank);
+  log_print("gpulaunch: last lines of rank %d's stderr:\n", m->rank);
   const char *p = m->tail;
   while (*p) {
     size_t n = strcspn(p, "\n");
-    fprintf(stderr, "    %.*s\n", (int)n, p);
+    log_print("    %.*s\n", (int)n, p);
     p += n;
     if (*p) p++;
   }
@@ -599,21 +599,21 @@ static int co_verdict(sup_t *s) {
   const char *why = slurm_end_describe(co->end);
   if (co->sig == SIGINT) {
     co->verdict = VERDICT_INTERRUPTED;
-    fprintf(stderr, "gpulaunch: job interrupted by SIGINT%s; every program is stopped (exit status %d)\n",
+    log_print("gpulaunch: job interrupted by SIGINT%s; every program is stopped (exit status %d)\n",
             co->sig_by_rm ? " (from Slurm: srun's Ctrl-C)" : "", 128 + SIGINT);
   } else if (slurm_end_is_preemption(co->end)) {
     co->verdict = VERDICT_PREEMPTED;
     if (co->sig_by_rm)
-      fprintf(stderr, "gpulaunch: job preempted: SIGTERM%s%s%s; every program got SIGTERM from "
+      log_print("gpulaunch: job preempted: SIGTERM%s%s%s; every program got SIGTERM from "
               "Slurm and is stopped within %.0f s (exit status %d: requeue the job)\n", from,
               *why ? ": " : "", why, s->o->grace, GPL_EXIT_PREEMPTED);
     else
-      fprintf(stderr, "gpulaunch: job preempted: SIGTERM%s%s%s; every program got %s and is "
+      log_print("gpulaunch: job preempted: SIGTERM%s%s%s; every program got %s and is "
               "stopped within %.0f s (exit status %d: requeue the job)\n", from, *why ? ": " : "",
               why, util_signal_name(s->o->preempt_signal), s->o->grace, GPL_EXIT_PREEMPTED);
   } else {
     co->verdict = VERDICT_CANCELLED;
-    fprintf(stderr, "gpulaunch: job cancelled, not preempted: SIGTERM%s: %s; every program is "
+    log_print("gpulaunch: job cancelled, not preempted: SIGTERM%s: %s; every program is "
             "stopped (exit status %d; nothing to requeue)\n", from, why, 128 + SIGTERM);
   }
   return 1;
@@ -643,7 +643,7 @@ static void co_finish_attempt(sup_t *s) {
   }
   describe(&co->cause, what, sizeof what);
   if (co->attempt < s->o->restarts) {
-    fprintf(stderr, "gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
+    log_print("gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
             co->attempt + 1, s->o->restarts);
     print_tail(&co->cause);
     co->attempt++;
@@ -656,13 +656,13 @@ static void co_finish_attempt(sup_t *s) {
   }
   co->finished = 1;
   int code = job_code(&co->cause);
-  fprintf(stderr, "gpulaunch: %s\n", what);
+  log_print("gpulaunch: %s\n", what);
   print_tail(&co->cause);
   if (size > 1)
-    fprintf(stderr, "gpulaunch: job failed after %d attempt%s (exit status %d); the other %d rank%s stopped\n",
+    log_print("gpulaunch: job failed after %d attempt%s (exit status %d); the other %d rank%s stopped\n",
             co->attempt + 1, co->attempt ? "s" : "", code, size - 1, size == 2 ? " was" : "s were");
   else
-    fprintf(stderr, "gpulaunch: job failed after %d attempt%s (exit status %d)\n", co->attempt + 1,
+    log_print("gpulaunch: job failed after %d attempt%s (exit status %d)\n", co->attempt + 1,
             co->attempt ? "s" : "", code);
   co_broadcast(s, CTL_EXIT, 0, 0, code);
 }
@@ -726,10 +726,10 @@ static void co_check_deadline(sup_t *s) {
   if (co->have_cause) {
     char what[1400];
     describe(&co->cause, what, sizeof what);
-    fprintf(stderr, "gpulaunch: %s\n", what);
+    log_print("gpulaunch: %s\n", what);
     print_tail(&co->cause);
   }
-  fprintf(stderr, "gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
+  log_print("gpulaunch: %s did not report that their program stopped; aborting the job\n", names);
   fflush(stderr);
   outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
   s->q = NULL;
@@ -791,7 +791,7 @@ static void on_poll(uv_timer_t *t) {
   if (s->launcher_ppid && getppid() != s->launcher_ppid) {
     /* mpirun (or srun's step) is gone: no coordinator will ever answer. Leave now; the reaper
      * sees us go and kills the program's whole tree. */
-    fprintf(stderr, "gpulaunch %s: the launcher (pid %d) is gone; ending rank %d and its program\n",
+    log_print("gpulaunch %s: the launcher (pid %d) is gone; ending rank %d and its program\n",
             s->job->host, (int)s->launcher_ppid, s->job->rank);
     if (s->running) reap_request(s->pid);
     _exit(GPL_EXIT_INTERNAL);
@@ -851,14 +851,14 @@ static void on_live(uv_async_t *a) {
   live_describe(s, &ev, s->live_what, sizeof s->live_what);
   /* Rank 0 names the lost ranks; the others say so only when they lost rank 0 themselves. */
   if (s->job->rank == 0 || ev.why != LIVE_ABORT)
-    fprintf(stderr, "gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
+    log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
   /* Open MPI's mpirun waits for a lost host's daemon as long as its OOB keepalive says (8 min by
    * default) after every rank has left: say how to shorten it. */
   const char *ka = getenv("OMPI_MCA_oob_tcp_keepalive_time");
   int other_host = ev.lost_rank >= 0 && strcmp(s->job->hosts[ev.lost_rank], s->job->host) != 0;
   if (s->job->rank == 0 && ev.why == LIVE_SILENT && other_host && getenv("OMPI_COMM_WORLD_RANK") &&
       (!ka || atoi(ka) > 60))
-    fprintf(stderr, "gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon: "
+    log_print("gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon: "
             "start it with --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 "
             "--mca oob_tcp_keepalive_probes 5 (README, \"When a host is lost\")\n");
   if (s->job->rank == 0) live_abort_all(s->live, ev.lost_rank);

@@ -1,8 +1,10 @@
-/* Test driver for `gpulaunch topo`: runs mode_topo with a launch_t of its own (no MPI, no config). */
+/* Test driver for `gpulaunch topo`: runs mode_topo with a launch_t of its own (no MPI, no config),
+ * applying --topology as gpulaunch's main does (an option every mode takes, launcher/core/cli.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "launcher/core/cli.h"
 #include "launcher/launcher.h"
 
 int main(int argc, char **argv) {
@@ -18,5 +20,12 @@ int main(int argc, char **argv) {
   }
   L.argc = argc - first;
   L.argv = argv + first;
+  cli_t c;
+  if (cli_begin(&c, "topo", L.argc, L.argv, &mode_topo_cli) == 0) {
+    int code;
+    while ((code = cli_next(&c, 0)) != -1)
+      if (code == CLI_TOPOLOGY) L.topology_xml = optarg;
+    cli_end(&c);
+  }
   return mode_topo(&L);
 }
