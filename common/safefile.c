@@ -209,6 +209,19 @@ FILE *safefile_fopen_write(const char *path, char *err, size_t errlen) {
   return f;
 }
 
+int safefile_write_text(const char *path, const char *text, char *err, size_t errlen) {
+  FILE *f = safefile_fopen_write(path, err, errlen);
+  if (!f) return GPL_ESYS;
+  int bad = fputs(text, f) < 0;
+  int e = errno;
+  if (fclose(f) != 0 && !bad) {
+    bad = 1;
+    e = errno;
+  }
+  if (bad) util_fmt(err, errlen, "%s: %s", path, strerror(e));
+  return bad ? GPL_ESYS : GPL_OK;
+}
+
 int safefile_open_read(const char *path, int *fd_out, size_t *size, char *err, size_t errlen) {
   *fd_out = -1;
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);

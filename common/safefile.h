@@ -32,6 +32,9 @@ int safefile_open_append(const char *path, int *fd, char *err, size_t errlen);
 int safefile_open_write(const char *path, int *fd, char *err, size_t errlen);
 /* safefile_open_write as a stdio stream ("w"); NULL and err on failure. */
 FILE *safefile_fopen_write(const char *path, char *err, size_t errlen);
+/* A whole text file written safely (safefile_open_write, then all of text): 0, or a negative
+ * code with what went wrong, naming the file, in err (a full file system included). */
+int safefile_write_text(const char *path, const char *text, char *err, size_t errlen);
 
 /* Open a file for reading that must be a regular file (not a FIFO, device or folder): never
  * blocks in open. *size gets its size. */

@@ -346,18 +346,9 @@ cJSON *accept_report_json(const accept_report_t *r) {
 
 static int write_text(const char *path, const char *text) {
   char err[4400];
-  FILE *f = safefile_fopen_write(path, err, sizeof err);
-  if (!f) {
-    LOG_WARN("cannot write: %s", err);
-    return GPL_ESYS;
-  }
-  int bad = fputs(text, f) < 0;
-  bad |= fclose(f) != 0;
-  if (bad) {
-    LOG_WARN("cannot write %s: %s", path, strerror(errno));
-    return GPL_ESYS;
-  }
-  return GPL_OK;
+  int rc = safefile_write_text(path, text, err, sizeof err);
+  if (rc < 0) LOG_WARN("cannot write: %s", err);
+  return rc;
 }
 
 int accept_write_json(const accept_report_t *r, const char *path) {

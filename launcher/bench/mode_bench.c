@@ -430,13 +430,9 @@ static int check_thresholds(const launch_t *L, const bench_opts_t *o, const benc
 
 static int write_text(const char *path, const char *text) {
   char err[4400];
-  FILE *f = safefile_fopen_write(path, err, sizeof err);
-  if (!f) {
-    log_print("gpulaunch bench: cannot write: %s\n", err);
-    return GPL_ESYS;
-  }
-  fputs(text, f);
-  return fclose(f) == 0 ? GPL_OK : GPL_ESYS;
+  int rc = safefile_write_text(path, text, err, sizeof err);
+  if (rc < 0) log_print("gpulaunch bench: cannot write: %s\n", err);
+  return rc;
 }
 
 /* Run every op, print and collect; returns the exit code. */
