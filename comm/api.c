@@ -117,14 +117,12 @@ static int init_world(gpl_comm_t **out, const gpl_init_opts_t *o, int owns_mpi) 
       free(hosts);
       return GPL_ENOMEM;
     }
-    for (int r = 0; r < size; r++) {
-      hosts[r] = all + (size_t)r * HOSTLEN;
-      first[r] = r;
-      for (int q = 0; q < r; q++)
-        if (strcmp(hosts[q], hosts[r]) == 0) {
-          first[r] = q;
-          break;
-        }
+    for (int r = 0; r < size; r++) hosts[r] = all + (size_t)r * HOSTLEN;
+    if (util_first_of_each((const char *const *)hosts, size, first) < 0) {
+      free(first);
+      free(all);
+      free(hosts);
+      return GPL_ENOMEM;
     }
     for (int r = 0; r < size; r++) {
       if (first[r] == r) j.nnodes++;

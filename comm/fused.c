@@ -112,12 +112,14 @@ static int scratch(gpl_comm_t *c, size_t bytes) {
 
 /* The scratch is about to be written on `stream`: order it after its last user (another call,
  * maybe on another stream); and, once this call's last reader of it is queued, say so. */
-static int scratch_acquire(gpl_comm_t *c, void *stream) {
-  return c->be->scratch_acquire ? c->be->scratch_acquire(c, stream) : GPL_OK;
+/* *use: the stream the steps on the scratch run on (the caller's where the backend has none). */
+static int scratch_acquire(gpl_comm_t *c, void *stream, void **use) {
+  *use = stream;
+  return c->be->scratch_acquire ? c->be->scratch_acquire(c, stream, use) : GPL_OK;
 }
 
-static int scratch_release(gpl_comm_t *c, void *stream) {
-  return c->be->scratch_release ? c->be->scratch_release(c, stream) : GPL_OK;
+static int scratch_release(gpl_comm_t *c, void *stream, void *use) {
+  return c->be->scratch_release ? c->be->scratch_release(c, stream, use) : GPL_OK;
 }
 
 /* The scaler whose found_inf this call reports: the user's, or (when only the overflow flag was
@@ -227,11 +229,12 @@ static int flush(gpl_comm_t *c, const kern_tensor_t *sl, int ns, size_t fill,
       fill * esz >= SHMCOLL_MIN_BYTES)
     return flush_shm(c, sl, ns, fill, o, sc);
   CHECK(scratch(c, fill * esz));
-  CHECK(scratch_acquire(c, stream));
-  CHECK(c->be->pack(c, sl, ns, c->bucket, o->wire, o->prescale, stream));
-  CHECK(c->be->allreduce(c, c->bucket, c->bucket, fill, o->wire, GPL_OP_SUM, stream));
-  CHECK(c->be->unpack(c, c->bucket, o->wire, sl, ns, o->postscale, sc, stream));
-  return scratch_release(c, stream);
+  void *use;
+  CHECK(scratch_acquire(c, stream, &use));
+  CHECK(c->be->pack(c, sl, ns, c->bucket, o->wire, o->prescale, use));
+  CHECK(c->be->allreduce(c, c->bucket, c->bucket, fill, o->wire, GPL_OP_SUM, use));
+  CHECK(c->be->unpack(c, c->bucket, o->wire, sl, ns, o->postscale, sc, use));
+  return scratch_release(c, stream, use);
 }
 
 static int fused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_fused_opts_t *o,
@@ -296,14 +299,16 @@ static int unfused(gpl_comm_t *c, const gpl_tensor_t *tensors, int n, const gpl_
   CHECK(scratch(c, maxc * sizeof(float)));
   kern_scaler_t *sc;
   CHECK(pick_scaler(c, o, stream, &sc));
+  /* one tensor after another on one stream: the scratch is taken once for all of them */
+  void *use;
+  CHECK(scratch_acquire(c, stream, &use));
   for (int i = 0; i < n; i++) {
     if (!t[i].count) continue;
-    CHECK(scratch_acquire(c, stream));
-    CHECK(c->be->pack(c, &t[i], 1, c->bucket, GPL_FLOAT, o->prescale, stream));
-    CHECK(c->be->allreduce(c, c->bucket, c->bucket, t[i].count, GPL_FLOAT, GPL_OP_SUM, stream));
-    CHECK(c->be->unpack(c, c->bucket, GPL_FLOAT, &t[i], 1, o->postscale, sc, stream));
-    CHECK(scratch_release(c, stream));
+    CHECK(c->be->pack(c, &t[i], 1, c->bucket, GPL_FLOAT, o->prescale, use));
+    CHECK(c->be->allreduce(c, c->bucket, c->bucket, t[i].count, GPL_FLOAT, GPL_OP_SUM, use));
+    CHECK(c->be->unpack(c, c->bucket, GPL_FLOAT, &t[i], 1, o->postscale, sc, use));
   }
+  CHECK(scratch_release(c, stream, use));
   return read_overflow(c, o, sc, stream);
 }
 

@@ -94,11 +94,13 @@ struct comm_backend_s {
                 int n, float postscale, kern_scaler_t *sc, void *stream);
   int (*scaler_update)(gpl_comm_t *c, kern_scaler_t *sc, void *stream);
   /* The fused scratch (c->bucket) is shared by calls on different streams. NULL where every
-   * call is synchronous (cpu). acquire: work on `stream` from now on waits for the scratch's last
-   * user; release: the work queued on `stream` so far is its last user; idle: wait on the host
-   * (the communicator's deadline) until that user is done, before the scratch is freed. */
-  int (*scratch_acquire)(gpl_comm_t *c, void *stream);
-  int (*scratch_release)(gpl_comm_t *c, void *stream);
+   * call is synchronous (cpu). acquire: *use gets the stream the steps for the caller's `stream`
+   * run on (never NULL: ordered after the legacy stream once, not at every step), and work on
+   * it from now on waits for the scratch's last user; release: the work queued on `use` so far
+   * is its last user, and a NULL `stream` (the legacy stream) is ordered after it; idle: wait on
+   * the host (the communicator's deadline) until that user is done, before the scratch is freed. */
+  int (*scratch_acquire)(gpl_comm_t *c, void *stream, void **use);
+  int (*scratch_release)(gpl_comm_t *c, void *stream, void *use);
   int (*scratch_idle)(gpl_comm_t *c);
 };
 

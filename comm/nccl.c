@@ -461,15 +461,21 @@ static int nccl_scaler_update(gpl_comm_t *c, kern_scaler_t *sc, void *stream) {
   return leave(c, stream, st, kern_scaler_update_cuda(sc, st));
 }
 
-/* The scratch is used on the stream a NULL argument stands for: the communicator's. */
-static int nccl_scratch_acquire(gpl_comm_t *c, void *stream) {
+/* The steps between acquire and release run on `use` (for a NULL stream the communicator's,
+ * entered once here and left once at release), so each step's own enter and leave do nothing. */
+static int nccl_scratch_acquire(gpl_comm_t *c, void *stream, void **use) {
   nccl_state_t *s = c->be_state;
-  return nccl_streams_scratch_acquire(&s->st, stream ? (cudaStream_t)stream : s->st.own);
+  cudaStream_t st;
+  CHECK(enter(c, stream, &st));
+  CHECK(nccl_streams_scratch_acquire(&s->st, st));
+  *use = st;
+  return GPL_OK;
 }
 
-static int nccl_scratch_release(gpl_comm_t *c, void *stream) {
+static int nccl_scratch_release(gpl_comm_t *c, void *stream, void *use) {
   nccl_state_t *s = c->be_state;
-  return nccl_streams_scratch_release(&s->st, stream ? (cudaStream_t)stream : s->st.own);
+  CHECK(nccl_streams_scratch_release(&s->st, (cudaStream_t)use));
+  return leave(c, stream, (cudaStream_t)use, GPL_OK);
 }
 
 static int nccl_scratch_idle(gpl_comm_t *c) {

@@ -331,11 +331,6 @@ static void do_op(client_t *cl, const proxy_req_t *q) {
   op.send = send;
   op.recv = recv;
   op.answered = ans;
-  rc = hostop_validate(&op, c->size);
-  if (rc < 0) {
-    reply(cl, PROXY_OP, q->seq, rc);
-    return;
-  }
   double timeout = q->timeout > 0 && q->timeout < 1e7 ? q->timeout : c->timeout;
   /* what[] comes from the program: bounded by its size, never by a NUL it may not have sent */
   size_t wlen = strnlen(q->what, sizeof q->what);

@@ -90,17 +90,18 @@ int xport_mpi_start(gpl_comm_t *c, const hostop_t *op, double timeout, const cha
   x->op = *op;
   x->what = what;
   x->timeout = timeout;
+  /* before the sequence number moves: a refused op (a hostile program's, through the proxy)
+   * leaves this rank's sequence where the others' is */
+  CHECK(hostop_validate(op, c->size));
   x->seq = ++c->seq;
   double deadline = util_now() + timeout;
   if (c->size == 1) {
     x->engine = ENGINE_LOCAL;
-    CHECK(hostop_validate(op, 1));
     op_done(x, hostop_local(op));
     return GPL_OK;
   }
   if (t->shm && op->kind == HOP_ALLREDUCE &&
       hostop_recv_bytes(op, c->size) >= SHMCOLL_MIN_BYTES) {
-    CHECK(hostop_validate(op, c->size));
     x->engine = ENGINE_SHM;
     return shmcoll_start(&x->s, t->shm, op, NULL, deadline);
   }

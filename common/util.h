@@ -44,6 +44,11 @@ void util_sort_doubles(double *v, size_t n);
  * when n is 0). Sorts v in place. */
 double util_median(double *v, size_t n);
 
+/* first[i] = the lowest j with s[j] equal to s[i] (so first[i] == i for the first of each
+ * value), in O(n log n): the first rank of each host at start-up with thousands of ranks.
+ * 0 or GPL_ENOMEM. */
+int util_first_of_each(const char *const *s, int n, int *first);
+
 /* Edit distance, and the candidate nearest to word (NULL when none is close enough). */
 int util_levenshtein(const char *a, const char *b);
 const char *util_nearest(const char *word, const char *const *cands, size_t n);

@@ -331,9 +331,14 @@ static int cmp_ent_ptr(const void *a, const void *b) {
   return d ? d : (x->line > y->line) - (x->line < y->line);
 }
 
-static int cmp_int_pair(const void *a, const void *b) {
-  const int *x = a, *y = b;
-  return (x[0] > y[0]) - (x[0] < y[0]);
+typedef struct dup_s {
+  int line, first; /* the repeated line, and the line that set the key first */
+  const char *key;
+} dup_t;
+
+static int cmp_dup_line(const void *a, const void *b) {
+  const dup_t *x = a, *y = b;
+  return (x->line > y->line) - (x->line < y->line);
 }
 
 /* Duplicate keys of the free sections, found once after parsing by sorting (n log n; a linear
@@ -343,7 +348,7 @@ static void free_check_duplicates(conf_t *c) {
     free_list_t *l = &c->free[s];
     if (l->n < 2) continue;
     free_ent_t **v = malloc((size_t)l->n * sizeof *v);
-    int *dups = malloc((size_t)l->n * 2 * sizeof *dups);
+    dup_t *dups = malloc((size_t)l->n * sizeof *dups);
     if (!v || !dups) {
       free(v);
       free(dups);
@@ -353,26 +358,18 @@ static void free_check_duplicates(conf_t *c) {
     for (int i = 0; i < l->n; i++) v[i] = &l->e[i];
     qsort(v, (size_t)l->n, sizeof *v, cmp_ent_ptr);
     int nd = 0;
-    for (int i = 1; i < l->n; i++) {
-      int first = i;
-      while (first > 0 && strcmp(v[first - 1]->key, v[i]->key) == 0) first--;
-      if (first == i) continue;
-      dups[2 * nd] = v[i]->line;
-      dups[2 * nd + 1] = v[first]->line;
-      nd++;
-    }
-    qsort(dups, (size_t)nd, 2 * sizeof *dups, cmp_int_pair);
-    for (int d = 0; d < nd; d++) {
-      const char *key = "";
-      for (int i = 0; i < l->n; i++) /* only for the few reported (MAX_ERRORS_SHOWN) */
-        if (l->e[i].line == dups[2 * d]) key = l->e[i].key;
-      if (c->nerrors >= MAX_ERRORS_SHOWN) {
-        c->nerrors += nd - d;
-        break;
+    /* sorted by key, then line: the head of each run of one key is where it was first set */
+    for (int i = 1, head = 0; i < l->n; i++) {
+      if (strcmp(v[i - 1]->key, v[i]->key) != 0) {
+        head = i;
+        continue;
       }
-      add_error(c, dups[2 * d], "[%s] duplicate key '%s' (first set at line %d)", g_free_sections[s],
-                key, dups[2 * d + 1]);
+      dups[nd++] = (dup_t){v[i]->line, v[head]->line, v[i]->key};
     }
+    qsort(dups, (size_t)nd, sizeof *dups, cmp_dup_line);
+    for (int d = 0; d < nd; d++) /* add_error shows the first MAX_ERRORS_SHOWN, counts all */
+      add_error(c, dups[d].line, "[%s] duplicate key '%s' (first set at line %d)", g_free_sections[s],
+                dups[d].key, dups[d].first);
     free(v);
     free(dups);
   }

@@ -45,10 +45,6 @@ typedef struct rank_info_s {
   int leader; /* world rank of local rank 0 of this rank's node */
 } rank_info_t;
 
-/* What the watchdog says about a stuck start-up call that spans hosts. */
-#define STUCK_HINT "the network between the job's hosts stopped carrying MPI's traffic, or a rank is gone " \
-                   "(GPULAUNCH_TIMEOUT / [job] timeout bound every start-up wait)"
-
 /* A job of one started alone (no mpirun, srun or PMI): no MPI_Init at all. A singleton MPI_Init
  * needs the MPI runtime's own daemons (Open MPI forks orted; where there is none it fails or
  * hangs), and one rank needs nothing from MPI: its communicators stay MPI_COMM_NULL, which
@@ -97,10 +93,8 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   job->hosts = calloc((size_t)job->size, sizeof *job->hosts);
   job->node_of = calloc((size_t)job->size, sizeof *job->node_of);
   job->leader_of_node = calloc((size_t)job->size, sizeof *job->leader_of_node);
-  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
-  if (!names || !job->hosts || !job->node_of || !job->leader_of_node || !all) {
+  if (!names || !job->hosts || !job->node_of || !job->leader_of_node) {
     free(names);
-    free(all);
     return GPL_ENOMEM;
   }
   char me_host[64];
@@ -109,40 +103,28 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   for (int r = 0; rc == GPL_OK && r < job->size; r++)
     if (!(job->hosts[r] = strdup(names[r]))) rc = GPL_ENOMEM;
   free(names);
-  if (rc < 0) {
-    free(all);
-    return rc;
-  }
+  CHECK(rc);
   mpix_set_hosts((const char *const *)job->hosts, job->size);
   job_test_stall(job, "dup");
 
   /* MPI's collectives below need every pair of hosts to reach each other, which the star above
    * does not show: a partition between two hosts that both reach rank 0 would stall them. The
    * first rank of each host checks it can reach the first rank of every other (bounded, named). */
-  int *firsts = calloc((size_t)job->size, sizeof *firsts), nfirst = 0;
-  if (!firsts) rc = GPL_ENOMEM;
-  for (int r = 0; rc == GPL_OK && r < job->size; r++) {
-    int seen = 0;
-    for (int q = 0; q < r && !seen; q++) seen = strcmp(job->hosts[q], job->hosts[r]) == 0;
-    if (!seen) firsts[nfirst++] = r;
-  }
+  int *first = calloc((size_t)job->size, sizeof *first), nfirst = 0;
+  ALLOCCHECK(first);
+  rc = util_first_of_each((const char *const *)job->hosts, job->size, first);
+  for (int r = 0; rc == GPL_OK && r < job->size; r++)
+    if (first[r] == r) first[nfirst++] = r; /* in place: nfirst <= r */
   if (rc == GPL_OK && nfirst > 1)
-    rc = mpix_reach_check(MPI_COMM_WORLD, firsts, nfirst, timeout, "start-up (hosts reaching each other)");
-  free(firsts);
-  if (rc < 0) {
-    free(all);
-    return rc;
-  }
+    rc = mpix_reach_check(MPI_COMM_WORLD, first, nfirst, timeout, "start-up (hosts reaching each other)");
+  free(first);
+  CHECK(rc);
 
-  CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->world, timeout, "start-up (gpulaunch's communicator)"), rc, out);
-  CHECKGOTO(mpix_comm_dup(MPI_COMM_WORLD, &job->ctl, timeout, "start-up (the supervisors' communicator)"), rc, out);
-  wdog_arm(timeout, "start-up: MPI_Comm_split_type (the ranks of each node)", STUCK_HINT, GPL_EXIT_TIMEOUT);
-  int mrc2 = MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL, &job->node_comm);
-  wdog_disarm();
-  if (mrc2 != MPI_SUCCESS) {
-    rc = GPL_EMPI;
-    goto out;
-  }
+  CHECK(mpix_comm_dup(MPI_COMM_WORLD, &job->world, timeout, "start-up (gpulaunch's communicator)"));
+  CHECK(mpix_comm_dup(MPI_COMM_WORLD, &job->ctl, timeout, "start-up (the supervisors' communicator)"));
+  MPIX_GUARDED(timeout, "start-up: MPI_Comm_split_type (the ranks of each node)",
+               MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
+                                   &job->node_comm));
   MPI_Comm_rank(job->node_comm, &job->local_rank);
   MPI_Comm_size(job->node_comm, &job->local_size);
 
@@ -155,27 +137,25 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   MPI_Group_free(&world_group);
 
   rank_info_t me = {job->local_rank, leader};
-  CHECKGOTO(mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (nodes)"), rc, out);
+  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
+  ALLOCCHECK(all);
+  rc = mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (nodes)");
   /* Nodes are numbered in the order of their first rank, so node 0 holds rank 0. */
-  for (int r = 0; r < job->size; r++)
+  for (int r = 0; rc == GPL_OK && r < job->size; r++)
     if (all[r].local_rank == 0) job->leader_of_node[job->nnodes++] = r;
-  for (int r = 0; r < job->size; r++)
+  for (int r = 0; rc == GPL_OK && r < job->size; r++)
     for (int n = 0; n < job->nnodes; n++)
       if (job->leader_of_node[n] == all[r].leader) job->node_of[r] = n;
+  free(all);
+  CHECK(rc);
   job->node = job->node_of[job->rank];
 
-  wdog_arm(timeout, "start-up: MPI_Comm_split (the nodes' first ranks)", STUCK_HINT, GPL_EXIT_TIMEOUT);
-  mrc2 = MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank, &job->leaders);
-  wdog_disarm();
-  if (mrc2 != MPI_SUCCESS) {
-    rc = GPL_EMPI;
-    goto out;
-  }
+  MPIX_GUARDED(timeout, "start-up: MPI_Comm_split (the nodes' first ranks)",
+               MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank,
+                              &job->leaders));
   LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
            job->local_size, job->node, job->nnodes);
-out:
-  free(all);
-  return rc;
+  return GPL_OK;
 }
 
 void job_finalize(job_t *job) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
@@ -180,6 +181,30 @@ static void test_split_words(void **st) {
   }
 }
 
+/* The first of each value, against the quadratic definition, on random names with repeats. */
+static void test_first_of_each(void **st) {
+  (void)st;
+  enum { N = 500 };
+  static char names[N][8];
+  const char *s[N];
+  int first[N];
+  unsigned seed = (unsigned)time(NULL);
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof names[i], "h%d", rand_r(&seed) % 37);
+    s[i] = names[i];
+  }
+  assert_int_equal(util_first_of_each(s, N, first), GPL_OK);
+  for (int i = 0; i < N; i++) {
+    int want = i;
+    for (int j = 0; j < i; j++)
+      if (strcmp(s[j], s[i]) == 0) {
+        want = j;
+        break;
+      }
+    assert_int_equal(first[i], want);
+  }
+}
+
 static void test_parsers(void **st) {
   (void)st;
   uint64_t sz;
@@ -320,6 +345,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conf_defaults), cmocka_unit_test(test_conf_values),
       cmocka_unit_test(test_conf_errors),   cmocka_unit_test(test_split_words),
+      cmocka_unit_test(test_first_of_each),
       cmocka_unit_test(test_parsers),       cmocka_unit_test(test_output_lines),
       cmocka_unit_test(test_envset),        cmocka_unit_test(test_safefile),
   };
