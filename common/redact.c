@@ -260,6 +260,22 @@ char *redact_text(const char *text, size_t len) {
   return redact_values(strbuf_take(&b));
 }
 
+char *redact_command(char *const *argv, int argc) {
+  char **red = redact_argv(argv, argc);
+  strbuf_t line = STRBUF_INIT;
+  for (int w = 0; w < argc; w++) {
+    char *q = util_quote_word(red ? red[w] : REDACTED);
+    strbuf_printf(&line, "%s%s", w ? " " : "", q ? q : REDACTED);
+    free(q);
+  }
+  util_free_argv(red);
+  if (line.oom) {
+    strbuf_free(&line);
+    return NULL;
+  }
+  return strbuf_take(&line);
+}
+
 char **redact_argv(char *const *argv, int argc) {
   char **out = calloc((size_t)argc + 1, sizeof *out);
   if (!out) return NULL;

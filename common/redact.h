@@ -26,6 +26,10 @@ char *redact_text(const char *text, size_t len);
  * password tool or a user option came before. Returns a malloc'd NULL-terminated array (free
  * with util_free_argv), or NULL without memory. */
 char **redact_argv(char *const *argv, int argc);
+/* The command as a shell line to print: redact_argv's words, each quoted (util_quote_word),
+ * joined by spaces; a word that cannot be had is REDACTED. A malloc'd string, NULL without
+ * memory. */
+char *redact_command(char *const *argv, int argc);
 
 /* Make value (4 characters or more) a secret for rule 3 of redact_text, as if a secret-named
  * variable of the environment held it: for the config's [env] secrets, which the program has in

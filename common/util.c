@@ -404,6 +404,20 @@ static int secret_upper(const char *up, size_t n) {
   return 0;
 }
 
+int util_read_small(const char *path, char *buf, size_t len) {
+  if (!len) return -1;
+  buf[0] = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, len - 1, f);
+  int err = ferror(f);
+  fclose(f);
+  if (err) return -1;
+  buf[n] = 0;
+  while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
+  return (int)n;
+}
+
 int util_read_file(const char *path, char **out, size_t *len) {
   /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
   char err[PATH_MAX + 128];

@@ -1,6 +1,5 @@
 /* gpulaunch: parse the command line, load the config, start the job (MPI) and run the mode. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,12 +224,13 @@ static int write_summary(launch_t *L, int code) {
    * cause that quotes one, a config path), string by string so the summary stays JSON. */
   char *text = redact_json(L->summary) == 0 ? cJSON_Print(L->summary) : NULL;
   char err[4400] = "out of memory";
-  FILE *f = text ? safefile_fopen_write(L->summary_path, err, sizeof err) : NULL;
-  int ok = f != NULL;
-  if (f) {
-    ok = fprintf(f, "%s\n", text) >= 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok) util_fmt(err, sizeof err, "%s: %s", L->summary_path, strerror(errno));
+  size_t n = text ? strlen(text) : 0;
+  char *line = text ? realloc(text, n + 2) : NULL;
+  int ok = 0;
+  if (line) {
+    text = line;
+    memcpy(text + n, "\n", 2);
+    ok = safefile_write_text(L->summary_path, text, err, sizeof err) == GPL_OK;
   }
   if (!ok) log_print("gpulaunch: cannot write the summary: %s\n", err);
   free(text);

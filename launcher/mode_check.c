@@ -108,16 +108,12 @@ int mode_env(launch_t *L) {
   char *const *argv = L->argc ? L->argv : conf_command(L->conf, "job", "command", &argc);
   strbuf_printf(&mine, "# rank %d (host %s, node %d, local rank %d):", job->rank, job->host, job->node,
                 job->local_rank);
-  int nargs = 0;
-  while (argv && argv[nargs]) nargs++;
-  char **red = argv ? redact_argv(argv, nargs) : NULL; /* "--hf_token VALUE": by word */
-  if (argv)
-    for (int i = 0; i < nargs; i++) {
-      char *q = util_quote_word(red ? red[i] : REDACTED);
-      strbuf_printf(&mine, " %s", q ? q : REDACTED);
-      free(q);
-    }
-  util_free_argv(red);
+  int nargs = L->argc ? L->argc : argc;
+  if (argv && nargs > 0) { /* "--hf_token VALUE": by word */
+    char *line = redact_command(argv, nargs);
+    strbuf_printf(&mine, " %s", line ? line : REDACTED);
+    free(line);
+  }
   if (!argv && conf_is_set(L->conf, "job", "builtin"))
     strbuf_printf(&mine, " (builtin %s)", conf_str(L->conf, "job", "builtin"));
   strbuf_append(&mine, "\n");

@@ -105,15 +105,7 @@ int iface_addr_in_subnet(const iface_addr_t *net, const iface_addr_t *addr) {
 static int sys_read(const char *name, const char *attr, char *buf, size_t len) {
   char path[PATH_MAX];
   snprintf(path, sizeof path, "/sys/class/net/%s/%s", name, attr);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, len - 1, f);
-  int err = ferror(f);
-  fclose(f);
-  if (err) return -1; /* e.g. speed of a link that is down: EINVAL on read */
-  buf[n] = 0;
-  util_trim(buf);
-  return (int)n;
+  return util_read_small(path, buf, len);
 }
 
 static int sys_exists(const char *name, const char *attr) {

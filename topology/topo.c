@@ -215,16 +215,6 @@ static int sniff_xml(const char *path, char **textp, size_t *lenp) {
 
 /* ---- NIC details --------------------------------------------------------------------------- */
 
-static int read_small(const char *path, char *buf, size_t len) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, len - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
-  return (int)n;
-}
-
 /* Port and state from the OpenFabrics device's PortNState infos (4 = ACTIVE). */
 static void nic_port_from_infos(topo_nic_t *n, hwloc_obj_t ofed) {
   int first_seen = 0, active = 0;
@@ -247,7 +237,7 @@ static void nic_live_link(topo_nic_t *n) {
     int active = 0, seen = 0;
     for (int p = 1; p <= 8; p++) {
       snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/state", n->rdma, p);
-      if (read_small(path, buf, sizeof buf) < 0) continue;
+      if (util_read_small(path, buf, sizeof buf) < 0) continue;
       seen = 1;
       if (atoi(buf) == 4 && !active) active = p; /* "4: ACTIVE" */
     }
@@ -255,15 +245,15 @@ static void nic_live_link(topo_nic_t *n) {
       n->port = active ? active : 1;
       n->state = active ? TOPO_LINK_UP : TOPO_LINK_DOWN;
       snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports/%d/rate", n->rdma, n->port);
-      if (read_small(path, buf, sizeof buf) > 0) n->speed_mbps = (int)(atof(buf) * 1000.0); /* "200 Gb/sec" */
+      if (util_read_small(path, buf, sizeof buf) > 0) n->speed_mbps = (int)(atof(buf) * 1000.0); /* "200 Gb/sec" */
     }
   }
   if (n->nnetdev > 0) {
     snprintf(path, sizeof path, "/sys/class/net/%s/operstate", n->netdevs[0]);
-    if (n->state == TOPO_LINK_UNKNOWN && read_small(path, buf, sizeof buf) > 0)
+    if (n->state == TOPO_LINK_UNKNOWN && util_read_small(path, buf, sizeof buf) > 0)
       n->state = strcmp(buf, "up") == 0 ? TOPO_LINK_UP : TOPO_LINK_DOWN;
     snprintf(path, sizeof path, "/sys/class/net/%s/speed", n->netdevs[0]);
-    if (n->speed_mbps < 0 && read_small(path, buf, sizeof buf) > 0 && atoi(buf) > 0)
+    if (n->speed_mbps < 0 && util_read_small(path, buf, sizeof buf) > 0 && atoi(buf) > 0)
       n->speed_mbps = atoi(buf);
   }
 }

@@ -58,6 +58,9 @@ typedef struct accept_check_s {
 /** One-line description of a check name for the reports ("GPUs per node as expected"). */
 const char *accept_check_desc(const char *name);
 
+/** The suite a check is reported in: its node, or -1 (the job's) for a job check. */
+static inline int accept_check_suite(const accept_check_t *c) { return c->node < 0 ? -1 : c->node; }
+
 /* ---- The whole run's report (rank 0 builds it) -------------------------------------------- */
 
 /* Repeated measurements of one group: the search measures every group it judges several times,
@@ -120,6 +123,9 @@ int accept_report_add_bad_link(accept_report_t *r, const char *label);
 void accept_report_counts(const accept_report_t *r, int *counts);
 /** The exit status the rule above gives. */
 int accept_exit_code(const accept_report_t *r);
+/** The run's verdict from its exit status: ACCEPT_PASS (0), ACCEPT_FAIL (GPL_EXIT_ACCEPT_FAIL)
+ * or ACCEPT_ERROR (anything else); each report words it in its own way. */
+accept_status_t accept_verdict(int exit_code);
 /** Hosts with a failed node or rank check (and, strict, a warning) join the exclude list. */
 void accept_report_collect_bad_hosts(accept_report_t *r);
 
@@ -403,6 +409,9 @@ int accept_write_json(const accept_report_t *r, const char *path);
 int accept_write_junit(const accept_report_t *r, const char *path);
 int accept_write_html(const accept_report_t *r, const char *path);
 int accept_write_exclude(const accept_report_t *r, const char *path);
+/** Write a whole report file through safefile_write_text; a failure (the file cannot be opened,
+ * a full file system) is logged as a warning naming the file. \return 0 or GPL_ESYS. */
+int accept_write_text(const char *path, const char *text);
 /** Append s with XML's special characters escaped (and control characters dropped), so the
  * text is safe in element content and in double-quoted attributes. */
 void accept_xml_escape(strbuf_t *b, const char *s);

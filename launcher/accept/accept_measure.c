@@ -98,9 +98,12 @@ static int wait_req(MPI_Request *r, MPI_Comm comm, double timeout, const char *w
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* An allreduce in comm, waited for as wait_req waits (a timeout names the ranks). */
+static int iallreduce_wait(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                           double timeout, const char *what) {
+  MPI_Request req;
+  MPICHECK(MPI_Iallreduce(send, recv, count, type, op, comm, &req));
+  return wait_req(&req, comm, timeout, what);
 }
 
 /* The warm-up only has to open the connections of the group (a search measures every group
@@ -126,7 +129,6 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
   if (count < 1) count = 1;
   float *a = malloc(count * sizeof *a), *b = malloc(count * sizeof *b);
   double *times = calloc((size_t)iters + 1, sizeof *times);
-  MPI_Request req;
   if (!a || !b || !times) {
     rc = GPL_ENOMEM;
     goto done;
@@ -136,17 +138,14 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
   memset(b, 0, count * sizeof *b);
   const char *what = "accept: search measurement";
   size_t wcount = count < WARMUP_BYTES / sizeof(float) ? count : WARMUP_BYTES / sizeof(float);
-  MPICHECK(MPI_Iallreduce(a, b, (int)wcount, MPI_FLOAT, MPI_SUM, sub, &req));
-  CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+  CHECKGOTO(iallreduce_wait(a, b, (int)wcount, MPI_FLOAT, MPI_SUM, sub, timeout, what), rc, done);
   int shrunk = 0;
   if (budget > 0 && count > 2 * (PROBE_BYTES / sizeof(float))) {
     size_t pcount = PROBE_BYTES / sizeof(float);
     double tp0 = util_now(), tp = 0, tpmax = 0;
-    MPICHECK(MPI_Iallreduce(a, b, (int)pcount, MPI_FLOAT, MPI_SUM, sub, &req));
-    CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+    CHECKGOTO(iallreduce_wait(a, b, (int)pcount, MPI_FLOAT, MPI_SUM, sub, timeout, what), rc, done);
     tp = util_now() - tp0;
-    MPICHECK(MPI_Iallreduce(&tp, &tpmax, 1, MPI_DOUBLE, MPI_MAX, sub, &req));
-    CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+    CHECKGOTO(iallreduce_wait(&tp, &tpmax, 1, MPI_DOUBLE, MPI_MAX, sub, timeout, what), rc, done);
     double projected = tpmax * (double)count / (double)pcount;
     if (tpmax > 0 && projected > budget / iters) {
       double fit = (double)pcount * SLOW_ITER_S / tpmax;
@@ -158,11 +157,9 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
     }
   }
   double t0 = util_now();
-  MPICHECK(MPI_Iallreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, sub, &req));
-  CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+  CHECKGOTO(iallreduce_wait(a, b, (int)count, MPI_FLOAT, MPI_SUM, sub, timeout, what), rc, done);
   double t1 = util_now() - t0, tmax = 0;
-  MPICHECK(MPI_Iallreduce(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, sub, &req));
-  CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+  CHECKGOTO(iallreduce_wait(&t1, &tmax, 1, MPI_DOUBLE, MPI_MAX, sub, timeout, what), rc, done);
   int k = iters;
   if (tmax > 0 && budget > 0 && tmax * iters > budget) k = (int)(budget / tmax);
   if (shrunk && k > SLOW_ITERS) k = SLOW_ITERS;
@@ -171,18 +168,16 @@ static int group_measure(MPI_Comm sub, size_t bytes, int iters, double budget, d
   int nt = 1;
   for (int i = 1; i < k; i++) {
     t0 = util_now();
-    MPICHECK(MPI_Iallreduce(a, b, (int)count, MPI_FLOAT, MPI_SUM, sub, &req));
-    CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+    CHECKGOTO(iallreduce_wait(a, b, (int)count, MPI_FLOAT, MPI_SUM, sub, timeout, what), rc, done);
     times[nt++] = util_now() - t0;
   }
   /* The fastest iteration: interference (other groups, other processes on the cores) only ever
    * slows an iteration down, while a slow link slows every one of them, so the best iteration
    * measures what the path can do. The group's time is its slowest rank's. */
-  qsort(times, (size_t)nt, sizeof *times, cmp_double);
+  util_sort_doubles(times, (size_t)nt);
   /* How much a typical iteration lost to interference: 1 - best/median. */
   double mine[2] = {times[0], times[nt / 2] > 0 ? 1 - times[0] / times[nt / 2] : 0}, worst[2] = {0, 0};
-  MPICHECK(MPI_Iallreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, sub, &req));
-  CHECKGOTO(wait_req(&req, sub, timeout, what), rc, done);
+  CHECKGOTO(iallreduce_wait(mine, worst, 2, MPI_DOUBLE, MPI_MAX, sub, timeout, what), rc, done);
   *bw = n > 1 ? accept_busbw((double)(count * sizeof(float)), worst[0], n) : 0;
   *jitter = worst[1];
 done:

@@ -109,14 +109,7 @@ const char *accept_pcie_decode(double gbps, char *buf, size_t len) {
 static int pci_attr(const char *pci, const char *attr, char *buf, size_t len) {
   char path[256];
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/%s", pci, attr);
-  char *text = NULL;
-  size_t n = 0;
-  buf[0] = 0;
-  if (util_read_file(path, &text, &n) < 0) return -1;
-  snprintf(buf, len, "%s", text);
-  free(text);
-  util_trim(buf);
-  return buf[0] ? 0 : -1;
+  return util_read_small(path, buf, len) > 0 ? 0 : -1;
 }
 
 static int check_pcie_link(const accept_node_ctx_t *x, accept_list_t *out) {

@@ -2,16 +2,14 @@
  * and NVLink through the project's NVML loader (topology/nvml.h, dlopen'ed at run time), and Xid
  * errors from the kernel log. Each check is skipped with its reason where NVML is not available,
  * the topology is a file, the node has no GPU, or the GPU does not have what is checked. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/check.h"
 #include "common/strbuf.h"
 #include "launcher/accept/accept.h"
+#include "launcher/ops/diag.h"
 #include "launcher/ops/monitor.h"
 #include "topology/nvml.h"
 
@@ -48,30 +46,6 @@ static int xid_scan(const char *text, char *last, size_t len, int *hw) {
 
 int accept_xid_scan(const char *text, char *last, size_t len) { return xid_scan(text, last, len, NULL); }
 
-/* The kernel log since boot from /dev/kmsg (one record per read). 0 or a negative code. */
-static int read_kmsg(strbuf_t *out, char *why, size_t len) {
-  int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(why, len, "the kernel log cannot be read: /dev/kmsg: %s", strerror(errno));
-    return GPL_ESYS;
-  }
-  char rec[8192];
-  for (;;) {
-    ssize_t n = read(fd, rec, sizeof rec);
-    if (n > 0) {
-      /* "prio,seq,usec,flags;message\n" (continuation lines start with a space) */
-      const char *msg = memchr(rec, ';', (size_t)n);
-      if (msg) strbuf_append_n(out, msg + 1, (size_t)(n - (msg + 1 - rec)));
-      continue;
-    }
-    if (n < 0 && errno == EPIPE) continue; /* records overwritten while reading */
-    if (n < 0 && errno == EINTR) continue;
-    break; /* EAGAIN: the end */
-  }
-  close(fd);
-  return out->oom ? GPL_ENOMEM : GPL_OK;
-}
-
 static int check_xid(const accept_node_ctx_t *x, accept_list_t *out) {
   accept_check_t c;
   accept_check_init(&c, "xid", x->host, x->node, -1, "");
@@ -82,9 +56,11 @@ static int check_xid(const accept_node_ctx_t *x, accept_list_t *out) {
   }
   strbuf_t log = STRBUF_INIT;
   char why[256] = "", last[300];
-  if (read_kmsg(&log, why, sizeof why) < 0) {
+  int rc = diag_read_kmsg(&log, why, sizeof why);
+  if (rc < 0) {
     strbuf_free(&log);
-    accept_check_set(&c, ACCEPT_SKIP, "%s", why[0] ? why : "the kernel log cannot be read");
+    if (rc == GPL_ESYS) accept_check_set(&c, ACCEPT_SKIP, "the kernel log cannot be read: %s", why);
+    else accept_check_set(&c, ACCEPT_SKIP, "the kernel log cannot be read");
     return accept_list_add(out, &c);
   }
   int hw = 0, n = xid_scan(strbuf_str(&log), last, sizeof last, &hw);
@@ -273,11 +249,16 @@ static int nvml_gpu(const accept_node_ctx_t *x, int g, accept_list_t *out) {
 
 int accept_nvml_checks(const accept_node_ctx_t *x, accept_list_t *out) {
   char why[256] = "";
-  int have = nvml_versions(why, sizeof why, NULL, 0, NULL) == GPL_OK;
-  if (!have) CHECK(skip_all(x, out, "NVML not available: %s", why));
-  else if (!x->t->live) CHECK(skip_all(x, out, "%s", "topology from a file: NVML reads this machine, not that node"));
-  else if (x->t->ngpus == 0) CHECK(skip_all(x, out, "%s", "no GPU on this node"));
+  /* One reference held over every GPU's checks: each nvml_dev_open then only counts it, instead
+   * of loading and initialising NVML again per GPU. */
+  int have = nvml_open(why, sizeof why) == GPL_OK;
+  int rc = GPL_OK;
+  if (!have) rc = skip_all(x, out, "NVML not available: %s", why);
+  else if (!x->t->live) rc = skip_all(x, out, "%s", "topology from a file: NVML reads this machine, not that node");
+  else if (x->t->ngpus == 0) rc = skip_all(x, out, "%s", "no GPU on this node");
   else
-    for (int g = 0; g < x->t->ngpus; g++) CHECK(nvml_gpu(x, g, out));
+    for (int g = 0; g < x->t->ngpus && rc == GPL_OK; g++) rc = nvml_gpu(x, g, out);
+  if (have) nvml_close();
+  CHECK(rc);
   return check_xid(x, out);
 }

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/safefile.h"
 #include "common/check.h"
+#include "gpulaunch/version.h"
 #include "launcher/accept/accept.h"
 
 static void esc(strbuf_t *b, const char *s) { accept_xml_escape(b, s); }
@@ -35,8 +35,11 @@ static const char g_css[] =
     "svg text{font-family:system-ui,sans-serif;font-size:12px}\n"
     "div.footer{color:#6b7280;font-size:12px;margin-top:30px}\n";
 
-static const char *verdict_word(int code) { return code == 0 ? "PASSED" : code == 73 ? "FAILED" : "COULD NOT RUN"; }
-static const char *verdict_class(int code) { return code == 0 ? "pass" : code == 73 ? "fail" : "error"; }
+static const char *verdict_word(int code) {
+  accept_status_t v = accept_verdict(code);
+  return v == ACCEPT_PASS ? "PASSED" : v == ACCEPT_FAIL ? "FAILED" : "COULD NOT RUN";
+}
+static const char *verdict_class(int code) { return accept_status_name(accept_verdict(code)); }
 
 /* Horizontal bars: the job's allreduce, then each measured group; red when flagged. A tick on
  * each bar marks the line it had to reach (the threshold, or fraction x reference). */
@@ -119,7 +122,7 @@ static void table(strbuf_t *b, const accept_report_t *r, int node) {
                    "<th>Measured</th><th>Expected</th><th>Details</th></tr>\n");
   for (int i = 0; i < r->nchecks; i++) {
     const accept_check_t *c = &r->checks[i];
-    if ((c->node < 0 ? -1 : c->node) != node) continue;
+    if (accept_check_suite(c) != node) continue;
     const char *st = accept_status_name(c->status);
     strbuf_printf(b, "<tr class=\"%s\"><td class=\"st %s\">%s</td><td><code>", st, st, st);
     esc(b, c->name);
@@ -142,7 +145,7 @@ static int node_status(const accept_report_t *r, int node) {
   int worst = ACCEPT_PASS;
   for (int i = 0; i < r->nchecks; i++) {
     const accept_check_t *c = &r->checks[i];
-    if ((c->node < 0 ? -1 : c->node) != node) continue;
+    if (accept_check_suite(c) != node) continue;
     if (c->status == ACCEPT_FAIL) return ACCEPT_FAIL;
     if (c->status == ACCEPT_ERROR) worst = ACCEPT_ERROR;
     else if (c->status == ACCEPT_WARN && worst == ACCEPT_PASS) worst = ACCEPT_WARN;
@@ -161,9 +164,10 @@ int accept_write_html(const accept_report_t *r, const char *path) {
   /* The verdict. */
   strbuf_printf(&b, "<div class=\"verdict %s\"><div><h1>Cluster acceptance: %s</h1><p>", verdict_class(r->exit_code),
                 verdict_word(r->exit_code));
-  if (r->exit_code == 0)
+  accept_status_t verdict = accept_verdict(r->exit_code);
+  if (verdict == ACCEPT_PASS)
     strbuf_printf(&b, "All %d node(s) are fit for the run: no check failed.", r->nnodes);
-  else if (r->exit_code == 73)
+  else if (verdict == ACCEPT_FAIL)
     strbuf_printf(&b, "%d check(s) failed%s.", n[ACCEPT_FAIL] ? n[ACCEPT_FAIL] : n[ACCEPT_WARN],
                   n[ACCEPT_FAIL] ? "" : " (warnings, strict mode)");
   else
@@ -278,25 +282,14 @@ int accept_write_html(const accept_report_t *r, const char *path) {
                   accept_status_name(node_status(r, node)));
     table(&b, r, node);
   }
-  strbuf_append(&b, "<div class=\"footer\">gpulaunch accept");
-#ifdef GPULAUNCH_VERSION
-  strbuf_append(&b, " " GPULAUNCH_VERSION);
-#endif
+  strbuf_append(&b, "<div class=\"footer\">gpulaunch accept " GPULAUNCH_VERSION_STRING);
   strbuf_append(&b, ". The same results as JSON: <code>--json FILE</code>; as JUnit XML for CI: "
                     "<code>--junit FILE</code>.</div>\n</div>\n</body>\n</html>\n");
   if (b.oom) {
     strbuf_free(&b);
     return GPL_ENOMEM;
   }
-  char err[4400];
-  FILE *f = safefile_fopen_write(path, err, sizeof err);
-  if (!f) {
-    LOG_WARN("cannot write: %s", err);
-    strbuf_free(&b);
-    return GPL_ESYS;
-  }
-  int bad = fputs(strbuf_str(&b), f) < 0;
-  bad |= fclose(f) != 0;
+  int rc = accept_write_text(path, strbuf_str(&b));
   strbuf_free(&b);
-  return bad ? GPL_ESYS : GPL_OK;
+  return rc;
 }

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/safefile.h"
 #include "common/check.h"
 #include "launcher/accept/accept.h"
 
@@ -20,7 +19,7 @@ static void counts_of(const accept_report_t *r, int node, int *tests, int *fail,
   *tests = *fail = *err = *skip = 0;
   for (int i = 0; i < r->nchecks; i++) {
     const accept_check_t *c = &r->checks[i];
-    if ((c->node < 0 ? -1 : c->node) != node) continue;
+    if (accept_check_suite(c) != node) continue;
     (*tests)++;
     if (c->status == ACCEPT_FAIL || (r->strict && c->status == ACCEPT_WARN)) (*fail)++;
     else if (c->status == ACCEPT_ERROR) (*err)++;
@@ -125,7 +124,7 @@ static void suite(strbuf_t *b, const accept_report_t *r, int node) {
   strbuf_append(b, "    </properties>\n");
   for (int i = 0; i < r->nchecks; i++) {
     const accept_check_t *c = &r->checks[i];
-    if ((c->node < 0 ? -1 : c->node) == node) testcase(b, r, c, cls);
+    if (accept_check_suite(c) == node) testcase(b, r, c, cls);
   }
   strbuf_append(b, "  </testsuite>\n");
 }
@@ -152,15 +151,7 @@ int accept_write_junit(const accept_report_t *r, const char *path) {
     strbuf_free(&b);
     return GPL_ENOMEM;
   }
-  char why[4400];
-  FILE *fp = safefile_fopen_write(path, why, sizeof why);
-  if (!fp) {
-    LOG_WARN("cannot write: %s", why);
-    strbuf_free(&b);
-    return GPL_ESYS;
-  }
-  int bad = fputs(strbuf_str(&b), fp) < 0;
-  bad |= fclose(fp) != 0;
+  int rc = accept_write_text(path, strbuf_str(&b));
   strbuf_free(&b);
-  return bad ? GPL_ESYS : GPL_OK;
+  return rc;
 }

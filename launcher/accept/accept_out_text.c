@@ -140,8 +140,7 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
     int any = 0;
     for (int i = 0; i < r->nchecks; i++) {
       const accept_check_t *c = &r->checks[i];
-      int cnode = c->node < 0 ? -1 : c->node;
-      if (cnode != node || (node >= 0 && c->status == ACCEPT_SKIP)) continue;
+      if (accept_check_suite(c) != node || (node >= 0 && c->status == ACCEPT_SKIP)) continue;
       if (!any++) {
         if (node < 0) fprintf(f, "\nJob\n");
         else fprintf(f, "\nNode %s (node %d)\n", r->hosts[node], node);
@@ -213,7 +212,8 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
   }
   int n[ACCEPT_NSTATUS];
   accept_report_counts(r, n);
-  const char *verdict = r->exit_code == 0 ? "PASS" : r->exit_code == 73 ? "FAIL" : "ERROR";
+  accept_status_t v = accept_verdict(r->exit_code);
+  const char *verdict = v == ACCEPT_PASS ? "PASS" : v == ACCEPT_FAIL ? "FAIL" : "ERROR";
   fprintf(f, "\nResult: %s: %d passed, %d warning(s), %d failed, %d skipped, %d error(s) (exit %d%s)\n",
           verdict, n[ACCEPT_PASS], n[ACCEPT_WARN], n[ACCEPT_FAIL], n[ACCEPT_SKIP], n[ACCEPT_ERROR],
           r->exit_code, r->strict ? ", strict: warnings fail" : "");

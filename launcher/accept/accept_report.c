@@ -7,6 +7,7 @@
 
 #include "common/safefile.h"
 #include "common/check.h"
+#include "gpulaunch/version.h"
 #include "launcher/accept/accept.h"
 #include "launcher/core/exitcode.h"
 
@@ -265,6 +266,10 @@ int accept_exit_code(const accept_report_t *r) {
   return GPL_EXIT_OK;
 }
 
+accept_status_t accept_verdict(int exit_code) {
+  return exit_code == GPL_EXIT_OK ? ACCEPT_PASS : exit_code == GPL_EXIT_ACCEPT_FAIL ? ACCEPT_FAIL : ACCEPT_ERROR;
+}
+
 void accept_report_collect_bad_hosts(accept_report_t *r) {
   for (int i = 0; i < r->nchecks; i++) {
     const accept_check_t *c = &r->checks[i];
@@ -282,13 +287,10 @@ cJSON *accept_report_json(const accept_report_t *r) {
   int n[ACCEPT_NSTATUS];
   accept_report_counts(r, n);
   cJSON_AddStringToObject(doc, "tool", "gpulaunch accept");
-#ifdef GPULAUNCH_VERSION
-  cJSON_AddStringToObject(doc, "version", GPULAUNCH_VERSION);
-#endif
+  cJSON_AddStringToObject(doc, "version", GPULAUNCH_VERSION_STRING);
   cJSON_AddStringToObject(doc, "started", r->started);
   cJSON_AddNumberToObject(doc, "seconds", r->seconds);
-  const char *verdict = r->exit_code == 0 ? "pass" : r->exit_code == 73 ? "fail" : "error";
-  cJSON_AddStringToObject(doc, "verdict", verdict);
+  cJSON_AddStringToObject(doc, "verdict", accept_status_name(accept_verdict(r->exit_code)));
   cJSON_AddNumberToObject(doc, "exit_code", r->exit_code);
   cJSON_AddBoolToObject(doc, "strict", r->strict);
   cJSON_AddNumberToObject(doc, "nodes", r->nnodes);
@@ -344,7 +346,7 @@ cJSON *accept_report_json(const accept_report_t *r) {
   return doc;
 }
 
-static int write_text(const char *path, const char *text) {
+int accept_write_text(const char *path, const char *text) {
   char err[4400];
   int rc = safefile_write_text(path, text, err, sizeof err);
   if (rc < 0) LOG_WARN("cannot write: %s", err);
@@ -365,23 +367,19 @@ int accept_write_json(const accept_report_t *r, const char *path) {
   }
   t2[n] = '\n';
   t2[n + 1] = 0;
-  int rc = write_text(path, t2);
+  int rc = accept_write_text(path, t2);
   free(t2);
   return rc;
 }
 
 int accept_write_exclude(const accept_report_t *r, const char *path) {
-  char err[4400];
-  FILE *f = safefile_fopen_write(path, err, sizeof err);
-  if (!f) {
-    LOG_WARN("cannot write: %s", err);
-    return GPL_ESYS;
-  }
   /* Host names only, one per line (an empty file when none): `wc -l`, `grep -vxFf` and
    * scripts/hostfile --exclude all read it as is. */
-  for (int i = 0; i < r->nbad; i++) fprintf(f, "%s\n", r->bad_hosts[i]);
-  if (fclose(f) != 0) return GPL_ESYS;
-  return GPL_OK;
+  strbuf_t b = STRBUF_INIT;
+  for (int i = 0; i < r->nbad; i++) strbuf_printf(&b, "%s\n", r->bad_hosts[i]);
+  int rc = b.oom ? GPL_ENOMEM : accept_write_text(path, strbuf_str(&b));
+  strbuf_free(&b);
+  return rc;
 }
 
 /* The parts of a report the writers use, back from the JSON document (tests render reports

@@ -46,6 +46,7 @@
 
 #include "common/check.h"
 #include "common/strbuf.h"
+#include "common/util.h"
 #include "launcher/accept/accept.h"
 
 enum { P_RING = 0, P_CONFIRM, P_HALVING, P_HPAIRS, P_DONE };
@@ -349,18 +350,13 @@ int accept_search_next(accept_search_t *s, int *color, const char **phase) {
 
 /* ---- statistics ---- */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
+/* The median of v, which stays as it is (the callers' arrays are in node or measurement order). */
 static double median(const double *v, int n) {
   if (n <= 0) return 0;
   double *c = malloc((size_t)n * sizeof *c);
   if (!c) return 0;
   memcpy(c, v, (size_t)n * sizeof *c);
-  qsort(c, (size_t)n, sizeof *c, cmp_double);
-  double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+  double m = util_median(c, (size_t)n);
   free(c);
   return m;
 }
@@ -384,7 +380,7 @@ static void update_eff(accept_search_t *s) {
     SPREAD_(&s->half[1]);
 #undef SPREAD_
     if (n > 0) {
-      qsort(v, (size_t)n, sizeof *v, cmp_double);
+      util_sort_doubles(v, (size_t)n);
       int k = n >= 10 ? (int)ceil(0.9 * n) - 1 : n - 1;
       if (v[k] > s->spread) s->spread = v[k]; /* halving levels are forgotten: keep the largest */
     }

@@ -191,6 +191,8 @@ void bench_print_row(FILE *f, const bench_cfg_t *cfg, const bench_row_t *r);
 /* nccl-tests' average: mean busbw over every measured cell. */
 double bench_avg_busbw(const bench_row_t *rows, int n);
 int64_t bench_total_wrong(const bench_row_t *rows, int n);
+/* As nccl-tests: the count of results (size x placement) that had wrong elements. */
+int bench_bad_cells(const bench_row_t *rows, int n);
 /* The footer: "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth    : X". */
 void bench_print_footer(FILE *f, const bench_row_t *rows, int n);
 /* nccl-tests -J "results" entries for these rows, appended to `results`. */

@@ -66,7 +66,8 @@ int bench_cuda_elapsed(void *p, int n, double *secs) {
   return GPL_OK;
 }
 
-int bench_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
+/* Set bytes of device memory to `byte`, ordered on stream. */
+static int bench_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
   CUDACHECK(cudaMemsetAsync(p, byte, bytes, (cudaStream_t)stream));
   return GPL_OK;
 }

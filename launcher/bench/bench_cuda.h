@@ -14,7 +14,5 @@ void bench_cuda_record(void *ev, int k);
 int bench_cuda_elapsed(void *ev, int n, double *secs);
 /* Destroy the events and the stream. */
 void bench_cuda_events_destroy(void *ev);
-/* Set bytes of device memory to `byte`, ordered on stream. */
-int bench_cuda_memset(void *p, int byte, size_t bytes, void *stream);
 
 #endif

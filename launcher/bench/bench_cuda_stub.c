@@ -28,14 +28,6 @@ int bench_cuda_elapsed(void *ev, int n, double *secs) {
 
 void bench_cuda_events_destroy(void *ev) { (void)ev; }
 
-int bench_cuda_memset(void *p, int byte, size_t bytes, void *stream) {
-  (void)p;
-  (void)byte;
-  (void)bytes;
-  (void)stream;
-  return GPL_ENOCUDA;
-}
-
 void bench_dev_describe(int device, char *buf, size_t len) {
   (void)device;
   if (len) buf[0] = '\0';

@@ -81,12 +81,16 @@ int64_t bench_total_wrong(const bench_row_t *rows, int n) {
   return w;
 }
 
-void bench_print_footer(FILE *f, const bench_row_t *rows, int n) {
-  /* As nccl-tests: the count of results (size x placement) that had wrong elements. */
+int bench_bad_cells(const bench_row_t *rows, int n) {
   int bad = 0;
   for (int i = 0; i < n; i++)
     bad += (rows[i].oop.valid && rows[i].oop.nwrong > 0) +
            (rows[i].inplace.valid && rows[i].inplace.nwrong > 0);
+  return bad;
+}
+
+void bench_print_footer(FILE *f, const bench_row_t *rows, int n) {
+  int bad = bench_bad_cells(rows, n);
   fprintf(f, "# %-20s : %d %s\n", "Out of bounds values", bad, bad ? "FAILED" : "OK");
   fprintf(f, "# %-20s : %g %s\n", "Avg bus bandwidth", bench_avg_busbw(rows, n), "");
 }

@@ -494,9 +494,8 @@ static int run_all(launch_t *L, bench_opts_t *o, gpl_comm_t *comm, const place_t
     int s = check_thresholds(L, o, &cfg, rows, thr);
     if (rank0) printf("#\n# Collective test concluded: %s\n", bench_op_name(cfg.op));
     short_bw += s;
-    for (int i = 0; i < o->nsizes; i++) {
-      bad_cells += (rows[i].oop.valid && rows[i].oop.nwrong > 0) +
-                   (rows[i].inplace.valid && rows[i].inplace.nwrong > 0);
+    bad_cells += bench_bad_cells(rows, o->nsizes);
+    for (int i = 0; i < o->nsizes; i++) { /* the average over every op of the run */
       if (rows[i].oop.valid) avg_sum += rows[i].oop.busbw, avg_n++;
       if (rows[i].inplace.valid) avg_sum += rows[i].inplace.busbw, avg_n++;
     }

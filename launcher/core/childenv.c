@@ -26,18 +26,12 @@ static int is_mpi_runtime_var(const char *kv) {
 
 /* The keys are few where a lookup is made (OMP_NUM_THREADS, PATH) and the sets are built by
  * appending, so building is linear whatever [env] holds (envset.h). */
-typedef envset_t kv_t;
-
-static int kv_set(kv_t *kv, const char *key, const char *value) {
+static int kv_set(envset_t *kv, const char *key, const char *value) {
   return envset_add(kv, key, strlen(key), value);
 }
 
-static const char *kv_get(const kv_t *kv, const char *key) { return envset_get(kv, key); }
-
-static void kv_free(kv_t *kv) { envset_free(kv); }
-
 int childenv_add(childenv_t *ce, const char *key, const char *value) {
-  kv_t kv = {ce->plan_env, ce->nplan_env, ce->plan_cap};
+  envset_t kv = {ce->plan_env, ce->nplan_env, ce->plan_cap};
   int rc = kv_set(&kv, key, value);
   if (rc == GPL_OK) rc = envset_finish(&kv); /* a few entries: replaced in place */
   ce->plan_env = kv.v;
@@ -49,7 +43,7 @@ int childenv_add(childenv_t *ce, const char *key, const char *value) {
 static int set_kv(void *kv, const char *key, const char *value) { return kv_set(kv, key, value); }
 
 /* Fill kv with gpulaunch's own variables (not the inherited ones). */
-static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherited) {
+static int ours(const childenv_t *ce, int attempt, envset_t *kv, const envset_t *inherited) {
   const job_t *j = ce->job;
   char b[64];
 #define SETI(k, v) do { snprintf(b, sizeof b, "%d", (v)); CHECK(kv_set(kv, (k), b)); } while (0)
@@ -86,7 +80,7 @@ static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherit
       CHECK(kv_set(kv, k, v));
     }
   }
-  if (!kv_get(kv, "OMP_NUM_THREADS") && !(inherited && kv_get(inherited, "OMP_NUM_THREADS"))) {
+  if (!envset_get(kv, "OMP_NUM_THREADS") && !(inherited && envset_get(inherited, "OMP_NUM_THREADS"))) {
     long conf_omp = ce->conf ? conf_int(ce->conf, "job", "omp_num_threads") : 0;
     SETI("OMP_NUM_THREADS", conf_omp > 0 ? (int)conf_omp : (ce->omp_threads > 0 ? ce->omp_threads : 1));
   }
@@ -95,7 +89,7 @@ static int ours(const childenv_t *ce, int attempt, kv_t *kv, const kv_t *inherit
 }
 
 int childenv_build(const childenv_t *ce, int attempt, char ***envp) {
-  kv_t kv = {0}, inh = {0};
+  envset_t kv = {0}, inh = {0};
   int rc = GPL_OK;
   for (char **e = environ; e && *e; e++) {
     if (is_mpi_runtime_var(*e)) continue;
@@ -106,18 +100,18 @@ int childenv_build(const childenv_t *ce, int attempt, char ***envp) {
   /* ours after the inherited ones: a key of both keeps its place and takes our value */
   for (int i = 0; i < kv.n; i++) CHECKGOTO(envset_add_kv(&inh, kv.v[i]), rc, fail);
   CHECKGOTO(envset_finish(&inh), rc, fail);
-  kv_free(&kv);
+  envset_free(&kv);
   if (!inh.v) CHECKGOTO(kv_set(&inh, "GPULAUNCH", "1"), rc, fail);
   *envp = inh.v;
   return GPL_OK;
 fail:
-  kv_free(&kv);
-  kv_free(&inh);
+  envset_free(&kv);
+  envset_free(&inh);
   return rc;
 }
 
 void childenv_describe(const childenv_t *ce, int attempt, strbuf_t *out) {
-  kv_t kv = {0}, inh = {0};
+  envset_t kv = {0}, inh = {0};
   for (char **e = environ; e && *e; e++) {
     if (!strchr(*e, '=') || is_mpi_runtime_var(*e)) continue;
     envset_add_kv(&inh, *e);
@@ -130,18 +124,18 @@ void childenv_describe(const childenv_t *ce, int attempt, strbuf_t *out) {
       *eq = '=';
     }
   }
-  kv_free(&kv);
-  kv_free(&inh);
+  envset_free(&kv);
+  envset_free(&inh);
 }
 
 const char *childenv_get(const childenv_t *ce, int attempt, const char *key) {
   static char value[4096];
-  kv_t kv = {0};
+  envset_t kv = {0};
   const char *v = NULL;
-  if (ours(ce, attempt, &kv, NULL) == GPL_OK) v = kv_get(&kv, key);
+  if (ours(ce, attempt, &kv, NULL) == GPL_OK) v = envset_get(&kv, key);
   if (!v) v = getenv(key);
   if (v) util_strlcpy(value, v, sizeof value);
-  kv_free(&kv);
+  envset_free(&kv);
   return v ? value : NULL;
 }
 

@@ -17,11 +17,11 @@ static const struct option g_global[] = {
     {0, 0, 0, 0},
 };
 
-int cli_is_global(int code) { return code == 'v' || code == 'q' || code > CLI_GLOBAL; }
+/* 1 when code is one of the global options. */
+static int cli_is_global(int code) { return code == 'v' || code == 'q' || code > CLI_GLOBAL; }
 
 int cli_begin(cli_t *c, const char *name, int n, char **words, const cli_spec_t *spec) {
   memset(c, 0, sizeof *c);
-  c->name = name;
   size_t nmode = 0, nglob = sizeof g_global / sizeof g_global[0] - 1;
   while (spec && spec->longopts && spec->longopts[nmode].name) nmode++;
   c->longopts = calloc(nmode + nglob + 1, sizeof *c->longopts);

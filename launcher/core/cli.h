@@ -23,7 +23,6 @@ typedef struct cli_s {
   char **argv;              /* argv[0] = "gpulaunch MODE", then the words */
   struct option *longopts;  /* the mode's and the global ones */
   char shortopts[256];
-  const char *name;         /* "gpulaunch MODE" for messages */
 } cli_t;
 
 /* Begin a parse of words[0..n) for the mode "name" (spec may be NULL: only the global options).
@@ -41,7 +40,5 @@ char **cli_rest(const cli_t *c, int *n);
  * word when it is not an option (or is "-"), consumed; NULL otherwise. */
 const char *cli_optional_next(cli_t *c);
 void cli_end(cli_t *c);
-/* 1 when code is one of the global options. */
-int cli_is_global(int code);
 
 #endif

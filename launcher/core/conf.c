@@ -822,16 +822,9 @@ void conf_print(FILE *f, const conf_t *c) {
     const conf_val_t *v = &c->vals[i];
     const char *text = v->text ? v->text : k->def;
     if (k->type == CONF_COMMAND && v->argc > 0) { /* word by word: "--hf_token VALUE" redacted */
-      char **red = redact_argv(v->argv, v->argc);
-      strbuf_t line = STRBUF_INIT;
-      for (int w = 0; w < v->argc; w++) {
-        char *q = util_quote_word(red ? red[w] : REDACTED);
-        strbuf_printf(&line, "%s%s", w ? " " : "", q ? q : REDACTED);
-        free(q);
-      }
-      util_free_argv(red);
-      fprintf(f, "%-18s = %-30s # %s\n", k->key, strbuf_str(&line), v->origin ? v->origin : "default");
-      strbuf_free(&line);
+      char *line = redact_command(v->argv, v->argc);
+      fprintf(f, "%-18s = %-30s # %s\n", k->key, line ? line : REDACTED, v->origin ? v->origin : "default");
+      free(line);
       continue;
     }
     /* the value in effect, as the program reads it (a number as parsed, not as written) */

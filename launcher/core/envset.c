@@ -69,11 +69,13 @@ int envset_finish(envset_t *e) {
     while (j < e->n && v[j].klen == v[i].klen && memcmp(v[j].s, v[i].s, v[i].klen) == 0) j++;
     if (j - i > 1) {
       int first = v[i].pos, last = v[j - 1].pos;
+      /* sorted by position within a key: v[i] is the first, v[j - 1] the last */
       free(e->v[first]);
-      e->v[first] = e->v[last];
-      for (int k = i + 1; k < j; k++)
-        if (v[k].pos != last) free(e->v[v[k].pos]);
-      for (int k = i + 1; k < j; k++) e->v[v[k].pos] = NULL;
+      for (int k = i + 1; k < j - 1; k++) {
+        free(e->v[v[k].pos]);
+        e->v[v[k].pos] = NULL;
+      }
+      e->v[last] = NULL;
       e->v[first] = (char *)v[j - 1].s;
     }
     i = j;

@@ -41,7 +41,6 @@ typedef struct peer_s {
 } peer_t;
 
 struct live_s {
-  job_t *job;
   live_opts_t o;
   int rank, size;
   uint64_t token;
@@ -61,7 +60,7 @@ struct live_s {
   /* Shared with the supervisor's thread. */
   uv_mutex_t mu;
   uv_cond_t cv;
-  int have_event, stopping, quiet, abort_rank, stall_said;
+  int have_event, stopping, abort_rank, stall_said;
   int aborts_pending, aborts_done; /* ABORT frames written; live_abort_all waits for them */
   live_event_t ev;
   double lost_at, stop_at;
@@ -78,7 +77,7 @@ static void close_all(uv_handle_t *h, void *arg);
 static void lost_many(live_t *l, const int *ranks, int n, live_why_t why, double silent) {
   if (n <= 0) return;
   uv_mutex_lock(&l->mu);
-  int tell = !l->have_event && !l->quiet;
+  int tell = !l->have_event && !l->stopping; /* a job that is ending loses nobody */
   if (tell) {
     l->ev.lost_rank = ranks[0];
     l->ev.why = why;
@@ -133,10 +132,7 @@ static void peer_gone(peer_t *p) {
   int r = l->rank == 0 ? p->rank : 0;
   peer_close(p);
   if (r < 0 || (l->rank == 0 && r == 0)) return; /* never said hello: nothing lost */
-  uv_mutex_lock(&l->mu);
-  int quiet = l->quiet;
-  uv_mutex_unlock(&l->mu);
-  if (!l->bye[r] && !quiet) lost(l, r, LIVE_CLOSED, 0);
+  if (!l->bye[r]) lost(l, r, LIVE_CLOSED, 0); /* lost_many: not while the job is ending */
 }
 
 static void on_frame(peer_t *p, const frame_t *f) {
@@ -301,11 +297,9 @@ static void on_timer(uv_timer_t *t) {
     int child = __atomic_load_n(&l->child, __ATOMIC_RELAXED);
     /* through the reaper (gpulaunch-exec): it kills the whole tree, setsid'd descendants too */
     if (child > 0 && reap_request(child) < 0) kill(-child, SIGKILL);
-    char msg[256];
-    int n = snprintf(msg, sizeof msg, "gpulaunch: %s: the supervisor did not end within %.0f s of losing a rank; "
-                     "its program was killed, leaving now (exit status %d)\n", log_identity(), l->o.grace_s,
-                     GPL_EXIT_TIMEOUT);
-    if (n > 0) log_print("%s", msg);
+    log_print("gpulaunch: %s: the supervisor did not end within %.0f s of losing a rank; "
+              "its program was killed, leaving now (exit status %d)\n", log_identity(), l->o.grace_s,
+              GPL_EXIT_TIMEOUT);
     _exit(GPL_EXIT_TIMEOUT);
   }
   /* A supervisor whose loop stopped is hung: this rank stops beating, so rank 0 (or, for rank 0,
@@ -440,6 +434,13 @@ static int open_listener(const char *addr, int *port) {
   return fd;
 }
 
+static void live_free(live_t *l) {
+  free(l->last);
+  free(l->bye);
+  free(l->by_rank);
+  free(l);
+}
+
 int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   *out = NULL;
   if (job->size < 2) return GPL_OK;
@@ -465,7 +466,6 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
     if (fd >= 0) close(fd);
     return GPL_ENOMEM;
   }
-  l->job = job;
   l->o = *o;
   l->rank = job->rank;
   l->size = job->size;
@@ -477,7 +477,7 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   l->bye = calloc((size_t)job->size, 1);
   l->by_rank = job->rank == 0 ? calloc((size_t)job->size, sizeof *l->by_rank) : NULL;
   if (!l->last || !l->bye || (job->rank == 0 && !l->by_rank)) {
-    free(l->last), free(l->bye), free(l->by_rank), free(l);
+    live_free(l);
     if (fd >= 0) close(fd);
     return GPL_ENOMEM;
   }
@@ -506,7 +506,7 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
     uv_walk(&l->loop, close_all, NULL);
     uv_run(&l->loop, UV_RUN_DEFAULT);
     uv_loop_close(&l->loop);
-    free(l->last), free(l->bye), free(l->by_rank), free(l);
+    live_free(l);
     return GPL_OK;
   }
   *out = l;
@@ -552,15 +552,11 @@ void live_stop(live_t *l) {
   if (!l) return;
   uv_mutex_lock(&l->mu);
   l->stopping = 1;
-  l->quiet = 1;
   uv_mutex_unlock(&l->mu);
   uv_async_send(&l->wake);
   uv_thread_join(&l->thread);
   uv_loop_close(&l->loop);
   uv_cond_destroy(&l->cv);
   uv_mutex_destroy(&l->mu);
-  free(l->last);
-  free(l->bye);
-  free(l->by_rank);
-  free(l);
+  live_free(l);
 }

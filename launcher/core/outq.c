@@ -50,6 +50,11 @@ struct outq_s {
   stream_t st[2];
 };
 
+static void wake(stream_t *st) {
+  uint64_t one = 1;
+  (void)!write(st->wake, &one, sizeof one);
+}
+
 static void push(outq_t *q, stream_t *st, const char *p, size_t n, size_t limit, int line);
 
 static int write_all(int fd, const char *p, size_t n) {
@@ -161,15 +166,7 @@ static void push(outq_t *q, stream_t *st, const char *p, size_t n, size_t limit,
   t->len += n;
   t->lines += (uint64_t)line;
   st->queued += n;
-  if (was_empty) { /* the writer may be asleep; while it works it finds the rest itself */
-    uint64_t one = 1;
-    (void)!write(st->wake, &one, sizeof one);
-  }
-}
-
-static void wake(stream_t *st) {
-  uint64_t one = 1;
-  (void)!write(st->wake, &one, sizeof one);
+  if (was_empty) wake(st); /* the writer may be asleep; while it works it finds the rest itself */
 }
 
 void outq_write(outq_t *q, int fd, const char *p, size_t n) {
@@ -191,14 +188,6 @@ size_t outq_backlog(const outq_t *q) {
   size_t n = q->st[0].queued + q->st[1].queued + q->st[0].writing + q->st[1].writing;
   uv_mutex_unlock(&m->mu);
   return n;
-}
-
-void outq_dropped(const outq_t *q, uint64_t *lines, uint64_t *bytes) {
-  outq_t *m = (outq_t *)q;
-  uv_mutex_lock(&m->mu);
-  *lines = q->st[0].drop_lines + q->st[1].drop_lines;
-  *bytes = q->st[0].drop_bytes + q->st[1].drop_bytes;
-  uv_mutex_unlock(&m->mu);
 }
 
 /* Undo what outq_start did for streams [0, n). A stream whose writer is still blocked keeps its
@@ -323,14 +312,11 @@ void outq_stop(outq_t *q, double idle_s) {
   }
   restore(q, 2, stuck);
   if (bytes && !stuck[1]) {
-    char msg[400];
-    int n = snprintf(msg, sizeof msg,
-                     "gpulaunch %s: %llu line%s (%llu bytes) of the job's output could not be written "
-                     "to standard %s: %s\n",
-                     log_identity(), (unsigned long long)lines, lines == 1 ? "" : "s",
-                     (unsigned long long)bytes, which == 1 ? "output" : "error",
-                     err ? strerror(err) : "its reader stopped reading");
-    if (n > 0) log_print("%s", msg);
+    log_print("gpulaunch %s: %llu line%s (%llu bytes) of the job's output could not be written "
+              "to standard %s: %s\n",
+              log_identity(), (unsigned long long)lines, lines == 1 ? "" : "s",
+              (unsigned long long)bytes, which == 1 ? "output" : "error",
+              err ? strerror(err) : "its reader stopped reading");
   }
   /* A writer blocked on a reader that never reads keeps q; the others are joined and freed. */
   int all_done = 1;

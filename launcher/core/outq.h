@@ -29,7 +29,5 @@ size_t outq_backlog(const outq_t *q);
  * within idle_s; what is left then is dropped. Drops are reported on stderr with their count.
  * q is freed (its writer thread may stay, blocked on a reader that never reads). */
 void outq_stop(outq_t *q, double idle_s);
-/* Lines (outq_write calls) and bytes dropped so far. */
-void outq_dropped(const outq_t *q, uint64_t *lines, uint64_t *bytes);
 
 #endif

@@ -68,7 +68,9 @@ static proc_t *list_procs(int *n) {
   return v;
 }
 
-int reap_descendants(pid_t root, pid_t *out, int max) {
+/* Every live descendant of root (not zombies), found in /proc: up to max pids into out; returns
+ * how many there are (may be more than max). */
+static int reap_descendants(pid_t root, pid_t *out, int max) {
   int n;
   proc_t *v = list_procs(&n);
   if (!v) return 0;

@@ -21,8 +21,4 @@ int reap_main(int argc, char **argv);
  * 0, or -1 with errno (ESRCH: gone already). */
 int reap_request(pid_t reaper);
 
-/* Every live descendant of pid (not zombies), found in /proc: up to max pids into out; returns
- * how many there are (may be more than max). For the reaper and for tests. */
-int reap_descendants(pid_t pid, pid_t *out, int max);
-
 #endif

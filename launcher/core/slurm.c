@@ -194,7 +194,7 @@ const char *slurm_end_describe(slurm_end_t end) {
 int slurm_end_is_preemption(slurm_end_t end) { return end != SLURM_END_CANCELLED; }
 
 static struct query_s {
-  int started, done, open_handles;
+  int started, done;
   int64_t exit_status;
   slurm_end_t end;
   uv_process_t proc;
@@ -203,13 +203,8 @@ static struct query_s {
   strbuf_t text;
 } g_q;
 
-static void q_closed(uv_handle_t *h) {
-  (void)h;
-  g_q.open_handles--;
-}
-
 static void q_close(uv_handle_t *h) {
-  if (!uv_is_closing(h)) uv_close(h, q_closed);
+  if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
 static void q_finish(void) {
@@ -270,7 +265,6 @@ int slurm_end_query_start(struct uv_loop_s *loop, double timeout) {
   char *args[] = {"scontrol", "show", "job", "-o", id, NULL};
   uv_pipe_init(loop, &g_q.out, 0);
   uv_timer_init(loop, &g_q.timer);
-  g_q.open_handles = 2;
   uv_stdio_container_t stdio[3];
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
@@ -290,7 +284,6 @@ int slurm_end_query_start(struct uv_loop_s *loop, double timeout) {
     q_finish();
     return GPL_OK;
   }
-  g_q.open_handles++;
   uv_read_start((uv_stream_t *)&g_q.out, q_alloc, q_read);
   uv_timer_start(&g_q.timer, q_timeout, (uint64_t)(timeout * 1000), 0);
   return GPL_OK;

@@ -49,7 +49,6 @@ typedef struct co_s {
   int have_cause;
   ctl_msg_t cause;  /* first failure */
   double deadline;  /* all ranks must have reported the stop by then */
-  int preempt, interrupt;
   int finished;
   int sig;          /* first terminating signal reported (SIGTERM, SIGINT), 0: none */
   int sig_by_rm;    /* ... which Slurm delivered to every program of the step itself */
@@ -680,8 +679,6 @@ static void co_event(sup_t *s, const ctl_msg_t *m) {
     co->sig = m->signo == SIGINT ? SIGINT : SIGTERM;
     co->sig_by_rm = (m->flags & CTL_F_BY_RM) != 0;
     co->sig_t0 = util_now();
-    if (co->sig == SIGINT) co->interrupt = 1;
-    else co->preempt = 1;
     if (co->sig == SIGTERM) slurm_end_query_start(&s->loop, QUERY_S);
     LOG_INFO(SUP, "rank %d received %s%s: stopping every rank", m->rank, util_signal_name(m->signo),
              co->sig_by_rm ? " from Slurm" : "");
@@ -697,7 +694,7 @@ static void co_event(sup_t *s, const ctl_msg_t *m) {
   int clean = m->status == 0 && m->signo == 0 && !(m->flags & CTL_F_SPAWN_FAILED);
   if (m->type == CTL_EV_EXIT) {
     if (clean) co->nok++;
-    if (!clean && !co->failing && !co->preempt && !co->interrupt) {
+    if (!clean && !co->failing && !co->sig) { /* a program ending of a signal the job got is no cause */
       co->cause = *m;
       co->have_cause = 1;
       char what[1400];
@@ -981,7 +978,6 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->q = NULL;
   int lost = ranklog_finish(&s->log, o->job, !s->live_lost);
   if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
-  res->log_incomplete = lost > 0;
 
   res->exit_code = s->exit_code;
   res->attempts = s->attempt + 1;

@@ -63,7 +63,6 @@ typedef struct sup_result_s {
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */
-  int log_incomplete;   /* some rank's log file could not be written in full (exit status 76) */
 } sup_result_t;
 
 /* Run the program on every rank until the job ends; *res is filled on every rank. Returns 0 (the

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/strbuf.h"
 #include "launcher/core/job.h"
 
 /* ---- Verdicts: the short list at the top of SUMMARY.txt ---------------------------------- */
@@ -68,8 +69,14 @@ int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_
  * 128+signal; returns 0, GPL_ENOENT (not found), GPL_ETIMEDOUT (killed; *out holds what came)
  * or GPL_ESYS. */
 int diag_run(char *const argv[], double timeout_s, char **out, int *status);
-/* Write text to dir/name, redacted, mode 0644. 0 or GPL_ESYS. */
+/* Write text to dir/name, redacted, mode 0644. 0, GPL_ESYS (logged) or GPL_ENOMEM. */
 int diag_write(const char *dir, const char *name, const char *text);
+/* The kernel log since boot from /dev/kmsg, without blocking (diag, and accept's Xid check):
+ * the message of each record (its "prio,seq,usec,flags;" header dropped), each ending with a
+ * newline, appended to out; at most DIAG_KMSG_MAX_RECORDS records. 0, GPL_ESYS when /dev/kmsg
+ * cannot be opened (why: "/dev/kmsg: Operation not permitted"), or GPL_ENOMEM. */
+#define DIAG_KMSG_MAX_RECORDS 100000
+int diag_read_kmsg(strbuf_t *out, char *why, size_t whylen);
 /* NVIDIA GPUs on the PCI bus from sysfs (/sys/bus/pci/devices or root when set, for tests);
  * -1 when sysfs is not readable. */
 int diag_count_nvidia_pci(const char *root);

@@ -13,6 +13,7 @@
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
+#include "gpulaunch/version.h"
 #include "launcher/ops/diag.h"
 #include "launcher/ops/diag_int.h"
 
@@ -145,7 +146,7 @@ static void summary_write(const char *out, const char *const *packs, int npacks,
   char now[40];
   util_iso_time(now, sizeof now);
   strbuf_printf(&b, "gpulaunch diag bundle, %s\n", now);
-  strbuf_printf(&b, "gpulaunch %s on %s; %s\n\n", GPULAUNCH_VERSION, util_hostname(),
+  strbuf_printf(&b, "gpulaunch %s on %s; %s\n\n", GPULAUNCH_VERSION_STRING, util_hostname(),
                 mpi ? "under MPI" : "without MPI");
   strbuf_printf(&b, "Verdicts (worst first):\n");
   /* worst first, node order kept within a level */

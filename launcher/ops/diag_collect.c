@@ -21,9 +21,11 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
+#include "gpulaunch/version.h"
 #include "launcher/ops/diag.h"
 #include "launcher/ops/diag_int.h"
 #include "common/redact.h"
+#include "topology/net.h"
 #include "topology/nvml.h"
 #include "topology/plan.h"
 #include "topology/report.h"
@@ -52,14 +54,8 @@ static int dl_version(const char *const *libs, const char *fn, int *out, char *w
 }
 
 static void first_line(const char *path, char *buf, size_t len) {
-  char *txt = NULL;
-  size_t n;
-  buf[0] = 0;
-  if (util_read_file(path, &txt, &n) < 0) return;
-  size_t k = strcspn(txt, "\n");
-  txt[k] = 0;
-  util_strlcpy(buf, txt, len);
-  free(txt);
+  util_read_small(path, buf, len);
+  buf[strcspn(buf, "\n")] = 0;
 }
 
 static void os_pretty_name(char *buf, size_t len) {
@@ -79,7 +75,7 @@ static void os_pretty_name(char *buf, size_t len) {
 }
 
 void diag_collect_versions(diag_facts_t *f, strbuf_t *b) {
-  strbuf_printf(b, "gpulaunch        %s\n", GPULAUNCH_VERSION);
+  strbuf_printf(b, "gpulaunch        %s\n", GPULAUNCH_VERSION_STRING);
   char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
   int mlen = 0, init = 0;
   MPI_Initialized(&init);
@@ -204,12 +200,6 @@ static void net_attr(const char *ifname, const char *attr, char *buf, size_t len
   first_line(p, buf, len);
 }
 
-/* Does ifname match one NCCL_SOCKET_IFNAME entry? Entries are prefixes unless they start with '='. */
-static int if_match(const char *entry, const char *ifname) {
-  if (entry[0] == '=') return strcmp(entry + 1, ifname) == 0;
-  return strncmp(entry, ifname, strlen(entry)) == 0;
-}
-
 void diag_collect_network(diag_facts_t *f, strbuf_t *b, diag_verdicts_t *v, double timeout) {
   strbuf_printf(b, "%-16s %-8s %-7s %-10s %-6s %-9s %s\n", "interface", "state", "carrier",
                 "speed", "mtu", "physical", "driver");
@@ -253,18 +243,17 @@ void diag_collect_network(diag_facts_t *f, strbuf_t *b, diag_verdicts_t *v, doub
     diag_verdict_add(v, DIAG_ERROR, "no network interface is up besides lo: other nodes cannot "
                      "be reached");
 
-  /* NCCL_SOCKET_IFNAME: does any interface here match, and is it up? */
+  /* NCCL_SOCKET_IFNAME: does any interface here match, and is it up? Matched as NCCL matches
+   * it (topology/net.h: '^' and '=' only at the start, prefixes otherwise). */
   const char *want = getenv("NCCL_SOCKET_IFNAME");
-  if (want && *want && want[0] != '^') {
-    char list[256];
-    util_strlcpy(list, want, sizeof list);
+  net_iflist_t list;
+  if (want && *want && want[0] != '^' && net_iflist_parse(want, &list, NULL, 0) == 0) {
     int matched = 0, matched_up = 0;
-    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-      for (int i = 0; i < nif; i++)
-        if (if_match(tok, names[i])) {
-          matched++;
-          matched_up += up[i];
-        }
+    for (int i = 0; i < nif; i++)
+      if (net_iflist_match(&list, names[i])) {
+        matched++;
+        matched_up += up[i];
+      }
     if (!matched)
       diag_verdict_add(v, DIAG_ERROR, "NCCL_SOCKET_IFNAME=%s matches no interface on this host",
                        want);
@@ -340,28 +329,15 @@ void diag_collect_env(strbuf_t *b) {
 int diag_collect_kernel(strbuf_t *b, double timeout, char *last_xid, size_t xlen) {
   strbuf_t all = STRBUF_INIT;
   strbuf_append(&all, "");
-  int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  int kerr = errno;
+  char kwhy[256] = "";
   const char *source = "/dev/kmsg";
-  if (fd >= 0) {
-    char rec[8192];
-    for (int i = 0; i < 100000; i++) {
-      ssize_t r = read(fd, rec, sizeof rec - 1);
-      if (r < 0 && errno == EPIPE) continue; /* overwritten records: go on */
-      if (r <= 0) break;                     /* EAGAIN: the end */
-      rec[r] = 0;
-      char *msg = strchr(rec, ';');          /* "prio,seq,usec,flags;message" */
-      strbuf_append(&all, msg ? msg + 1 : rec);
-      if (rec[r - 1] != '\n') strbuf_append(&all, "\n");
-    }
-    close(fd);
-  } else {
+  if (diag_read_kmsg(&all, kwhy, sizeof kwhy) == GPL_ESYS) {
     static char *const dmesg[] = {"dmesg", NULL};
     char *out = NULL;
     int st;
     source = "dmesg";
     if (diag_run(dmesg, timeout, &out, &st) != 0 || st != 0) {
-      strbuf_printf(b, "kernel log not readable (/dev/kmsg: %s; dmesg: %s)\n", strerror(kerr),
+      strbuf_printf(b, "kernel log not readable (%s; dmesg: %s)\n", kwhy,
                     out && *out ? out : "failed");
       free(out);
       strbuf_free(&all);

@@ -1,4 +1,4 @@
-/* diag helpers: run a command with a deadline, write redacted files, read sysfs. */
+/* diag helpers: run a command with a deadline, write redacted files, read the kernel log and sysfs. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -94,37 +94,37 @@ int diag_write(const char *dir, const char *name, const char *text) {
   snprintf(path, sizeof path, "%s/%s", dir, name);
   char *clean = redact_text(text ? text : "", text ? strlen(text) : 0);
   if (!clean) return GPL_ENOMEM;
-  int rc = 0;
-  int fd;
   char err[4096 + 200];
-  if (safefile_open_write(path, &fd, err, sizeof err) < 0) {
-    LOG_WARN("diag: cannot write: %s", err);
-    rc = GPL_ESYS;
-  } else {
-    size_t n = strlen(clean), off = 0;
-    while (off < n) {
-      ssize_t w = write(fd, clean + off, n - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        LOG_WARN("diag: writing %s failed: %s", path, strerror(errno));
-        rc = GPL_ESYS;
-        break;
-      }
-      off += (size_t)w;
-    }
-    close(fd);
-  }
+  int rc = safefile_write_text(path, clean, err, sizeof err);
+  if (rc < 0) LOG_WARN("diag: cannot write: %s", err);
   free(clean);
   return rc;
 }
 
+int diag_read_kmsg(strbuf_t *out, char *why, size_t whylen) {
+  int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(why, whylen, "/dev/kmsg: %s", strerror(errno));
+    return GPL_ESYS;
+  }
+  char rec[8192]; /* one record per read */
+  for (int i = 0; i < DIAG_KMSG_MAX_RECORDS; i++) {
+    ssize_t n = read(fd, rec, sizeof rec);
+    if (n < 0 && (errno == EPIPE || errno == EINTR)) continue; /* records overwritten while reading */
+    if (n <= 0) break;                                          /* EAGAIN: the end */
+    /* "prio,seq,usec,flags;message\n" (continuation lines start with a space) */
+    const char *msg = memchr(rec, ';', (size_t)n);
+    msg = msg ? msg + 1 : rec;
+    strbuf_append_n(out, msg, (size_t)(rec + n - msg));
+    if (rec[n - 1] != '\n') strbuf_append(out, "\n");
+  }
+  close(fd);
+  return out->oom ? GPL_ENOMEM : GPL_OK;
+}
+
 static long read_hex(const char *path) {
-  char *txt = NULL;
-  size_t n;
-  if (util_read_file(path, &txt, &n) < 0) return -1;
-  long v = strtol(txt, NULL, 16);
-  free(txt);
-  return v;
+  char txt[32];
+  return util_read_small(path, txt, sizeof txt) < 0 ? -1 : strtol(txt, NULL, 16);
 }
 
 int diag_count_nvidia_pci(const char *root) {
