@@ -68,9 +68,11 @@ for p in "${PROGS[@]}"; do
 done
 
 # Libraries the GPU machine has itself (its own driver, its own NCCL), or that any Linux system
-# with a C++ runtime has and must not be replaced by older copies (glibc is loaded by the
-# machine's own ld.so; libstdc++ there is newer than Debian 12's).
-SYSTEM_RE='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libnvidia-ml|libnccl)\.so'
+# with a C++ runtime has and must not be replaced by older copies: not shipped.
+# shellcheck source=tests/bundle/system_libs.sh
+. "$ROOT/tests/bundle/system_libs.sh"
+NOT_SHIPPED=("${BUNDLE_SYSTEM_LIBS[@]}" "${BUNDLE_RUNTIME_LIBS[@]}")
+SYSTEM_RE=$(bundle_lib_re "${NOT_SHIPPED[@]}")
 # The ldd closure of every program (ldd follows dependencies of dependencies).
 for f in "$OUT"/bin/*; do
   ldd "$f" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }'
@@ -92,7 +94,8 @@ done
   echo "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (with local changes)')"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"'), $(nvcc --version | tail -1)"
   echo "cuda architectures: sm_80, sm_90"
-  echo "not shipped (the GPU machine's own): glibc, libstdc++, libgcc_s, libcuda, libnvidia-ml, libnccl"
+  list=$(printf '%s, ' "${NOT_SHIPPED[@]}")
+  echo "not shipped (the GPU machine's own): ${list%, }"
   echo "files:"
   (cd "$OUT" && find bin lib -type f -printf '  %p %s\n' | sort)
 } >"$OUT/MANIFEST"

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # RC and TESTS_RUN are for the scripts that source this
 # Helpers for the script tests: assertions that print both sides, mpirun with the test settings,
 # a scratch folder removed at exit.
 set -euo pipefail
@@ -23,6 +23,17 @@ assert_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' || fail "$3: ex
 assert_grep() { grep -qE -- "$2" "$1" || fail "$3: no line matching '$2' in ${1##*/}"; }
 assert_nogrep() { ! grep -qE -- "$2" "$1" || fail "$3: unexpected line matching '$2' in ${1##*/}"; }
 now() { date +%s.%N; }
+# elapsed T0 [END]: seconds from T0 to END (default: now), both as now prints them; 2 decimals.
+elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
+# wait_for PATH [SECONDS]: until PATH exists (every 0.1 s, up to SECONDS, default 10); 1 if not.
+wait_for() {
+  local i
+  for ((i = 0; i < ${2:-10} * 10; i++)); do
+    [[ -e $1 ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
 
 # run_mpi NP ARGS...: mpirun -np NP ARGS; stdout in $T/out, stderr in $T/err, status in $RC.
 run_mpi() {

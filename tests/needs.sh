@@ -30,18 +30,18 @@ shift
 [ $# -gt 0 ] || { echo "needs.sh: no command" >&2; exit 2; }
 
 NS="gplneeds$$"
-probe_netns() {
+# add_scratch_ns: add the namespace $NS (root, ip, unshare needed); sets why when it cannot.
+add_scratch_ns() {
   [ "$(id -u)" = 0 ] || { why="not root"; return 1; }
   command -v ip >/dev/null || { why="no ip(8)"; return 1; }
   command -v unshare >/dev/null || { why="no unshare(1)"; return 1; }
   ip netns add "$NS" 2>/dev/null || { why="ip netns add fails"; return 1; }
-  ip netns del "$NS"
 }
+probe_netns() { add_scratch_ns && ip netns del "$NS"; }
 # Run "$@" inside a scratch namespace that has an interface d0 (a veth end, as the netns harness
 # makes them), then remove the namespace.
 in_scratch_ns() {
-  probe_netns || return 1
-  ip netns add "$NS" 2>/dev/null || return 1
+  add_scratch_ns || return 1
   local rc=1
   if ip -n "$NS" link add d0 type veth peer name d1 2>/dev/null && ip -n "$NS" link set d0 up; then
     ip netns exec "$NS" "$@" >/dev/null 2>&1
@@ -84,10 +84,11 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       have cuobjdump || return 1
       command -v nvdisasm >/dev/null || [ -x /usr/local/cuda/bin/nvdisasm ] || { why="no nvdisasm"; return 1; } ;;
     nogpu)
-      if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+      if have gpu; then
         why="a GPU is here"
         return 1
-      fi ;;
+      fi
+      why="" ;;
     torch)
       local p
       for p in /usr/bin/python3 python3; do
@@ -101,7 +102,7 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       for t in munged mungekey slurmctld slurmd srun sbatch scontrol; do
         command -v "$t" >/dev/null || { why="no $t (scripts/install-deps.sh installs Slurm)"; return 1; }
       done
-      ls /usr/lib/*/slurm-wlm/mpi_pmix.so /usr/lib*/slurm/mpi_pmix.so >/dev/null 2>&1 ||
+      compgen -G "/usr/lib/*/slurm-wlm/mpi_pmix.so" >/dev/null || compgen -G "/usr/lib*/slurm/mpi_pmix.so" >/dev/null ||
         { why="no Slurm PMIx plugin (mpi_pmix.so)"; return 1; } ;;
     *) echo "needs.sh: unknown need '$1'" >&2; exit 2 ;;
   esac

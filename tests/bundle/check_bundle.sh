@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Is a GPU bundle (scripts/gpu-bundle.sh) complete? With a clean environment (no LD_LIBRARY_PATH),
 # every program's and every bundled library's dependencies must resolve into the bundle's lib/,
-# except the libraries a GPU machine has itself (glibc, libstdc++, libgcc_s, libcuda, libnvidia-ml);
+# except the libraries a GPU machine has itself (glibc, libstdc++, libgcc_s, libcuda, libnvidia-ml:
+# BUNDLE_SYSTEM_LIBS in system_libs.sh; NCCL is loaded at run time, so no program may link it);
 # nothing may be "not found"; the programs carry RPATH $ORIGIN/../lib (DT_RPATH, which also
 # serves their libraries' own dependencies); the bundle is under 64 MiB (the GPU machine's
 # working-tree limit); every shipped library is loaded by some program; and gpulaunch from the bundle runs a job of one in that clean environment.
 # usage: check_bundle.sh BUNDLE_DIR
 set -euo pipefail
 B=$(cd "${1:?usage: check_bundle.sh BUNDLE_DIR}" && pwd)
-SYSTEM_RE='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libcuda|libnvidia-ml)\.so'
+# shellcheck source=tests/bundle/system_libs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/system_libs.sh"
+SYSTEM_RE=$(bundle_lib_re "${BUNDLE_SYSTEM_LIBS[@]}")
 bad=0
 err() { echo "FAIL: $*"; bad=1; }
 clean() { env -i PATH=/usr/bin:/bin HOME="${HOME:-/tmp}" "$@"; }

@@ -18,7 +18,6 @@ bounded() {
   set -e
   [[ $RC -ne 124 ]] || fail "'$*' did not end within 20 s"
 }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 t0=$(now)
 bounded "$GPULAUNCH" topo --topology /dev/zero

@@ -6,7 +6,6 @@
 source "$(dirname "$0")/../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
-wait_for() { local i; for ((i = 0; i < 100; i++)); do [[ -e $1 ]] && return 0; sleep 0.1; done; return 1; }
 mkfifo "$T/fifo"
 # The reader opens the FIFO and never reads; it is ours to kill at the end.
 # shellcheck disable=SC2217 # the point: a reader that holds the FIFO open and never reads
@@ -23,22 +22,22 @@ CONF
 g=$!
 wait_for "$T/ready.0" || fail "the program did not start"
 sleep 2 # the FIFO (64 KiB) and gpulaunch's queue fill; the program blocks in write
-t0=$(date +%s.%N)
+t0=$(now)
 kill -TERM "$g"
 wait_for "$T/SIGTERM.0" || fail "the program never got SIGTERM (the loop is blocked)"
 got=$(cat "$T/SIGTERM.0")
-assert_le "$(echo "$got - $t0" | bc)" 1.5 "seconds from SIGTERM to the program's handler"
+assert_le "$(elapsed "$t0" "$got")" 1.5 "seconds from SIGTERM to the program's handler"
 set +e
 wait "$g"
 RC=$?
 set -e
-t1=$(date +%s.%N)
+t1=$(now)
 assert_eq "$RC" 75 "exit status: preempted"
-assert_le "$(echo "$t1 - $t0" | bc)" 8 "seconds until gpulaunch ended with its stdout blocked"
+assert_le "$(elapsed "$t0" "$t1")" 8 "seconds until gpulaunch ended with its stdout blocked"
 assert_grep "$T/err" "job preempted" "the preemption said on stderr"
 assert_grep "$T/err" "lines? \([0-9]+ bytes\) of the job's output could not be written to standard output" \
   "the lines that could not be written are counted"
-pass "stdout blocked: SIGTERM served in $(echo "$got - $t0" | bc | cut -c1-5) s, exit 75 after $(echo "$t1 - $t0" | bc | cut -c1-4) s, drops counted"
+pass "stdout blocked: SIGTERM served in $(elapsed "$t0" "$got") s, exit 75 after $(elapsed "$t0" "$t1") s, drops counted"
 
 # A program that ignores SIGTERM while stdout is blocked: SIGKILL after the grace still comes.
 cat >"$T/stubborn.conf" <<CONF
@@ -50,15 +49,15 @@ rm -f "$T"/ready.*
 "$GPULAUNCH" "$T/stubborn.conf" >"$T/fifo" 2>"$T/err" &
 g=$!
 sleep 2
-t0=$(date +%s.%N)
+t0=$(now)
 kill -TERM "$g"
 set +e
 wait "$g"
 RC=$?
 set -e
-t1=$(date +%s.%N)
+t1=$(now)
 assert_eq "$RC" 75 "exit status: preempted"
 assert_grep "$T/err" "did not end after the grace period; sending SIGKILL" "SIGKILL after the grace"
-assert_le "$(echo "$t1 - $t0" | bc)" 7 "seconds until gpulaunch ended (grace 2 s)"
-pass "stdout blocked, SIGTERM ignored: SIGKILL after the grace, gpulaunch gone after $(echo "$t1 - $t0" | bc | cut -c1-4) s"
+assert_le "$(elapsed "$t0" "$t1")" 7 "seconds until gpulaunch ended (grace 2 s)"
+pass "stdout blocked, SIGTERM ignored: SIGKILL after the grace, gpulaunch gone after $(elapsed "$t0" "$t1") s"
 echo "$TESTS_RUN checks passed"

@@ -8,7 +8,6 @@ export GPL_TEST_DIR="$T" TMPDIR="$T"
 
 # alive PID: running (a zombie waiting for a reaper that may never come is not alive)
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $s != Z* ]]; }
-wait_for() { local i; for ((i = 0; i < 100; i++)); do [[ -e $1 ]] && return 0; sleep 0.1; done; return 1; }
 tree_pids() { cat "$T"/tree.* 2>/dev/null; }
 none_alive() {
   local what=$1 p i
@@ -55,7 +54,7 @@ t0=$(now)
 run_one "$GPULAUNCH" -- "$PROG" tree 0.5
 assert_eq "$RC" 0 "a program that leaves children behind ends the job with its own status"
 none_alive "the program's own end"
-assert_le "$(echo "$(now) - $t0" | bc)" 5 "seconds until the job ended"
+assert_le "$(elapsed "$t0")" 5 "seconds until the job ended"
 pass "a program's leftover children (also setsid ones) end with it"
 
 # 4. The whole tree is SIGKILLed after the grace, through the reaper: a setsid child too.

@@ -40,11 +40,11 @@ t1=$(now)
 kill -CONT "$victim" 2>/dev/null || true
 assert_eq "$(cat "$T/rc")" 68 "exit status"
 assert_grep "$T/err" "^gpulaunch: rank 2 \(host $host\): no heartbeat from its supervisor for [0-9]+ s .*; ending the job \(exit status 68\)" "rank 2 named"
-elapsed=$(awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
-assert_le "$elapsed" $((LIVE + 10)) "time from the stop to the end of mpirun"
+took=$(elapsed "$t0" "$t1")
+assert_le "$took" $((LIVE + 10)) "time from the stop to the end of mpirun"
 sleep 0.5
 [[ $(pgrep -fc "$PROG sleep 60" || true) == 0 ]] || fail "a program outlived the job"
-pass "rank 2's supervisor stopped: named, job ended with 68 ${elapsed}s later, no program left"
+pass "rank 2's supervisor stopped: named, job ended with 68 ${took}s later, no program left"
 
 # 2. Rank 3's gpulaunch killed: named as dead (mpirun may end the job first; either way 68 or
 #    137 and no program left).

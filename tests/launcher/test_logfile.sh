@@ -5,7 +5,6 @@
 source "$(dirname "$0")/../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 
 mkdir -p "$T/logs/rank-2.log" # a folder where rank 2's file should be
 cat >"$T/logs.conf" <<CONF

@@ -37,7 +37,7 @@ wait "$JOB"
 RC=$?
 set -e
 wait_files "$T/SIGTERM.*" 4 1
-took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+took=$(elapsed "$t0")
 [[ $RC != 0 ]] || fail "mpirun must not exit 0 after SIGTERM"
 assert_grep "$T/err" "gpulaunch: SIGTERM received: stopping the job; every program gets SIGTERM now" "stop said at once"
 assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program got SIGTERM" "preempted said"
@@ -61,7 +61,7 @@ set +e
 wait "$JOB"
 RC=$?
 set -e
-took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')
+took=$(elapsed "$t0")
 wait_files "$T/SIGUSR1.*" 4 1
 [[ -z $(ls "$T"/SIGTERM.* 2>/dev/null) ]] || fail "programs must get SIGUSR1, not SIGTERM"
 assert_grep "$T/err" "every program gets SIGUSR1 now, SIGKILL after 2 s" "preemption announced"

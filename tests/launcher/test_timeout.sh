@@ -5,7 +5,7 @@ PROG="$1"
 
 t0=$(now)
 GPULAUNCH_TEST_STALL=3:60:init GPULAUNCH_TIMEOUT=2s run_mpi 4 "$GPULAUNCH" -- "$PROG" sleep 0
-took=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.1f", a - b }')
+took=$(elapsed "$t0")
 assert_eq "$RC" 68 "exit status of a start-up timeout"
 assert_grep "$T/err" "timed out after 2.0 s in start-up \(MPI_Init\): no answer from rank 3" "missing rank named"
 assert_le "$took" 15 "time to give up"

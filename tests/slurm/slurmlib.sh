@@ -6,6 +6,8 @@
 #   slurm_start NODES [cluster start options]   skip (77) with the reason if it cannot start
 #   sx CMD...                 run CMD on node0 (the login node) of the cluster
 #   job_field JOB KEY         a field of `scontrol show job` ("" when the job is gone)
+#   state_in JOB STATE...     the job's JobState is one of STATE...
+#   requeued_pending JOB [RESTARTS]  requeued RESTARTS times (default 1) and pending again
 #   wait_until SECONDS WHAT CMD...   poll CMD until it succeeds, else fail naming WHAT
 #   sig_count FILE SIG [FROM]  deliveries of SIG in a sigrec record (FROM: sender's name)
 
@@ -28,7 +30,6 @@ slurm_stop() {
 slurm_start() {
   local nodes=$1 rc=0
   shift
-  "$SLURM_CLUSTER" check || exit 77
   CL=$("$SLURM_CLUSTER" start --nodes "$nodes" "$@" 2>"$T/cluster.err" | tail -n 1) || rc=$?
   if ((rc == 77)); then
     echo "SKIP: $(cat "$T/cluster.err")"
@@ -67,7 +68,8 @@ files_at_least() { # files_at_least PATTERN N
 }
 
 job_gone() { [[ -z $(sx squeue -h -j "$1" 2>/dev/null) ]]; }
-job_state_is() { [[ $(job_field "$1" JobState) == "$2" ]]; }
+state_in() { local s; s=$(job_field "$1" JobState); [[ " ${*:2} " == *" $s "* ]]; }
+requeued_pending() { [[ $(job_field "$1" Restarts) == "${2:-1}" ]] && state_in "$1" PENDING; }
 
 sig_count() {
   local from=${3:-}
@@ -83,8 +85,6 @@ sig_each() { # sig_each DIR RESTART NP SIG N [FROM] WHAT
     [[ $c == "$n" ]] || { cat "$dir"/sig.* >&2 2>/dev/null; fail "$what: rank $r got SIG$sig $c time(s)${from:+ from $from}, want $n"; }
   done
 }
-
-elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN { printf "%.1f", a - b }'; }
 
 # No mpirun, orted, gpulaunch or program is left in the cluster's nodes.
 nothing_left() {

@@ -16,8 +16,6 @@ export GPULAUNCH_SCRIPTS=$GPULAUNCH_SOURCE_DIR/scripts
 "$GPULAUNCH_SOURCE_DIR/scripts/slurm/render" --no-gpus --nodes 1 --gpus-per-node 2 --cpus-per-gpu 1 \
   --time 00:10:00 --job-name low mpirun >"$T/job.sbatch"
 
-requeued_pending() { [[ $(job_field "$1" Restarts) == "$2" && $(job_field "$1" JobState) == PENDING ]]; }
-state_in() { local s; s=$(job_field "$1" JobState); [[ " ${*:2} " == *" $s "* ]]; }
 # release_requeued JOB RESTARTS: the requeued job runs again after Slurm's requeue delay (the
 # cluster's cred_expire, 10 s; starting it sooner can kill it: "Job credential revoked").
 release_requeued() {

@@ -83,7 +83,7 @@ wait_until 10 "SIGUSR1 reaches every program" files_at_least "$T/rec/sig.0.*" $N
 sleep 1
 sig_each "$T/rec" 0 $NP USR1 1 slurmstepd "scancel --signal=USR1"
 sig_each "$T/rec" 0 $NP USR1 1 "" "scancel --signal=USR1 (from anyone)"
-job_state_is "$JOB" RUNNING || fail "SIGUSR1 must not end the job"
+state_in "$JOB" RUNNING || fail "SIGUSR1 must not end the job"
 t0=$(now)
 sx scancel "$JOB"
 end_job
