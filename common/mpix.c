@@ -261,6 +261,10 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
   for (int i = 0; i < nprobers; i++)
     if (probers[i] == rank) me = i;
   int n = nprobers, verdict = 0;
+  /* Deadlines from one start: a prober that cannot hear another reports at the end of the probe
+   * phase, so rank 0 (which heard everyone at once) must wait for reports past that end, not for
+   * timeout_s from its own early finish (the reports then raced its deadline). */
+  double t0 = util_now(), probe_end = t0 + timeout_s, report_end = t0 + 2 * timeout_s;
   /* The buffers stay with MPI when a probe goes unanswered (it may still complete them): they
    * are freed only when every request completed. */
   MPI_Request *reqs = NULL;
@@ -279,7 +283,7 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
       MPI_Irecv(&in[i], 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i]);
       MPI_Isend(&one, 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i + 1]);
     }
-    clean = wait_until(reqs, 2 * n, util_now() + timeout_s) == 1;
+    clean = wait_until(reqs, 2 * n, probe_end) == 1;
     for (int i = 0; i < n; i++) {
       int flag = i == me || reqs[2 * i] == MPI_REQUEST_NULL;
       if (!flag) MPI_Test(&reqs[2 * i], &flag, MPI_STATUS_IGNORE);
@@ -289,7 +293,7 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
     if (rank != 0) {
       MPI_Request rq;
       MPI_Isend(heard, n, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
-      clean &= wait_until(&rq, 1, util_now() + timeout_s) == 1;
+      clean &= wait_until(&rq, 1, report_end) == 1;
     } else {
       MPI_Request *rr = calloc((size_t)n, sizeof *rr);
       if (!rr) return GPL_ENOMEM;
@@ -298,7 +302,7 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
         rr[i] = MPI_REQUEST_NULL;
         if (i != me) MPI_Irecv(all + (size_t)i * n, n, MPI_BYTE, probers[i], TAG_PROBE_REPORT, comm, &rr[i]);
       }
-      clean &= wait_until(rr, n, util_now() + timeout_s) == 1;
+      clean &= wait_until(rr, n, report_end) == 1;
       int shown = 0, pairs = 0;
       for (int a = 0; a < n; a++) {
         int got = a == me || rr[a] == MPI_REQUEST_NULL;
@@ -326,8 +330,10 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
       if (clean) free(rr);
     }
   }
-  /* Everyone learns the verdict (bounded; a rank rank 0 cannot reach times out on its own). */
-  int rc = mpix_bcast(&verdict, (int)sizeof verdict, 0, comm, timeout_s, what);
+  /* Everyone learns the verdict, which rank 0 has by report_end at the latest (bounded; a rank
+   * rank 0 cannot reach times out on its own). */
+  double left = report_end - util_now();
+  int rc = mpix_bcast(&verdict, (int)sizeof verdict, 0, comm, (left > 0 ? left : 0) + 1.0, what);
   if (clean && reqs) {
     free(reqs), free(in), free(heard), free(all);
   }

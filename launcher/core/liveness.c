@@ -41,6 +41,7 @@ typedef struct peer_s {
 } peer_t;
 
 struct live_s {
+  char *const *hosts;     /* by rank (the job's, borrowed): a lost host's ranks named together */
   live_opts_t o;
   int rank, size;
   uint64_t token;
@@ -278,6 +279,28 @@ static void connect_up(live_t *l) {
 
 /* ---- the heartbeat timer ---- */
 
+/* A lost host stops all its ranks at once, but their last beats differ by up to an interval, so
+ * the first past the deadline would be named alone. silent[0..ns) (ascending, past the deadline):
+ * add the ranks of the same hosts that have been silent for half the deadline as well (a live
+ * rank beats every interval, at most a fifth of it), keeping rank order. Returns the new count
+ * (silent holds size entries). */
+static int add_host_mates(live_t *l, int *silent, int ns, double now) {
+  char *mark = l->hosts ? calloc((size_t)l->size, 1) : NULL;
+  if (!mark) return ns;
+  double quiet_s = GPL_MAX(2 * l->o.interval, l->o.timeout / 2);
+  for (int i = 0; i < ns; i++) mark[silent[i]] = 1;
+  for (int r = 1; r < l->size; r++) {
+    if (mark[r] || l->bye[r] || l->last[r] <= 0 || now - l->last[r] <= quiet_s) continue;
+    for (int i = 0; i < ns && !mark[r]; i++)
+      if (strcmp(l->hosts[silent[i]], l->hosts[r]) == 0) mark[r] = 2;
+  }
+  int n = 0;
+  for (int r = 1; r < l->size; r++)
+    if (mark[r]) silent[n++] = r;
+  free(mark);
+  return n;
+}
+
 static void on_timer(uv_timer_t *t) {
   live_t *l = t->data;
   double now = util_now();
@@ -325,6 +348,7 @@ static void on_timer(uv_timer_t *t) {
         longest = GPL_MAX(longest, now - l->last[r]);
       }
     }
+    if (ns > 0) ns = add_host_mates(l, silent, ns, now);
     lost_many(l, silent, ns, LIVE_SILENT, longest);
     free(silent);
     /* Connections that never said hello in time: not ours. */
@@ -466,6 +490,7 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
     if (fd >= 0) close(fd);
     return GPL_ENOMEM;
   }
+  l->hosts = job->hosts;
   l->o = *o;
   l->rank = job->rank;
   l->size = job->size;
