@@ -385,7 +385,8 @@ int util_is_secret_name(const char *name) {
  * (a long one cut short could lose the part that makes it a secret). */
 static int secret_upper(const char *up, size_t n) {
   static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
-                                      "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
+                                      "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH",
+                                      "WEBHOOK"};
   static const char *const prefixes[] = {"AWS_", "AZURE_"};
   /* the shell's working folders, not passwords */
   if (strcmp(up, "PWD") == 0 || strcmp(up, "OLDPWD") == 0) return 0;

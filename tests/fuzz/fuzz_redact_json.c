@@ -28,10 +28,10 @@ static const char *const g_form[][2] = {
 };
 /* member names; the secret ones are judged whole by their part (PASSWORD, TOKEN, SECRET, ...),
  * so a planted secret appended to them (then redacted) leaves them secret */
-static const char *const g_name[] = {"a",     "user",     "cmd",      "env",         "nested",
-                                     "x",     "",         "password", "MY_PASSWORD", "api_key",
-                                     "token", "db_secret", "AUTH",    "ok"};
-#define NAME_FIRST_SECRET 7
+static const char *const g_name[] = {"a",        "user",        "cmd",     "env",   "nested",
+                                     "x",        "",            "ok",      "password", "MY_PASSWORD",
+                                     "api_key",  "token",       "db_secret", "AUTH"};
+#define NAME_FIRST_SECRET 8
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct {
@@ -73,7 +73,8 @@ static void gen_members(gen_t *g, cJSON *o, int depth, int hidden) {
   for (unsigned i = 0, k = next(g) % 5; i < k && g->n; i++) {
     unsigned b = next(g);
     const char *base = g_name[b % N(g_name)];
-    int secret_member = b % N(g_name) >= NAME_FIRST_SECRET;
+    /* an array's element has no name to hide it */
+    int secret_member = !cJSON_IsArray(o) && b % N(g_name) >= NAME_FIRST_SECRET;
     char name[64];
     snprintf(name, sizeof name, "%s%s", base, b >= 200 ? g->env_secret : "");
     cJSON *v = gen_value(g, depth + 1, hidden || secret_member);
