@@ -194,6 +194,157 @@ static void redact_names(strbuf_t *b, const char *t, size_t len) {
   }
 }
 
+/* Rule 5: credentials known by their shape, wherever they stand. */
+
+/* Length of the well-known key at p (a word's start), 0 if none: a provider's prefix and a body of
+ * its alphabet. Bodies that could be words ("hf_transfer", "sk-learn") need a digit, a capital
+ * or 16 characters; AKIA/ASIA ids are exactly 16 of [0-9A-Z]. */
+enum { BODY_ALNUM, BODY_ALNUM_UNDER, BODY_ALNUM_DASH, BODY_ALNUM_DASH_UNDER };
+static const struct {
+  const char *prefix;
+  int body, min, wordlike;
+} g_shapes[] = {
+    {"ghp_", BODY_ALNUM, 4, 0},      {"gho_", BODY_ALNUM, 4, 0},
+    {"ghs_", BODY_ALNUM, 4, 0},      {"ghu_", BODY_ALNUM, 4, 0},
+    {"ghr_", BODY_ALNUM, 4, 0},      {"github_pat_", BODY_ALNUM_UNDER, 4, 0},
+    {"glpat-", BODY_ALNUM_DASH_UNDER, 8, 0},
+    {"xoxa-", BODY_ALNUM_DASH, 6, 0}, {"xoxb-", BODY_ALNUM_DASH, 6, 0},
+    {"xoxp-", BODY_ALNUM_DASH, 6, 0}, {"xoxr-", BODY_ALNUM_DASH, 6, 0},
+    {"xoxs-", BODY_ALNUM_DASH, 6, 0}, {"xoxe-", BODY_ALNUM_DASH, 6, 0},
+    {"sk_live_", BODY_ALNUM, 8, 0},  {"sk_test_", BODY_ALNUM, 8, 0},
+    {"rk_live_", BODY_ALNUM, 8, 0},  {"sk-", BODY_ALNUM_DASH_UNDER, 8, 1},
+    {"hf_", BODY_ALNUM, 8, 1},
+};
+
+static int body_char(char c, int body) {
+  if (isalnum((unsigned char)c)) return 1;
+  if (c == '_') return body == BODY_ALNUM_UNDER || body == BODY_ALNUM_DASH_UNDER;
+  if (c == '-') return body == BODY_ALNUM_DASH || body == BODY_ALNUM_DASH_UNDER;
+  return 0;
+}
+
+static size_t key_shape_len(const char *p, const char *end) {
+  size_t avail = (size_t)(end - p);
+  if (avail >= 20 && (strncmp(p, "AKIA", 4) == 0 || strncmp(p, "ASIA", 4) == 0)) {
+    size_t k = 4;
+    while (k < 20 && (isdigit((unsigned char)p[k]) || isupper((unsigned char)p[k]))) k++;
+    if (k == 20 && (p + 20 == end || !isalnum((unsigned char)p[20]))) return 20;
+  }
+  for (size_t i = 0; i < GPL_ARRAY_LEN(g_shapes); i++) {
+    size_t pl = strlen(g_shapes[i].prefix);
+    if (avail <= pl || strncmp(p, g_shapes[i].prefix, pl) != 0) continue;
+    size_t k = pl;
+    int marked = 0;
+    while (p + k < end && body_char(p[k], g_shapes[i].body)) {
+      marked |= isdigit((unsigned char)p[k]) || isupper((unsigned char)p[k]);
+      k++;
+    }
+    size_t body = k - pl;
+    if (body < (size_t)g_shapes[i].min) continue;
+    if (g_shapes[i].wordlike && !marked && body < 16) continue;
+    return k;
+  }
+  return 0;
+}
+
+/* Where a URL ends: a blank, a quote, a bracket or what stands for a redaction. */
+static int url_char(char c) {
+  return c && !isspace((unsigned char)c) && !strchr("\"'<>`,;()[]{}\\", c);
+}
+
+/* A URL's user name alone (no password) is a token for HTTP ("https://TOKEN@github.com/x") and
+ * wherever it looks like one. */
+static int user_is_token(const char *scheme, size_t sl, const char *u, size_t ul) {
+  static const char *const http[] = {"http", "https", "ws", "wss"};
+  const char *plus = memchr(scheme, '+', sl); /* git+https */
+  if (plus) {
+    sl -= (size_t)(plus + 1 - scheme);
+    scheme = plus + 1;
+  }
+  for (size_t i = 0; i < GPL_ARRAY_LEN(http); i++)
+    if (strlen(http[i]) == sl && strncasecmp(scheme, http[i], sl) == 0) return 1;
+  if (key_shape_len(u, u + ul) == ul) return 1;
+  int alpha = 0, digit = 0;
+  for (size_t i = 0; i < ul; i++) {
+    alpha |= isalpha((unsigned char)u[i]);
+    digit |= isdigit((unsigned char)u[i]);
+  }
+  return ul >= 20 && alpha && digit;
+}
+
+/* Where the secret part of a webhook URL's path starts (its path at path, plen bytes; host h,
+ * hl bytes), or NULL: Slack's hooks.slack.com/services/..., and any path with a webhook or hooks
+ * segment (Discord's /api/webhooks/ID/TOKEN, Teams' /webhook/ and /webhookb2/, Zapier's
+ * /hooks/catch/, Mattermost's /hooks/ID). */
+static const char *webhook_secret(const char *h, size_t hl, const char *path, size_t plen) {
+  static const char *const slack[] = {"/services/", "/workflows/", "/triggers/"};
+  static const char *const segs[] = {"/webhooks/", "/webhook/", "/webhookb2/", "/hooks/"};
+  const char *end = path + plen;
+  if ((hl == 15 && strncasecmp(h, "hooks.slack.com", 15) == 0) ||
+      (hl == 19 && strncasecmp(h, "hooks.slack-gov.com", 19) == 0))
+    for (size_t i = 0; i < GPL_ARRAY_LEN(slack); i++) {
+      size_t sl = strlen(slack[i]);
+      if (plen > sl && strncasecmp(path, slack[i], sl) == 0) return path + sl;
+    }
+  for (const char *q = path; q < end; q++) {
+    if (*q != '/') continue;
+    for (size_t i = 0; i < GPL_ARRAY_LEN(segs); i++) {
+      size_t sl = strlen(segs[i]);
+      if ((size_t)(end - q) > sl && strncasecmp(q, segs[i], sl) == 0) return q + sl;
+    }
+  }
+  return NULL;
+}
+
+/* Rule 5 over text (what rules 1, 2 and 4 left) into b: bare well-known keys, a URL's user name
+ * that is a token, a webhook URL's secret path. */
+static void redact_shapes(strbuf_t *b, const char *t, size_t len) {
+  const char *end = t + len, *p = t;
+  while (p < end) {
+    if (p + 3 <= end && p[0] == ':' && p[1] == '/' && p[2] == '/') {
+      const char *sc = p;
+      while (sc > t && (isalnum((unsigned char)sc[-1]) || sc[-1] == '+' || sc[-1] == '.' || sc[-1] == '-')) sc--;
+      const char *u = p + 3, *q = u, *at = NULL;
+      while (q < end && url_char(*q) && *q != '/' && *q != '?' && *q != '#') {
+        if (*q == '@') at = q;
+        q++;
+      }
+      strbuf_append_n(b, p, 3);
+      const char *host = u;
+      if (at) {
+        if (at > u && !memchr(u, ':', (size_t)(at - u)) &&
+            user_is_token(sc, (size_t)(p - sc), u, (size_t)(at - u)))
+          strbuf_append(b, REDACTED);
+        else
+          strbuf_append_n(b, u, (size_t)(at - u));
+        host = at;
+      }
+      const char *hstart = host == u ? u : host + 1, *hend = hstart;
+      while (hend < q && *hend != ':') hend++;
+      const char *uend = q;
+      while (uend < end && url_char(*uend)) uend++;
+      const char *cut = webhook_secret(hstart, (size_t)(hend - hstart), q, (size_t)(uend - q));
+      if (cut) {
+        strbuf_append_n(b, host, (size_t)(cut - host));
+        strbuf_append(b, REDACTED);
+        p = uend;
+      } else {
+        p = host;
+      }
+      continue;
+    }
+    size_t k = 0;
+    if ((p == t || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '-')) &&
+        (k = key_shape_len(p, end)) > 0) {
+      strbuf_append(b, REDACTED);
+      p += k;
+      continue;
+    }
+    strbuf_append_n(b, p, 1);
+    p++;
+  }
+}
+
 /* Secret values known besides the environment's (the config's [env] entries with secret
  * names: the program has them in its environment, gpulaunch does not). */
 static char **g_extra;
@@ -250,14 +401,17 @@ static char *redact_values(char *text) {
 }
 
 char *redact_text(const char *text, size_t len) {
-  strbuf_t b = STRBUF_INIT;
+  strbuf_t b = STRBUF_INIT, s = STRBUF_INIT;
   strbuf_append(&b, "");
   redact_names(&b, text, len);
-  if (b.oom) {
-    strbuf_free(&b);
+  strbuf_append(&s, "");
+  if (!b.oom) redact_shapes(&s, strbuf_str(&b), b.len);
+  strbuf_free(&b);
+  if (s.oom) {
+    strbuf_free(&s);
     return NULL;
   }
-  return redact_values(strbuf_take(&b));
+  return redact_values(strbuf_take(&s));
 }
 
 char *redact_command(char *const *argv, int argc) {

@@ -8,7 +8,7 @@
 #define REDACTED "<redacted>"
 
 /* Redact credentials in a text (many lines allowed) and return a malloc'd copy (NULL: no
- * memory). Four rules, so that a secret leaks neither by name nor by value:
+ * memory). Five rules, so that a secret leaks neither by name, nor by value, nor by its shape:
  *  1. NAME=VALUE, NAME: VALUE, "NAME": "VALUE", --name=VALUE where util_is_secret_name(NAME)
  *     (dashes read as underscores, "env.MY_TOKEN" as a whole) or NAME is a secret option (rule 4)
  *     -> the value is replaced ("Authorization: Bearer X": X too);
@@ -18,7 +18,13 @@
  *  4. the word after a secret option: a secret name, --*token*, --*pass*, --pw, --jwt
  *     ("--hf_token hf_x"), after an HTTP scheme word (Bearer, Basic, Token, Digest), and after
  *     -p (or -pVALUE) in a line that names a password tool (mysql, mysqldump, mysqladmin,
- *     mysqlsh, mariadb, sshpass) or a user option (--user, --username, --login). */
+ *     mysqlsh, mariadb, sshpass) or a user option (--user, --username, --login);
+ *  5. by shape, wherever it stands: well-known keys (sk-..., sk_live_..., ghp_/gho_/ghs_/ghu_/
+ *     ghr_..., github_pat_..., glpat-..., hf_..., xox[abeprs]-..., AKIA/ASIA + 16 of [0-9A-Z]),
+ *     a URL's user name without a password when the URL is HTTP(S)/WS(S) or the name looks like
+ *     a token ("https://ghp_x@github.com/..."), and the secret path of a webhook URL
+ *     (hooks.slack.com/services/<redacted>, .../api/webhooks/<redacted>, any /webhook/,
+ *     /webhookb2/ or /hooks/ segment). */
 char *redact_text(const char *text, size_t len);
 
 /* The words of a command with credentials redacted: each word as above, the word after a secret

@@ -48,11 +48,49 @@ void util_sleep(double seconds) {
   }
 }
 
+/* strtod on a decimal number only: [+-]digits[.digits][e[+-]digits] (".5" too). strtod alone
+ * also takes hex ("0x10", "0x1p3"), "inf", "nan" and leading blanks, which the documentation
+ * does not promise and a typo should not become. *end as strtod's; errno set on overflow. */
+static double decimal_strtod(const char *s, char **end) {
+  const char *p = s;
+  *end = (char *)s;
+  if (*p == '+' || *p == '-') p++;
+  const char *d0 = p;
+  while (isdigit((unsigned char)*p)) p++;
+  size_t ndig = (size_t)(p - d0);
+  if (*p == '.') {
+    const char *f0 = ++p;
+    while (isdigit((unsigned char)*p)) p++;
+    ndig += (size_t)(p - f0);
+  }
+  if (!ndig) return 0;
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    if (*q == '+' || *q == '-') q++;
+    if (isdigit((unsigned char)*q)) {
+      while (isdigit((unsigned char)*q)) q++;
+      p = q;
+    }
+  }
+  char small[64], *buf = (size_t)(p - s) < sizeof small ? small : strndup(s, (size_t)(p - s));
+  if (!buf) return 0;
+  if (buf == small) {
+    memcpy(small, s, (size_t)(p - s));
+    small[p - s] = 0;
+  }
+  char *e;
+  errno = 0;
+  double v = strtod(buf, &e);
+  size_t used = (size_t)(e - buf);
+  if (buf != small) free(buf);
+  *end = (char *)s + used;
+  return v;
+}
+
 int util_parse_size(const char *s, uint64_t *out) {
   if (!s || !*s) return GPL_EINVAL;
   char *end;
-  errno = 0;
-  double v = strtod(s, &end);
+  double v = decimal_strtod(s, &end);
   if (end == s || errno || v < 0 || !isfinite(v)) return GPL_EINVAL;
   while (*end == ' ') end++;
   double mult = 1;
@@ -75,8 +113,7 @@ int util_parse_size(const char *s, uint64_t *out) {
 int util_parse_duration(const char *s, double *seconds) {
   if (!s || !*s) return GPL_EINVAL;
   char *end;
-  errno = 0;
-  double v = strtod(s, &end);
+  double v = decimal_strtod(s, &end);
   if (end == s || errno || v < 0 || !isfinite(v)) return GPL_EINVAL;
   while (*end == ' ') end++;
   double mult;
@@ -96,7 +133,11 @@ int util_parse_long(const char *s, long min, long max, long *out) {
   if (!s || !*s) return GPL_EINVAL;
   char *end;
   errno = 0;
-  long v = strtol(s, &end, 10); /* decimal only: "010" is ten, as people mean it, not octal */
+  /* decimal only: "010" is ten, as people mean it, not octal; no blanks before it (strtol skips
+   * them), as no other number takes them */
+  if (!(isdigit((unsigned char)s[0]) || ((s[0] == '-' || s[0] == '+') && isdigit((unsigned char)s[1]))))
+    return GPL_EINVAL;
+  long v = strtol(s, &end, 10);
   if (end == s || *end) return GPL_EINVAL;
   if (errno == ERANGE || v < min || v > max) return GPL_ERANGE;
   *out = v;
@@ -106,8 +147,7 @@ int util_parse_long(const char *s, long min, long max, long *out) {
 int util_parse_double(const char *s, double *out) {
   if (!s || !*s) return GPL_EINVAL;
   char *end;
-  errno = 0;
-  double v = strtod(s, &end);
+  double v = decimal_strtod(s, &end);
   if (end == s || *end || errno || !isfinite(v)) return GPL_EINVAL;
   *out = v;
   return GPL_OK;
@@ -385,7 +425,8 @@ int util_is_secret_name(const char *name) {
  * (a long one cut short could lose the part that makes it a secret). */
 static int secret_upper(const char *up, size_t n) {
   static const char *const parts[] = {"SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE",
-                                      "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH"};
+                                      "CREDENTIAL", "PRIVATE", "APIKEY", "API_KEY", "AUTH",
+                                      "WEBHOOK"};
   static const char *const prefixes[] = {"AWS_", "AZURE_"};
   /* the shell's working folders, not passwords */
   if (strcmp(up, "PWD") == 0 || strcmp(up, "OLDPWD") == 0) return 0;

@@ -30,6 +30,7 @@ int util_parse_size(const char *s, uint64_t *out);
 int util_parse_duration(const char *s, double *seconds);
 /* Whole numbers in [min,max]; GPL_EINVAL if not a number, GPL_ERANGE if out of range. */
 int util_parse_long(const char *s, long min, long max, long *out);
+/* A finite decimal number. All of these take decimal only (no hex, hex floats, inf or nan). */
 int util_parse_double(const char *s, double *out);
 /* true/false/yes/no/on/off/1/0. */
 int util_parse_bool(const char *s, int *out);

@@ -68,7 +68,8 @@ int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
   } else {
     log_print("gpulaunch: %s: [accept] min_busbw: '%s' is neither a number of GB/s nor auto\n",
             conf_origin(c, "accept", "min_busbw"), mb);
-    return GPL_ECONFIG;
+    /* from --min-busbw a usage error (64), as bench's --min-busbw; from the file a config one */
+    return conf_origin(c, "accept", "min_busbw")[0] == '-' ? GPL_EINVAL : GPL_ECONFIG;
   }
   o->size = conf_size(c, "accept", "size");
   o->pair_size = conf_size(c, "accept", "pair_size");

@@ -264,7 +264,8 @@ static void write_reports(const accept_opts_t *o, accept_report_t *rep) {
 int accept_check_conf(launch_t *L) {
   accept_opts_t o;
   accept_opts_default(&o);
-  return accept_opts_from_conf(&o, L->conf) < 0 ? GPL_EXIT_CONFIG : GPL_EXIT_OK;
+  int rc = accept_opts_from_conf(&o, L->conf);
+  return rc == GPL_EINVAL ? GPL_EXIT_USAGE : rc < 0 ? GPL_EXIT_CONFIG : GPL_EXIT_OK;
 }
 
 int mode_accept(launch_t *L) {
@@ -275,7 +276,8 @@ int mode_accept(launch_t *L) {
   int rc = accept_opts_from_argv(&o, L->conf, L->argc, L->argv, rank0);
   if (rc == 1) return GPL_EXIT_OK;
   if (rc < 0) return GPL_EXIT_USAGE;
-  if (accept_opts_from_conf(&o, L->conf) < 0) return GPL_EXIT_CONFIG;
+  rc = accept_opts_from_conf(&o, L->conf);
+  if (rc < 0) return rc == GPL_EINVAL ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
   int progress = rank0 && (o.progress >= 0 ? o.progress : watching());
   double t_start = util_now();
   accept_report_t rep;

@@ -551,6 +551,18 @@ static char *read_line(char *buf, int size, void *stream) {
         buf[1] = 0;
         return buf;
       }
+      const char *rest = end + 1;
+      while (*rest == ' ' || *rest == '\t' || *rest == '\r' || *rest == '\n') rest++;
+      if (*rest && *rest != ';' && *rest != '#') {
+        /* "[env] x": inih ignores what follows ']', so a key written there would vanish */
+        char *shown = redact_text(rest, strcspn(rest, "\r\n")); /* "[env] HF_TOKEN=x" */
+        add_error(c, c->line, "junk after the section header: '%s' (a key goes on a line of its own)",
+                  shown ? shown : REDACTED);
+        free(shown);
+        buf[0] = '\n';
+        buf[1] = 0;
+        return buf;
+      }
       *end = 0;
       section_header(c, util_trim(t + 1));
       c->prev_key[0] = 0;

@@ -1,8 +1,9 @@
 /* Fuzz target: redaction, with a leak oracle. The input picks two secrets and a text made of
  * fragments (names, separators, quotes, options, URLs) and of the secrets placed where they must
  * be redacted: as values of secret names, after secret options, as URL passwords, after
- * "Bearer", after mysql's -p, and (the first secret, also set in the environment under a secret
- * name) anywhere at all. No fragment holds a digit and the secrets are nothing but digits (1-4
+ * "Bearer", after mysql's -p, as a URL's user name, in a webhook URL's path, as the body of a
+ * well-known key (ghp_, sk-, hf_, xoxb-, github_pat_, AKIA...), and (the first secret, also set
+ * in the environment under a secret name) anywhere at all. No fragment holds a digit and the secrets are nothing but digits (1-4
  * for the environment's, 5-8 for the other), so the oracle is exact: a digit in the output is a
  * leak, whatever the fuzzer made of the text around it. The same text split into words goes
  * through redact_argv, where the environment's secret must be gone from every word. */
@@ -28,6 +29,10 @@ static const char *const g_form[][2] = {
     {"\"api_key\": \"", "\""},     {" Authorization: Bearer ", " "}, {" DOCKER_PASS=", " "},
     {" mysql --user root -p", " "}, {" --pw ", " "},              {"{\"password\":\"", "\"}"},
     {" GITLAB_PAT: ", "\n"},
+    /* rule 5: shapes */
+    {" https://", "@github.com/x "}, {" https://hooks.slack.com/services/T/B/", " "},
+    {" https://discord.com/api/webhooks/", "/tok "}, {" ghp_", " "}, {" sk-proj", " "},
+    {" hf_AbCd", " "}, {" xoxb-ab", " "}, {" github_pat_", " "}, {" AKIA", " "},
 };
 #define NFORM (sizeof g_form / sizeof g_form[0])
 
@@ -59,6 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (b < 240) {
       strbuf_append(&t, g_form[b % NFORM][0]);
       strbuf_append(&t, other);
+      /* an AWS key id is AKIA and 16 of [0-9A-Z] exactly */
+      if (strcmp(g_form[b % NFORM][0], " AKIA") == 0)
+        for (size_t k = strlen(other); k < 16; k++) strbuf_append(&t, "Q");
       strbuf_append(&t, g_form[b % NFORM][1]);
     } else {
       strbuf_append(&t, env_secret);

@@ -125,4 +125,41 @@ run_one "$GPULAUNCH" --metrics "$T/no/m.jsonl" -- "$PROG" sleep 0
 assert_eq "$RC" 64 "--metrics into a missing folder"
 assert_grep "$T/err" "metrics.*the folder $T/no does not exist" "the metrics folder named"
 pass "--summary and --metrics into a missing folder: exit 64 before anything runs"
+
+# Issue 19: numbers are decimal (no hex, hex floats, inf, nan), and a bad number from the
+# command line is a usage error (64) in every mode.
+for v in 0x10s 0x1p3 inf nan; do
+  printf '[job]\ncommand = %s sleep 0\ngrace = %s\n' "$PROG" "$v" >"$T/num.conf"
+  run_one "$GPULAUNCH" check "$T/num.conf"
+  assert_eq "$RC" 65 "grace = $v"
+  assert_grep "$T/err" "num.conf:3: \[job\] grace: '$v' is not a duration" "grace = $v named with file:line"
+done
+printf '[bench]\nminbytes = 0x10\n' >"$T/num.conf"
+run_one "$GPULAUNCH" check "$T/num.conf"
+assert_eq "$RC" 65 "[bench] minbytes = 0x10"
+for m in accept bench; do
+  for v in abc 0x10 inf -1; do
+    run_one "$GPULAUNCH" "$m" --min-busbw "$v"
+    assert_eq "$RC" 64 "$m --min-busbw $v: a usage error"
+  done
+done
+run_one "$GPULAUNCH" bench -b 0x10
+assert_eq "$RC" 64 "bench -b 0x10"
+pass "numbers are decimal; a bad --min-busbw is 64 in accept and bench"
+
+printf '[job]\ncommand = %s sleep 0\n[env] x\n' "$PROG" >"$T/hdr.conf"
+run_one "$GPULAUNCH" check "$T/hdr.conf"
+assert_eq "$RC" 65 "[env] x"
+assert_grep "$T/err" "hdr.conf:3: junk after the section header: 'x" "junk after a header named with file:line"
+printf '[job]\ncommand = %s sleep 0\n[env]]\n' "$PROG" >"$T/hdr.conf"
+run_one "$GPULAUNCH" check "$T/hdr.conf"
+assert_eq "$RC" 65 "[env]]"
+printf '[job] # the job\ncommand = %s sleep 0\n' "$PROG" >"$T/hdr.conf"
+run_one "$GPULAUNCH" check "$T/hdr.conf"
+assert_eq "$RC" 0 "a comment after a header"
+printf '[job]\ncommand = %s sleep 0\n[env] HF_TOKEN=S3KRTz\n' "$PROG" >"$T/hdr.conf"
+run_one "$GPULAUNCH" check "$T/hdr.conf"
+assert_eq "$RC" 65 "[env] HF_TOKEN=..."
+assert_nogrep "$T/err" "S3KRT" "the junk after a header is quoted redacted"
+pass "junk after a section header is an error naming file:line"
 echo "$TESTS_RUN checks passed"

@@ -2,7 +2,8 @@
 # Issue 14: no secret in anything gpulaunch prints or writes about a job: check, env, --summary,
 # the audit log, the root cause (which quotes the program's stderr) and a diag bundle, for the
 # names and forms that leaked (--hf_token VALUE, --pw=, --jwt VALUE, URL passwords, MYSQL_PWD,
-# DOCKER_PASS, GITLAB_PAT, SENTRY_DSN, mysql -p VALUE). Every secret holds "S3KRT"; the program's
+# DOCKER_PASS, GITLAB_PAT, SENTRY_DSN, mysql -p VALUE; issue 19: a token as a URL's user name, a
+# Slack webhook, bare sk-/ghp_/AKIA/xoxb- keys). Every secret holds "S3KRT"; the program's
 # own output passes through as it is, so only gpulaunch's own lines are searched.
 source "$(dirname "$0")/../lib.sh"
 PROG="$1" # (unused: the program here is sh)
@@ -10,9 +11,11 @@ PROG="$1" # (unused: the program here is sh)
 
 cat >"$T/job.conf" <<CONF
 [job]
-command = sh -c 'echo "db is \$MYSQL_PWD and push with \$DOCKER_PASS" >&2; exit 3' sh
+command = sh -c 'echo "db is \$MYSQL_PWD and push with \$DOCKER_PASS as ghp_S3KRTd1" >&2; exit 3' sh
   --hf_token hf_S3KRTa1 --pw=S3KRTa2 --jwt S3KRTa3.x.y https://alice:S3KRTa4@git.example/x
   --user bob -p S3KRTa5
+  https://ghp_S3KRTc1@github.com/o/r https://hooks.slack.com/services/T0/B0/S3KRTc2
+  sk-proj-S3KRTc3xyz AKIAS3KRT00000000000 xoxb-S3KRTc5
 [env]
 MYSQL_PWD = S3KRTb1
 DOCKER_PASS = S3KRTb2
@@ -48,7 +51,7 @@ assert_eq "$RC" 3 "the run fails with the program's status"
 # lines themselves, prefixed [host:rank], pass through unchanged).
 grep -v '^\[[^]]*:[0-9]*\] ' "$T/err" >"$T/own.txt" || true
 assert_grep "$T/own.txt" "last lines of rank [01]'s stderr" "the root cause quotes the program"
-assert_grep "$T/own.txt" "db is <redacted> and push with <redacted>" "the quoted tail is redacted"
+assert_grep "$T/own.txt" "db is <redacted> and push with <redacted> as <redacted>" "the quoted tail is redacted"
 no_secret "$T/own.txt" "the root cause and gpulaunch's messages"
 no_secret "$T/summary.json" "--summary"
 python3 -m json.tool "$T/summary.json" >/dev/null || fail "the redacted summary is not JSON"

@@ -11,6 +11,7 @@
 
 #include "common/util.h"
 #include "common/redact.h"
+#include "launcher/ops/redact_json.h"
 
 static void check(const char *in, const char *want) {
   char *out = redact_text(in, strlen(in));
@@ -121,11 +122,76 @@ static void test_more_names_and_forms(void **state) {
   util_free_argv(r);
 }
 
+/* Issue 19: a token as a URL's user name, webhook URLs, bare keys by their shape. */
+static void test_shapes(void **state) {
+  (void)state;
+  check("git clone https://ghp_abcDEF123@github.com/o/r.git", "git clone https://<redacted>@github.com/o/r.git");
+  check("https://x-token-123@example.com/p", "https://<redacted>@example.com/p");
+  check("ssh://git@github.com/o/r.git", "ssh://git@github.com/o/r.git");
+  check("postgres://bob@db/x", "postgres://bob@db/x");
+  check("curl -d x https://hooks.slack.com/services/T000/B000/XXXXyyyy",
+        "curl -d x https://hooks.slack.com/services/<redacted>");
+  check("\"https://discord.com/api/webhooks/123456/abcDEF-gh\" ok",
+        "\"https://discord.com/api/webhooks/<redacted>\" ok");
+  check("https://acme.webhook.office.com/webhookb2/abc@def/IncomingWebhook/x/y",
+        "https://acme.webhook.office.com/webhookb2/<redacted>");
+  check("see https://example.com/docs/webhooks", "see https://example.com/docs/webhooks");
+  check("key sk-proj-AbC123dEf456 used", "key <redacted> used");
+  check("OPENAI=sk-ant-api03-abcdefghij", "OPENAI=<redacted>");
+  check("push with ghp_16C7e42F292c6912E7710c838347Ae178B4a now", "push with <redacted> now");
+  check("github_pat_11ABCDEFG_xyz gho_abcd ghs_abcd", "<redacted> <redacted> <redacted>");
+  check("hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "<redacted>");
+  check("slack xoxb-123-456-abcdef and xoxp-abcdefgh", "slack <redacted> and <redacted>");
+  check("id AKIAIOSFODNN7EXAMPLE.", "id <redacted>.");
+  check("stripe sk_live_abcdefgh12", "stripe <redacted>");
+  /* words that only look like the start of a key */
+  check("pip install hf_transfer sk-learn scikit-learn", "pip install hf_transfer sk-learn scikit-learn");
+  check("task-abcdefgh123 AKIA123 xghp_abcdef", "task-abcdefgh123 AKIA123 xghp_abcdef");
+  check("SLACK_WEBHOOK_URL=https://x.example/y", "SLACK_WEBHOOK_URL=<redacted>");
+  char *argv[] = {"git", "push", "https://ghp_abcd1234@github.com/o/r", "sk-abcdefgh1234", NULL};
+  char **r = redact_argv(argv, 4);
+  assert_non_null(r);
+  assert_string_equal(r[2], "https://<redacted>@github.com/o/r");
+  assert_string_equal(r[3], "<redacted>");
+  util_free_argv(r);
+}
+
+static void check_json(const char *in, const char *want) {
+  cJSON *doc = cJSON_Parse(in);
+  assert_non_null(doc);
+  assert_int_equal(redact_json(doc), 0);
+  char *out = cJSON_PrintUnformatted(doc);
+  assert_non_null(out);
+  if (strcmp(out, want) != 0) fail_msg("redact_json(%s)\n  got  %s\n  want %s", in, out, want);
+  free(out);
+  cJSON_Delete(doc);
+}
+
+/* Issue 19: the walk stopped after the first child, so every later member kept its secret. */
+static void test_json_whole_document(void **state) {
+  (void)state;
+  check_json("{\"a\":1,\"password\":\"xyz123\"}", "{\"a\":1,\"password\":\"<redacted>\"}");
+  check_json("{\"a\":{\"b\":1,\"c\":[1,\"x\",{\"d\":2,\"api_key\":\"k\"}]},\"e\":\"MY_TOKEN=tt\"}",
+             "{\"a\":{\"b\":1,\"c\":[1,\"x\",{\"d\":2,\"api_key\":\"<redacted>\"}]},"
+             "\"e\":\"MY_TOKEN=<redacted>\"}");
+  /* everything under a secret-named member, at any depth */
+  check_json("{\"secret\":[\"a\",{\"x\":\"b\"}],\"n\":3,\"ok\":true}",
+             "{\"secret\":[\"<redacted>\",{\"x\":\"<redacted>\"}],\"n\":3,\"ok\":true}");
+  check_json("[\"a\",\"b\",\"https://u:pw@h/x\"]", "[\"a\",\"b\",\"https://u:<redacted>@h/x\"]");
+  /* an environment secret in a member name or any string */
+  setenv("MY_API_TOKEN", "s3cr3t-value-123", 1);
+  check_json("{\"x\":1,\"s3cr3t-value-123\":\"v\",\"y\":[\"z s3cr3t-value-123\"]}",
+             "{\"x\":1,\"<redacted>\":\"v\",\"y\":[\"z <redacted>\"]}");
+  unsetenv("MY_API_TOKEN");
+  assert_int_equal(redact_json(NULL), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_by_name),       cmocka_unit_test(test_keeps_the_rest),
       cmocka_unit_test(test_url_password),  cmocka_unit_test(test_env_values_anywhere),
       cmocka_unit_test(test_argv),          cmocka_unit_test(test_more_names_and_forms),
+      cmocka_unit_test(test_json_whole_document), cmocka_unit_test(test_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
