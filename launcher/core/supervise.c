@@ -102,6 +102,7 @@ typedef struct sup_s {
   pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
   ranklog_t log;        /* [job] log_dir/rank-N.log */
   frontch_t front;      /* rank 0: the channel to gpulaunch-run (fd -1: none) */
+  int stop_by_mpirun;   /* the stop came from plain mpirun, which kills the ranks itself */
   uv_poll_t front_poll;
 } sup_t;
 
@@ -519,7 +520,8 @@ static void take_stop(sup_t *s, int signum, int by_rm, const char *via) {
               "SIGKILL after %.0f s\n", util_signal_name(signum),
               via && strcmp(via, "gpulaunch-run") == 0 ? " by gpulaunch-run" : "",
               util_signal_name(fwd), s->o->grace);
-    if (via && strcmp(via, "mpirun") == 0)
+    s->stop_by_mpirun = via && strcmp(via, "mpirun") == 0;
+    if (s->stop_by_mpirun)
       log_print("gpulaunch: the %s came from mpirun, which SIGKILLs every rank "
               "odls_base_sigkill_timeout (1 s) after it: plain mpirun gives the programs no grace; "
               "start the job as `gpulaunch-run [mpirun options] gpulaunch ...` (README, "
@@ -641,7 +643,10 @@ static int co_verdict(sup_t *s) {
             co->sig_by_rm ? " (from Slurm: srun's Ctrl-C)" : "", 128 + SIGINT);
   } else if (slurm_end_is_preemption(co->end)) {
     co->verdict = VERDICT_PREEMPTED;
-    if (co->sig_by_rm)
+    if (s->stop_by_mpirun)
+      log_print("gpulaunch: job preempted: SIGTERM from mpirun; mpirun ends every program itself, "
+              "within about a second (its exit status is its own, not %d)\n", GPL_EXIT_PREEMPTED);
+    else if (co->sig_by_rm)
       log_print("gpulaunch: job preempted: SIGTERM%s%s%s; every program got SIGTERM from "
               "Slurm and is stopped within %.0f s (exit status %d: requeue the job)\n", from,
               *why ? ": " : "", why, s->o->grace, GPL_EXIT_PREEMPTED);

@@ -8,7 +8,8 @@
  * job as on its own SIGTERM/SIGINT: every program gets [job] preempt_signal at once and the grace.
  * Rank 0 sends the job's exit status once it is decided; gpulaunch-run exits with it once mpirun
  * is gone, ending mpirun when it does not go by itself (a lost host: mpirun waits for its daemon,
- * and may crash in PMIx_Finalize). Libc only. */
+ * and may crash in PMIx_Finalize). SIGUSR1/SIGUSR2 go to mpirun, which passes them to every rank.
+ * Libc only. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -175,6 +176,8 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &act, NULL);
   sigaction(SIGHUP, &act, NULL);
   sigaction(SIGCHLD, &act, NULL);
+  sigaction(SIGUSR1, &act, NULL);
+  sigaction(SIGUSR2, &act, NULL);
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -187,6 +190,8 @@ int main(int argc, char **argv) {
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    signal(SIGUSR2, SIG_DFL);
     /* Blocked, the signals stay pending in mpirun (gpulaunch unblocks them for itself). */
     sigset_t set;
     sigemptyset(&set);
@@ -215,6 +220,10 @@ int main(int argc, char **argv) {
       for (ssize_t i = 0; i < r; i++) {
         int sig = b[i];
         if (sig == SIGCHLD) continue;
+        if (sig == SIGUSR1 || sig == SIGUSR2) { /* mpirun passes them to every rank */
+          kill(pid, sig);
+          continue;
+        }
         if (sig == SIGHUP) sig = SIGTERM; /* the terminal is gone: stop as for a SIGTERM */
         if (sig == SIGINT && ++nint >= 3) {
           say("SIGINT a third time: killing mpirun and every rank now");
