@@ -984,7 +984,9 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   /* Every rank opens its log file before any program starts: one that cannot stops the job now,
    * named, on every rank at once. */
   CHECKGOTO(ranklog_open(&s->log, o->job, o->log_dir, o->log_dir_origin), rc, fail_out);
+  int merged = output_streams_merged((int)s->launcher_ppid);
   if (outq_start(&s->q) < 0) s->q = NULL;
+  if (s->q && merged) outq_merge(s->q);
   CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines, &s->log, s->q),
             rc, fail_out);
   s->out.on_line = on_line;

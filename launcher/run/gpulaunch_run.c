@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,9 +147,14 @@ int main(int argc, char **argv) {
   addresses(ntohs(sa.sin_port), addrs, sizeof addrs);
   setenv(FRONTCH_ENV, addrs, 1);
   setenv(FRONTCH_TOKEN_ENV, token, 1);
+  /* `> log 2>&1`: rank 0 then writes every line through one stream (mpirun would cut lines
+   * of two streams at any byte); it may run on another host, where it cannot see our fds. */
+  struct stat s1, s2;
+  int merged = fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
+  setenv("GPULAUNCH_FRONTEND_MERGED", merged ? "1" : "0", 1);
 
   /* mpirun -x the channel, the keepalive (unless given), then the user's words. */
-  char **av = calloc((size_t)argc + 16, sizeof *av);
+  char **av = calloc((size_t)argc + 20, sizeof *av);
   if (!av) return 70;
   int n = 0;
   av[n++] = (char *)mpirun;
@@ -156,6 +162,8 @@ int main(int argc, char **argv) {
   av[n++] = FRONTCH_ENV;
   av[n++] = "-x";
   av[n++] = FRONTCH_TOKEN_ENV;
+  av[n++] = "-x";
+  av[n++] = "GPULAUNCH_FRONTEND_MERGED";
   static const char *const ka[][2] = {{"oob_tcp_keepalive_time", "10"},
                                       {"oob_tcp_keepalive_intvl", "2"},
                                       {"oob_tcp_keepalive_probes", "5"}};
