@@ -21,6 +21,8 @@ static int is_mpi_runtime_var(const char *kv) {
                                          "HYDRA_", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
   for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
     if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  /* gpulaunch-run's channel is rank 0's supervisor's, not the program's (its token a secret). */
+  if (strncmp(kv, "GPULAUNCH_FRONTEND", 18) == 0 && (kv[18] == '=' || kv[18] == '_')) return 1;
   return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 

@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/check.h"
@@ -46,6 +48,30 @@ void output_write_all(int fd, const char *p, size_t n) {
     p += w;
     n -= (size_t)w;
   }
+}
+
+static int same_file(const struct stat *a, const struct stat *b) {
+  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int output_streams_merged(int launcher_pid) {
+  const char *m = getenv("GPULAUNCH_FRONTEND_MERGED");
+  if (m && *m) return strcmp(m, "1") == 0;
+  struct stat a, b;
+  if (!launcher_pid) return fstat(1, &a) == 0 && fstat(2, &b) == 0 && same_file(&a, &b);
+  /* Under mpirun our fds are its pipes, one per stream, and it writes what it reads from each to
+   * its own fd 1 or 2 in pieces of any size: where those are one file, two streams cut lines. */
+  char path[64], comm[64] = "";
+  snprintf(path, sizeof path, "/proc/%d/comm", launcher_pid);
+  if (util_read_small(path, comm, sizeof comm) < 0) return 0;
+  comm[strcspn(comm, "\n")] = 0;
+  if (strcmp(comm, "mpirun") != 0 && strcmp(comm, "mpiexec") != 0 && strcmp(comm, "orterun") != 0 &&
+      strcmp(comm, "prterun") != 0)
+    return 0;
+  char p1[64], p2[64];
+  snprintf(p1, sizeof p1, "/proc/%d/fd/1", launcher_pid);
+  snprintf(p2, sizeof p2, "/proc/%d/fd/2", launcher_pid);
+  return stat(p1, &a) == 0 && stat(p2, &b) == 0 && same_file(&a, &b);
 }
 
 static void keep_tail(output_t *o, const char *line, size_t len) {

@@ -46,6 +46,11 @@ void output_clear_tail(output_t *o);
 /* The last stderr lines, oldest first, each ending in '\n', into buf. */
 size_t output_tail(const output_t *o, char *buf, size_t len);
 void output_free(output_t *o);
+/* 1 when this process's stdout and stderr end in the same file, so that its lines must go out
+ * as one stream (outq_merge): fds 1 and 2 are the same file (st_dev, st_ino), or, under a
+ * launcher, gpulaunch-run found its own to be (GPULAUNCH_FRONTEND_MERGED=1), or the launcher
+ * that started this process is a local mpirun whose fds 1 and 2 are. Call before outq_start. */
+int output_streams_merged(int launcher_pid);
 /* Write all of buf to fd, waiting while a non-blocking reader is slow. */
 void output_write_all(int fd, const char *buf, size_t len);
 

@@ -47,6 +47,7 @@ struct outq_s {
   uv_mutex_t mu;
   uv_cond_t progress; /* a chunk was written (outq_stop waits on it) */
   int stopping;
+  int merged;         /* outq_merge: everything goes through st[0] */
   stream_t st[2];
 };
 
@@ -132,7 +133,7 @@ static void pump(outq_t *q, stream_t *st) {
     ssize_t r = read(st->pipe_r, buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return;
-    push(q, st, buf, (size_t)r, OUTQ_CAP + MSG_RESERVE, 0);
+    push(q, q->merged ? &q->st[0] : st, buf, (size_t)r, OUTQ_CAP + MSG_RESERVE, 0);
   }
 }
 
@@ -172,7 +173,14 @@ static void push(outq_t *q, stream_t *st, const char *p, size_t n, size_t limit,
 void outq_write(outq_t *q, int fd, const char *p, size_t n) {
   if (!n) return;
   uv_mutex_lock(&q->mu);
-  push(q, &q->st[fd == 2], p, n, OUTQ_CAP, 1);
+  push(q, &q->st[fd == 2 && !q->merged], p, n, OUTQ_CAP, 1);
+  uv_mutex_unlock(&q->mu);
+}
+
+void outq_merge(outq_t *q) {
+  uv_mutex_lock(&q->mu);
+  pump(q, &q->st[1]); /* what stderr holds now keeps its place */
+  q->merged = 1;
   uv_mutex_unlock(&q->mu);
 }
 

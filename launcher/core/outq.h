@@ -18,6 +18,10 @@ typedef struct outq_s outq_t;
  * MPI) goes through a private pipe into the queue, behind the lines queued with outq_write, in
  * order. GPL_ESYS when it cannot (then the caller writes directly, as before). */
 int outq_start(outq_t **q);
+/* fds 1 and 2 reach the same file (`> log 2>&1`, a terminal): from now on every line goes out
+ * through fd 1's writer, in the order queued, one line never cut by another, also where a reader
+ * between us and that file takes the two streams apart at any byte (mpirun's). */
+void outq_merge(outq_t *q);
 /* Queue n bytes for fd 1 or 2 (whole lines: they are written in one piece). Never blocks. */
 void outq_write(outq_t *q, int fd, const char *p, size_t n);
 /* Move what was written to fds 1 and 2 since the last call into the queue (non-blocking; call it

@@ -18,6 +18,7 @@
 #include "common/redact.h"
 #include "launcher/core/ctl.h"
 #include "launcher/core/exitcode.h"
+#include "launcher/core/frontch.h"
 #include "launcher/core/liveness.h"
 #include "launcher/core/outq.h"
 #include "launcher/core/output.h"
@@ -100,6 +101,9 @@ typedef struct sup_s {
   int reap_asked;       /* the reaper was asked to kill the program's whole tree */
   pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
   ranklog_t log;        /* [job] log_dir/rank-N.log */
+  frontch_t front;      /* rank 0: the channel to gpulaunch-run (fd -1: none) */
+  int stop_by_mpirun;   /* the stop came from plain mpirun, which kills the ranks itself */
+  uv_poll_t front_poll;
 } sup_t;
 
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
@@ -458,6 +462,8 @@ static void on_rm_wait(uv_timer_t *t) {
   deliver_stop(s, s->stop_signo, GPL_MAX(0.0, s->stop_grace - RM_WAIT_MS / 1000.0), 0);
 }
 
+static void take_stop(sup_t *s, int signum, int by_rm, const char *via);
+
 static void on_signal(uv_signal_t *h, int signum) {
   sup_t *s = h->loop->data;
   sigorigin_t from;
@@ -490,8 +496,18 @@ static void on_signal(uv_signal_t *h, int signum) {
     if (by_rm && s->running && !s->forwarded) deliver_stop(s, signum, s->o->grace, 1);
     return;
   }
+  /* Plain mpirun (its own SIGTERM, relayed by it or its daemon) SIGKILLs the ranks a second
+   * later whatever they do: say so with the stop, as the one explanation of what follows. */
+  int by_mpirun = !by_rm && !relayed && s->launcher_ppid && from.pid == s->launcher_ppid &&
+                  !slurm_in_job() && getenv("OMPI_COMM_WORLD_RANK");
+  take_stop(s, signum, by_rm || relayed, by_mpirun ? "mpirun" : NULL);
+}
+
+/* A SIGTERM/SIGINT for the job, first of its kind here: from a signal, or from gpulaunch-run
+ * through the front-end channel (via "gpulaunch-run"); via "mpirun": plain mpirun's own. */
+static void take_stop(sup_t *s, int signum, int by_rm, const char *via) {
   s->sig_received = signum;
-  s->sig_by_rm = by_rm || relayed;
+  s->sig_by_rm = by_rm;
   int fwd = signum == SIGTERM ? s->o->preempt_signal : signum;
   /* Said at once: under mpirun the launcher's own SIGKILL may follow within a second. Why the job
    * stops (preemption, a cancel, a rank that died) is said once the coordinator knows. */
@@ -500,8 +516,16 @@ static void on_signal(uv_signal_t *h, int signum) {
       log_print("gpulaunch: %s from Slurm, which sent it to every program of the step: "
               "stopping the job; SIGKILL after %.0f s\n", util_signal_name(signum), s->o->grace);
     else
-      log_print("gpulaunch: %s received: stopping the job; every program gets %s now, "
-              "SIGKILL after %.0f s\n", util_signal_name(signum), util_signal_name(fwd), s->o->grace);
+      log_print("gpulaunch: %s received%s: stopping the job; every program gets %s now, "
+              "SIGKILL after %.0f s\n", util_signal_name(signum),
+              via && strcmp(via, "gpulaunch-run") == 0 ? " by gpulaunch-run" : "",
+              util_signal_name(fwd), s->o->grace);
+    s->stop_by_mpirun = via && strcmp(via, "mpirun") == 0;
+    if (s->stop_by_mpirun)
+      log_print("gpulaunch: the %s came from mpirun, which SIGKILLs every rank "
+              "odls_base_sigkill_timeout (1 s) after it: plain mpirun gives the programs no grace; "
+              "start the job as `gpulaunch-run [mpirun options] gpulaunch ...` (README, "
+              "\"Signals under mpirun\")\n", util_signal_name(signum));
     if (s->sig_by_rm && fwd != signum)
       log_print("gpulaunch: [job] preempt_signal = %s is not sent on top of Slurm's %s; to "
               "have Slurm send it: sbatch --signal=%s@SECONDS, scancel --signal=%s\n",
@@ -515,6 +539,23 @@ static void on_signal(uv_signal_t *h, int signum) {
     deliver_stop(s, fwd, s->o->grace, s->sig_by_rm);
   }
   send_event(s, CTL_EV_SIGNAL, s->sig_by_rm ? CTL_F_BY_RM : 0);
+}
+
+/* gpulaunch-run (rank 0 only) asks for a stop: the user's SIGTERM/SIGINT, as if gpulaunch had
+ * received it (a second SIGINT kills at once, as a second Ctrl-C does). */
+static void on_front(uv_poll_t *h, int status, int events) {
+  sup_t *s = h->loop->data;
+  (void)events;
+  int sig;
+  while ((sig = status < 0 ? -1 : frontch_read(&s->front)) > 0) {
+    LOG_INFO(SUP, "gpulaunch-run asks for a stop (%s)", util_signal_name(sig));
+    if (!s->sig_received) take_stop(s, sig, 0, "gpulaunch-run");
+    else if (sig == SIGINT && s->sig_received == SIGINT && s->running) kill_group(s, SIGKILL);
+  }
+  if (sig < 0) {
+    frontch_close(&s->front);
+    uv_poll_stop(h);
+  }
 }
 
 /* ---- coordinator (rank 0) ---- */
@@ -602,7 +643,10 @@ static int co_verdict(sup_t *s) {
             co->sig_by_rm ? " (from Slurm: srun's Ctrl-C)" : "", 128 + SIGINT);
   } else if (slurm_end_is_preemption(co->end)) {
     co->verdict = VERDICT_PREEMPTED;
-    if (co->sig_by_rm)
+    if (s->stop_by_mpirun)
+      log_print("gpulaunch: job preempted: SIGTERM from mpirun; mpirun ends every program itself, "
+              "within about a second (its exit status is its own, not %d)\n", GPL_EXIT_PREEMPTED);
+    else if (co->sig_by_rm)
       log_print("gpulaunch: job preempted: SIGTERM%s%s%s; every program got SIGTERM from "
               "Slurm and is stopped within %.0f s (exit status %d: requeue the job)\n", from,
               *why ? ": " : "", why, s->o->grace, GPL_EXIT_PREEMPTED);
@@ -730,6 +774,7 @@ static void co_check_deadline(sup_t *s) {
   fflush(stderr);
   outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
   s->q = NULL;
+  frontch_exit(&s->front, code);
   job_abort(s->job, code); /* MPI_Abort, or (a job of one, maybe without MPI) exit */
 }
 
@@ -840,15 +885,36 @@ static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, siz
   }
 }
 
+/* Does this rank say the loss on stderr? Rank 0 does; when rank 0 is the one lost, every other
+ * rank learns it at once, and only the lowest that survives should say it: rank 1 when rank 0's
+ * gpulaunch died (its host lives on), else the lowest rank on another host than rank 0's. */
+static int live_says_loss(const sup_t *s, const live_event_t *ev) {
+  const job_t *j = s->job;
+  if (j->rank == 0) return 1;
+  if (ev->why == LIVE_ABORT) return 0;
+  if (ev->lost_rank != 0) return 1;
+  if (ev->why == LIVE_CLOSED) return j->rank == 1;
+  for (int r = 1; r < j->size; r++)
+    if (strcmp(j->hosts[r], j->hosts[0]) != 0) return r == j->rank;
+  return j->rank == 1;
+}
+
 static void on_live(uv_async_t *a) {
   sup_t *s = a->data;
   live_event_t ev;
   if (s->done || s->live_lost || !live_event(s->live, &ev)) return;
   s->live_lost = 1;
   live_describe(s, &ev, s->live_what, sizeof s->live_what);
-  /* Rank 0 names the lost ranks; the others say so only when they lost rank 0 themselves. */
-  if (s->job->rank == 0 || ev.why != LIVE_ABORT)
+  /* The root cause is said once per job: rank 0 names the lost ranks; when rank 0 itself is
+   * lost, one other rank says so (live_says_loss). A rank that was already told to stop (mpirun's
+   * or Slurm's SIGTERM, then their SIGKILL to the ranks) sees the teardown of that stop, not a
+   * dead gpulaunch: the stop was said already. */
+  if (s->sig_received)
+    LOG_INFO(SUP, "%s, after the job was told to stop (%s)", s->live_what, util_signal_name(s->sig_received));
+  else if (live_says_loss(s, &ev))
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
+  else
+    LOG_INFO(SUP, "%s; ending the job (exit status %d)", s->live_what, GPL_EXIT_TIMEOUT);
   /* Open MPI's mpirun waits for a lost host's daemon as long as its OOB keepalive says (8 min by
    * default) after every rank has left: say how to shorten it. */
   const char *ka = getenv("OMPI_MCA_oob_tcp_keepalive_time");
@@ -858,7 +924,11 @@ static void on_live(uv_async_t *a) {
     log_print("gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon: "
             "start it with --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 "
             "--mca oob_tcp_keepalive_probes 5 (README, \"When a host is lost\")\n");
-  if (s->job->rank == 0) live_abort_all(s->live, ev.lost_rank);
+  if (s->job->rank == 0) {
+    live_abort_all(s->live, ev.lost_rank);
+    /* gpulaunch-run ends mpirun, which could wait minutes for a lost host's daemon. */
+    frontch_exit(&s->front, GPL_EXIT_TIMEOUT);
+  }
   memset(&s->exit_msg, 0, sizeof s->exit_msg);
   s->exit_msg.rank = ev.lost_rank;
   if (ev.lost_rank >= 0 && ev.lost_rank < s->job->size)
@@ -885,6 +955,7 @@ static void close_walk(uv_handle_t *h, void *arg) {
 int sup_run(const sup_opts_t *o, sup_result_t *res) {
   sup_t *s = calloc(1, sizeof *s);
   ALLOCCHECK(s);
+  s->front.fd = -1;
   memset(res, 0, sizeof *res);
   res->failed_rank = -1;
   s->o = o;
@@ -913,7 +984,9 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   /* Every rank opens its log file before any program starts: one that cannot stops the job now,
    * named, on every rank at once. */
   CHECKGOTO(ranklog_open(&s->log, o->job, o->log_dir, o->log_dir_origin), rc, fail_out);
+  int merged = output_streams_merged((int)s->launcher_ppid);
   if (outq_start(&s->q) < 0) s->q = NULL;
+  if (s->q && merged) outq_merge(s->q);
   CHECKGOTO(output_init(&s->out, o->prefix, o->job->host, o->job->rank, o->tail_lines, &s->log, s->q),
             rc, fail_out);
   s->out.on_line = on_line;
@@ -960,6 +1033,11 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     CHECKGOTO(live_start(&s->live, o->job, &lo), rc, fail_loop);
   }
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
+  s->front.fd = -1;
+  if (o->job->rank == 0 && frontch_open(&s->front, 2.0) > 0) {
+    uv_poll_init(&s->loop, &s->front_poll, s->front.fd);
+    uv_poll_start(&s->front_poll, UV_READABLE, on_front);
+  }
 
   spawn(s);
   while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -978,6 +1056,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->q = NULL;
   int lost = ranklog_finish(&s->log, o->job, !s->live_lost);
   if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
+  frontch_exit(&s->front, s->exit_code); /* the status the user's command exits with */
+  frontch_close(&s->front);
 
   res->exit_code = s->exit_code;
   res->attempts = s->attempt + 1;

@@ -40,13 +40,17 @@ wait_files "$T/SIGTERM.*" 4 1
 took=$(elapsed "$t0")
 [[ $RC != 0 ]] || fail "mpirun must not exit 0 after SIGTERM"
 assert_grep "$T/err" "gpulaunch: SIGTERM received: stopping the job; every program gets SIGTERM now" "stop said at once"
-assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program got SIGTERM" "preempted said"
+# Plain mpirun SIGKILLs its ranks a second after its SIGTERM: said once, and mpirun's teardown
+# is not also reported as a dead gpulaunch (issue 21).
+assert_grep "$T/err" "gpulaunch: the SIGTERM came from mpirun, which SIGKILLs every rank" "no grace under plain mpirun said"
+assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM from mpirun" "preempted said"
+assert_nogrep "$T/err" "gpulaunch died|no heartbeat" "the stop is not also a lost rank"
 assert_le "$took" 5 "time to end after SIGTERM"
-pass "SIGUSR1, SIGUSR2 and SIGTERM to mpirun reach all 4 programs (ended in ${took}s)"
+pass "SIGUSR1, SIGUSR2 and SIGTERM to mpirun reach all 4 programs (ended in ${took}s), one account of the stop"
 
-# preempt_signal = SIGUSR1: programs get SIGUSR1 (to checkpoint), then SIGKILL after the grace.
-# mpirun's own SIGKILL delay must exceed the grace (documented in the README); mpirun then waits
-# that long before it exits, whatever the ranks do.
+# preempt_signal = SIGUSR1: programs get SIGUSR1 (to checkpoint), then SIGKILL after the grace,
+# under the recommended form, gpulaunch-run (plain mpirun would SIGKILL them after 1 s), which
+# exits 75 itself.
 cat >"$T/p.conf" <<CONF
 [job]
 command = $PROG signals 30
@@ -54,7 +58,7 @@ preempt_signal = SIGUSR1
 grace = 2s
 checkpoint_dir = $T/ckpt
 CONF
-start_job 4 --mca odls_base_sigkill_timeout 4 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
+MPIEXEC="$(dirname "$GPULAUNCH")/gpulaunch-run" start_job 4 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
 t0=$(now)
 kill -TERM "$JOB"
 set +e
@@ -69,7 +73,24 @@ assert_grep "$T/err" "gpulaunch: job preempted: SIGTERM received; every program 
 assert_le 1.9 "$took" "SIGKILL only after the grace"
 assert_le "$took" 10 "ended soon after the grace"
 grep -q '"preempted":[[:space:]]*true' "$T/s.json" || fail "summary says preempted"
+assert_eq "$RC" 75 "gpulaunch-run's exit status"
 pass "preempt_signal = SIGUSR1: every program got SIGUSR1, SIGKILL after the 2 s grace, 'preempted'"
+
+# SIGINT to gpulaunch-run (Ctrl-C reaches it, never mpirun: its own process group): every
+# program gets SIGINT at once, and the command exits 130 (interrupted) once all are done.
+MPIEXEC="$(dirname "$GPULAUNCH")/gpulaunch-run" start_job 4 "$GPULAUNCH" -- "$PROG" signals 30
+t0=$(now)
+kill -INT "$JOB"
+set +e
+wait "$JOB"
+RC=$?
+set -e
+took=$(elapsed "$t0")
+wait_files "$T/SIGINT.*" 4 1
+assert_eq "$RC" 130 "gpulaunch-run's exit status after SIGINT"
+assert_grep "$T/err" "gpulaunch: job interrupted by SIGINT" "interrupted said"
+assert_le "$took" 10 "time to end after SIGINT"
+pass "SIGINT to gpulaunch-run: all 4 programs got SIGINT, exit 130 after ${took}s"
 
 # Alone, the exit status itself says preempted (75).
 rm -f "$T"/ready.* "$T"/SIG*

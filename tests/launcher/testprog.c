@@ -36,7 +36,7 @@ static int usage(void) {
   fprintf(stderr,
           "testprog env | burst N | fail RANK CODE DELAY | signals [SECONDS] | restart RANK |\n"
           "         orphan RANK | killself RANK SIGNO | sleep SECONDS | flood | tree [SECONDS] |\n"
-          "         longline N   (files go to $GPL_TEST_DIR)\n");
+          "         longline N | pieces N   (files go to $GPL_TEST_DIR)\n");
   return 2;
 }
 
@@ -168,6 +168,35 @@ int main(int argc, char **argv) {
     printf("\n");
     for (int i = 0; i < 3000; i++) printf("\r%c progress %d%%%s", c, i % 100, "          ");
     fflush(stdout);
+    return 0;
+  }
+  if (strcmp(cmd, "pieces") == 0 && argc > 2) {
+    /* N lines on each stream, alternating, each written in three pieces cut at random places
+     * (write(2) directly), every third stderr line a \r progress bar: with `> log 2>&1` every
+     * line must still arrive whole. */
+    long n = atol(argv[2]);
+    unsigned seed = (unsigned)(g_rank + 1) * 2654435761u;
+    char line[512], body[400];
+    for (long i = 0; i < n; i++) {
+      for (int fd = 1; fd <= 2; fd++) {
+        seed = seed * 1103515245u + 12345u;
+        if (fd == 2 && i % 3 == 0) {
+          snprintf(body, sizeof body, "0%%\r25%%\r50%%\r75%%\rdone");
+        } else {
+          size_t k = (seed >> 8) % 300;
+          memset(body, 'x', k);
+          body[k] = 0;
+        }
+        int len = snprintf(line, sizeof line, "%s r%d i%ld %s END\n", fd == 1 ? "OUT" : "ERR", g_rank, i, body);
+        seed = seed * 1103515245u + 12345u;
+        int a = 1 + (int)((seed >> 8) % (unsigned)(len - 2));
+        seed = seed * 1103515245u + 12345u;
+        int b = a + (int)((seed >> 8) % (unsigned)(len - a));
+        if (write(fd, line, (size_t)a) < 0 || write(fd, line + a, (size_t)(b - a)) < 0 ||
+            write(fd, line + b, (size_t)(len - b)) < 0)
+          return 1;
+      }
+    }
     return 0;
   }
   if (strcmp(cmd, "sleep") == 0 && argc > 2) {

@@ -11,10 +11,17 @@ and prints on rank 0 one line `final_loss=<value> world=<N> backend=<name>`.
   --crash-rank R        rank R exits with status 7 at step 5 (test of failure reporting) ...
   --crash-attempt A     ... only on restart attempt A (TORCHELASTIC_RESTART_COUNT); default:
                         every attempt
+  --checkpoint-dir D    on SIGTERM, every rank saves its model to D/ckpt-<rank>.pt at the same
+                        step (the stop flag is all-reduced every step) and exits 0, as a
+                        preemptible job does
+  --save-seconds S      a checkpoint takes S seconds more to write (a large model's save)
+  --step-seconds S      sleep S seconds per step (a job that runs long enough to stop)
 """
 import argparse
 import os
+import signal
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -27,7 +34,13 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--crash-rank", type=int, default=-1)
     p.add_argument("--crash-attempt", type=int, default=-1)
+    p.add_argument("--checkpoint-dir", default=None)
+    p.add_argument("--save-seconds", type=float, default=0.0)
+    p.add_argument("--step-seconds", type=float, default=0.0)
     a = p.parse_args()
+    stop = {"sig": 0}
+    if a.checkpoint_dir:
+        signal.signal(signal.SIGTERM, lambda s, f: stop.update(sig=s))
     backend = a.backend or ("nccl" if torch.cuda.is_available() else "gloo")
 
     local_rank = int(os.environ["LOCAL_RANK"])
@@ -57,6 +70,21 @@ def main():
         if step == 5 and rank == a.crash_rank and a.crash_attempt in (-1, attempt):
             print(f"rank {rank}: crashing on purpose at step {step} (attempt {attempt})", file=sys.stderr, flush=True)
             sys.exit(7)
+        if a.checkpoint_dir:
+            # Every rank stops at the same step: one that stopped alone would leave the others
+            # waiting in the next allreduce.
+            flag = torch.tensor([1.0 if stop["sig"] else 0.0], device=device)
+            dist.all_reduce(flag)
+            if flag.item() > 0:
+                t0 = time.time()
+                time.sleep(a.save_seconds)
+                path = os.path.join(a.checkpoint_dir, f"ckpt-{rank}.pt")
+                torch.save({"step": step, "model": model.state_dict()}, path + ".tmp")
+                os.replace(path + ".tmp", path)
+                print(f"rank {rank}: checkpoint at step {step} saved in {time.time() - t0:.1f}s", file=sys.stderr, flush=True)
+                sys.exit(0)
+        if a.step_seconds:
+            time.sleep(a.step_seconds)
         lo = (step * batch) % x.shape[0]
         xb = x[lo:lo + batch][rank::world].to(device)
         yb = y[lo:lo + batch][rank::world].to(device)
