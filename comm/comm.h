@@ -45,5 +45,8 @@ int comm_proxy_start(struct uv_loop_s *loop, const comm_job_t *job, comm_proxy_t
  * supervisor does after detaching) for the handles to finish closing; then the memory is freed.
  * A collective still in flight (a program killed mid-call) leaves the communicator to MPI. */
 void comm_proxy_stop(comm_proxy_t *p);
+/* The program showed progress: a collective it started (step < 0), or gpl_progress(comm, step)
+ * (step < 0: none given). Called on the loop; fn NULL: nobody listens. */
+void comm_proxy_on_progress(comm_proxy_t *p, void (*fn)(void *arg, double step), void *arg);
 
 #endif

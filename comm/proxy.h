@@ -12,5 +12,7 @@
 
 /* Client side, in gpl_init: connect to the proxy at path and build the communicator. */
 int comm_proxy_connect(gpl_comm_t **out, const char *path, const gpl_init_opts_t *o);
+/* gpl_progress() of a wrapped program: tell its gpulaunch (no reply awaited). */
+int comm_proxy_progress(gpl_comm_t *c, double step);
 
 #endif

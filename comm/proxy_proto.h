@@ -23,7 +23,8 @@ typedef enum proxy_type_e {
   PROXY_MAP,       /* client: region id, size, memfd -> server maps it */
   PROXY_UNMAP,     /* client: region id */
   PROXY_OP,        /* client: one host collective on regions -> server: its result */
-  PROXY_BYE        /* client: closing (no reply) */
+  PROXY_BYE,       /* client: closing (no reply) */
+  PROXY_PROGRESS   /* client: gpl_progress(), the step in `count` (no reply) */
 } proxy_type_t;
 
 /* A place in a region; region -1: no buffer. */
@@ -45,7 +46,7 @@ typedef struct proxy_req_s {
   int32_t op;
   int32_t root;
   uint64_t count;
-  double timeout;   /* HELLO, OP: seconds */
+  double timeout;   /* HELLO, OP: seconds; PROGRESS: the step (negative: none) */
   proxy_ref_t send, recv, answered;
   char what[40];    /* OP: for messages; not necessarily NUL-terminated (the reader bounds it) */
 } proxy_req_t;

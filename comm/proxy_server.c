@@ -61,7 +61,15 @@ struct comm_proxy_s {
   int hosts_fd;     /* memfd: the host name of every rank, HOSTLEN bytes each */
   int handles;      /* open handles (the proxy is freed when the last one closed) */
   int stopping;
+  void (*on_progress)(void *arg, double step); /* the hang watchdog and the straggler view */
+  void *progress_arg;
 };
+
+void comm_proxy_on_progress(comm_proxy_t *p, void (*fn)(void *arg, double step), void *arg) {
+  if (!p) return;
+  p->on_progress = fn;
+  p->progress_arg = arg;
+}
 
 static void free_hosts(comm_proxy_t *p) {
   if (p->hosts)
@@ -300,6 +308,7 @@ static void do_unmap(client_t *cl, const proxy_req_t *q) {
 static void do_op(client_t *cl, const proxy_req_t *q) {
   comm_proxy_t *p = cl->p;
   gpl_comm_t *c = p->c;
+  if (p->on_progress) p->on_progress(p->progress_arg, -1);
   if (!c || c->broken) {
     reply(cl, PROXY_OP, q->seq, GPL_ESTATE);
     return;
@@ -370,6 +379,9 @@ static void handle(client_t *cl, const proxy_req_t *q, ssize_t n, int fd) {
     case PROXY_UNMAP: do_unmap(cl, q); break;
     case PROXY_OP: do_op(cl, q); break;
     case PROXY_BYE: cl->gone = 1; break;
+    case PROXY_PROGRESS:
+      if (cl->p->on_progress) cl->p->on_progress(cl->p->progress_arg, q->timeout);
+      break;
     default:
       reply(cl, q->type, q->seq, GPL_EPROTO);
       break;

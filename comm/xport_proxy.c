@@ -281,6 +281,16 @@ static void proxy_destroy(gpl_comm_t *c) {
 
 const comm_xport_t comm_xport_proxy = {"proxy", proxy_run, proxy_alloc, proxy_free, proxy_destroy};
 
+int comm_proxy_progress(gpl_comm_t *c, double step) {
+  xport_proxy_t *x = c->xp_state;
+  if (!x || x->fd < 0) return GPL_OK;
+  proxy_req_t q;
+  memset(&q, 0, sizeof q);
+  q.type = PROXY_PROGRESS;
+  q.timeout = step;
+  return send_req(x, &q, -1);
+}
+
 /* ---- connect (gpl_init in a wrapped program) ---- */
 
 int comm_proxy_connect(gpl_comm_t **out, const char *path, const gpl_init_opts_t *o) {

@@ -12,6 +12,8 @@
 #include "launcher/ops/monitor.h"
 #include "launcher/launcher.h"
 #include "launcher/core/place.h"
+#include "launcher/core/progress.h"
+#include "launcher/core/straggler.h"
 #include "launcher/core/rendezvous.h"
 #include "launcher/core/supervise.h"
 #include "comm/proxy.h"
@@ -69,7 +71,15 @@ typedef struct proxy_hook_s {
   launch_t *L;
   childenv_t *ce;
   comm_proxy_t *proxy;
+  prog_t *progress;
 } proxy_hook_t;
+
+/* The program's collectives and gpl_progress() are progress; a step goes to the straggler view. */
+static void proxy_progress(void *arg, double step) {
+  prog_t *p = arg;
+  if (step >= 0) prog_step(p, step);
+  else prog_touch(p);
+}
 
 static int proxy_attach(void *arg, struct uv_loop_s *loop) {
   proxy_hook_t *h = arg;
@@ -78,6 +88,7 @@ static int proxy_attach(void *arg, struct uv_loop_s *loop) {
   job_to_comm(job, &cj);
   char path[256];
   CHECK(comm_proxy_start(loop, &cj, &h->proxy, path, sizeof path));
+  if (h->progress) comm_proxy_on_progress(h->proxy, proxy_progress, h->progress);
   char t[64];
   CHECK(childenv_add(h->ce, COMM_PROXY_ENV, path));
   CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_BACKEND", conf_str(h->L->conf, "comm", "backend")));
@@ -108,6 +119,8 @@ static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *re
   cJSON_AddNumberToObject(run, "seconds", res->seconds);
   cJSON_AddBoolToObject(run, "preempted", res->preempted);
   cJSON_AddBoolToObject(run, "cancelled", res->cancelled);
+  cJSON_AddBoolToObject(run, "hung", res->hung);
+  if (res->hang_report[0]) cJSON_AddStringToObject(run, "hang_report", res->hang_report);
   if (res->failed_rank >= 0) {
     cJSON *rc = cJSON_AddObjectToObject(run, "root_cause");
     cJSON_AddNumberToObject(rc, "rank", res->failed_rank);
@@ -150,6 +163,8 @@ int mode_run(launch_t *L) {
   sup_opts_t o;
   sup_result_t res;
   monitor_t *mon = NULL;
+  prog_t *prog = NULL;
+  char hang_dir[PATH_MAX] = ".";
   int code;
   double t0 = util_now();
   int rc = place_rank(L, &ce, &pl);
@@ -177,6 +192,46 @@ int mode_run(launch_t *L) {
   LOG_INFO(JOB, "start-up: placement %.1f ms, rendezvous %.1f ms, program check %.1f ms",
            (t1 - t0) * 1e3, (t2 - t1) * 1e3, (util_now() - t2) * 1e3);
 
+  /* The hang watchdog and the straggler view: what counts as progress, where the report goes. */
+  {
+    char err[256] = "", hb[PATH_MAX] = "";
+    const char *hbf = conf_str(c, "job", "heartbeat_file");
+    size_t k = 0;
+    for (const char *p = hbf; *p && k + 16 < sizeof hb; p++) {
+      if (strncmp(p, "{rank}", 6) == 0) {
+        k += (size_t)snprintf(hb + k, sizeof hb - k, "%d", job->rank);
+        p += 5;
+      } else {
+        hb[k++] = *p;
+      }
+    }
+    hb[k] = 0;
+    const char *wdir = conf_str(c, "job", "workdir");
+    if (hb[0] && hb[0] != '/' && wdir && *wdir) { /* the program's relative path is from its workdir */
+      char full[PATH_MAX];
+      snprintf(full, sizeof full, "%s/%s", wdir, hb);
+      util_strlcpy(hb, full, sizeof hb);
+    }
+    if (prog_create(&prog, conf_str(c, "job", "step_regex"), hb, err, sizeof err) < 0) {
+      if (job->rank == 0)
+        log_print("gpulaunch: %s: [job] step_regex: not a valid regular expression: %s\n",
+                  conf_origin(c, "job", "step_regex"), err);
+      code = GPL_EXIT_CONFIG;
+      goto out;
+    }
+    if (hb[0]) childenv_add(&ce, "GPULAUNCH_HEARTBEAT_FILE", hb);
+    const char *ld = conf_str(c, "job", "log_dir");
+    if (ld && *ld) {
+      util_strlcpy(hang_dir, ld, sizeof hang_dir);
+    } else if (L->summary_path) {
+      util_strlcpy(hang_dir, L->summary_path, sizeof hang_dir);
+      char *sl = strrchr(hang_dir, '/');
+      if (sl) *sl = 0;
+      else util_strlcpy(hang_dir, ".", sizeof hang_dir);
+      if (!hang_dir[0]) util_strlcpy(hang_dir, "/", sizeof hang_dir);
+    }
+  }
+
   memset(&o, 0, sizeof o);
   o.job = job;
   o.argv = argv;
@@ -194,7 +249,11 @@ int mode_run(launch_t *L) {
   o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
   o.liveness_timeout = conf_duration(c, "job", "liveness_timeout");
   o.master_addr = ce.master_addr;
-  proxy_hook_t ph = {L, &ce, NULL};
+  o.progress = prog;
+  o.hang_timeout = conf_duration(c, "job", "hang_timeout");
+  o.hang_report_only = strcmp(conf_str(c, "job", "hang_action"), "report") == 0;
+  o.hang_dir = hang_dir;
+  proxy_hook_t ph = {L, &ce, NULL, prog};
   o.hooks.attach_arg = &ph;
   o.hooks.attach = proxy_attach;
   o.hooks.detach = proxy_detach;
@@ -229,8 +288,12 @@ int mode_run(launch_t *L) {
   if (mon && *conf_str(c, "monitor", "replay")) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
   if (!job->lost) mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
+  if (!job->lost)
+    strag_job_summary(prog, job->world, job->hosts, conf_double(c, "job", "straggler_fraction"),
+                      job->timeout, stderr, L->summary);
 out:
   mon_destroy(mon);
+  prog_free(prog);
   childenv_free(&ce);
   place_free(&pl);
   return code;

@@ -151,6 +151,14 @@ int gpl_alltoall(gpl_comm_t *comm, const void *sendbuf, void *recvbuf, size_t co
 /** Return when every rank has called it (host-side; the nccl backend also drains its stream). */
 int gpl_barrier(gpl_comm_t *comm);
 
+/** Tell gpulaunch's hang watchdog that this rank makes progress, and (\p step >= 0) that it
+ * reached step \p step, for the straggler view (`[job] hang_timeout`, `straggler_fraction`).
+ * Cheap (one message, no reply, no wait on other ranks); a no-op when the program is not wrapped
+ * by gpulaunch. Host collectives through gpulaunch count as progress already.
+ * \param step the step number, or -1 for none
+ * \return 0, GPL_EINVAL for a NULL comm, GPL_EPEER when gpulaunch cannot be reached. */
+int gpl_progress(gpl_comm_t *comm, long long step);
+
 /* ---- Dynamic loss scaling (torch.amp.GradScaler's rule) ---- */
 
 /** Loss-scaler state, kept in comm memory so that the nccl path never syncs with the host. */

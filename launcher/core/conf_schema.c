@@ -37,6 +37,21 @@ static const conf_key_t g_schema[] = {
     {"job", "liveness_timeout", CONF_DURATION, "10s", NULL, 0, 0,
      "while the program runs, a rank whose supervisor is silent this long (host lost, network cut, "
      "gpulaunch killed or hung) ends the whole job with exit 68, naming it (0: off)"},
+    {"job", "hang_timeout", CONF_DURATION, "0", NULL, 0, 0,
+     "hang watchdog: a rank whose program shows no progress this long (no output line, no gpl_* "
+     "call or gpl_progress(), no touch of heartbeat_file) is a hang: every rank's stacks are "
+     "collected into a hang report naming the odd rank (0: off; needs liveness_timeout > 0)"},
+    {"job", "hang_action", CONF_ENUM, "abort", "abort|report", 0, 0,
+     "after a hang report: abort = end the job with exit 77; report = keep it running"},
+    {"job", "heartbeat_file", CONF_STR, "", NULL, 0, 0,
+     "a file the program touches to show progress (its mtime; {rank} is replaced by the rank; "
+     "passed to the program as GPULAUNCH_HEARTBEAT_FILE)"},
+    {"job", "step_regex", CONF_STR, "", NULL, 0, 0,
+     "extended regex on the program's output lines whose first group is the step number, e.g. "
+     "step (\\d+); with gpl_progress(comm, step) it feeds the straggler view"},
+    {"job", "straggler_fraction", CONF_DOUBLE, "0.2", NULL, 0, 1000,
+     "the straggler view names the slowest rank when it reports its steps later than the median "
+     "rank by more than this fraction of the median step time"},
     {"job", "workdir", CONF_STR, "", NULL, 0, 0, "working directory of the program"},
     {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
      "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},

@@ -14,7 +14,8 @@ typedef enum ctl_type_e {
   /* coordinator -> ranks */
   CTL_STOP,        /* stop the program: SIGTERM, SIGKILL after the stop timeout */
   CTL_START,       /* start attempt `attempt` */
-  CTL_EXIT         /* leave with exit code `status` */
+  CTL_EXIT,        /* leave with exit code `status` */
+  CTL_HANG         /* the job hangs: collect the program's stacks and send them (CTL_OUT_STACKS) */
 } ctl_type_t;
 
 typedef struct ctl_msg_s {
@@ -38,8 +39,12 @@ enum {
   CTL_F_PREEMPTED = 16,    /* CTL_EXIT: the job was preempted (SIGTERM) */
   CTL_F_INTERRUPTED = 32,  /* CTL_EXIT: the job was interrupted (SIGINT) */
   CTL_F_BY_RM = 64,        /* CTL_EV_SIGNAL, CTL_STOP: Slurm sent the signal to every program */
-  CTL_F_CANCELLED = 128    /* CTL_EXIT: Slurm cancelled the job (scancel): not a preemption */
+  CTL_F_CANCELLED = 128,   /* CTL_EXIT: Slurm cancelled the job (scancel): not a preemption */
+  CTL_F_HANG = 256         /* CTL_EXIT: the hang watchdog ended the job (tail: the verdict) */
 };
+
+/* ctl_send_output's is_err for a rank's stacks after CTL_HANG (not program output). */
+#define CTL_OUT_STACKS 2
 
 typedef struct ctl_s {
   MPI_Comm comm;  /* MPI_COMM_NULL: a job of one without MPI, messages to itself queued locally */

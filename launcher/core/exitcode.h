@@ -25,6 +25,9 @@ enum {
   GPL_EXIT_PREEMPTED = 75,    /* stopped by SIGTERM (preemption); requeue the job */
   GPL_EXIT_OUTPUT = 76,       /* the job succeeded but output it asked for was not all written
                                * (a log file, --summary); what and where is printed */
+  GPL_EXIT_HANG = 77,         /* the hang watchdog ([job] hang_timeout): a rank made no progress
+                               * that long; the odd rank, its host and function are printed and
+                               * every rank's stacks are in the hang report */
 };
 
 /* The exit code that says what a gpulaunch error code is about: 0 for 0; config, topology,

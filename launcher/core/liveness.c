@@ -26,6 +26,7 @@ enum { M_HELLO = 1, M_BEAT, M_BYE, M_ABORT };
 typedef struct frame_s {
   uint32_t magic, type;
   int32_t rank, arg;
+  int32_t progress_ms; /* ms since the sender's program last made progress (-1: unknown) */
   uint64_t token;
 } frame_t;
 
@@ -156,6 +157,7 @@ static void on_frame(peer_t *p, const frame_t *f) {
   int r = l->rank == 0 ? p->rank : 0;
   l->last[r] = util_now();
   if (f->type == M_BYE) l->bye[r] = 1;
+  if (f->progress_ms >= 0 && l->o.progress) l->o.progress(l->o.progress_arg, r, f->progress_ms);
   if (f->type == M_ABORT && l->rank != 0) lost(l, f->arg, LIVE_ABORT, 0);
 }
 
@@ -207,7 +209,8 @@ static int send_frame(peer_t *p, int type, int arg) {
   if (!p || p->closing) return 0;
   wreq_t *w = calloc(1, sizeof *w);
   if (!w) return 0;
-  w->f = (frame_t){LIVE_MAGIC, (uint32_t)type, p->l->rank, arg, p->l->token};
+  int32_t age = p->l->o.progress ? p->l->o.progress(p->l->o.progress_arg, -1, 0) : -1;
+  w->f = (frame_t){LIVE_MAGIC, (uint32_t)type, p->l->rank, arg, age, p->l->token};
   uv_buf_t b = uv_buf_init((char *)&w->f, sizeof w->f);
   if (uv_write(&w->w, (uv_stream_t *)&p->tcp, &b, 1, on_written) < 0) {
     free(w);

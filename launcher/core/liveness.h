@@ -37,6 +37,11 @@ typedef struct live_opts_s {
   /* Called on the liveness thread (once): wake the supervisor's loop (uv_async_send). */
   void (*notify)(void *arg);
   void *arg;
+  /* The hang watchdog's progress ages, carried by every frame (optional; on the liveness
+   * thread): from_rank -1 asks for this rank's own (ms since its program's last progress, -1:
+   * unknown), else delivers from_rank's age_ms as its frame said. */
+  int32_t (*progress)(void *progress_arg, int from_rank, int32_t age_ms);
+  void *progress_arg;
 } live_opts_t;
 
 /* Start liveness for the job (collective over job->world: rank 0 opens its listener and shares

@@ -19,9 +19,11 @@
 #include "launcher/core/ctl.h"
 #include "launcher/core/exitcode.h"
 #include "launcher/core/frontch.h"
+#include "launcher/core/hang.h"
 #include "launcher/core/liveness.h"
 #include "launcher/core/outq.h"
 #include "launcher/core/output.h"
+#include "launcher/core/progress.h"
 #include "launcher/core/ranklog.h"
 #include "launcher/core/reap.h"
 #include "launcher/core/sigorigin.h"
@@ -38,6 +40,8 @@
                               * to the whole step is its relayed copy (mpirun, a batch script) */
 #define RM_WAIT_MS 1000      /* a stop for a signal Slurm sent the step: wait this long for it */
 #define QUERY_S 3.0          /* the longest wait for Slurm's reason (scontrol) */
+#define HANG_COLLECT_S 10.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
+#define HANG_WAIT_S 13.0     /* rank 0 waits this long for every rank's stacks (<= 15 s in all) */
 
 enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
 static const int g_signals[NSIGS] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
@@ -104,6 +108,20 @@ typedef struct sup_s {
   frontch_t front;      /* rank 0: the channel to gpulaunch-run (fd -1: none) */
   int stop_by_mpirun;   /* the stop came from plain mpirun, which kills the ranks itself */
   uv_poll_t front_poll;
+  /* The hang watchdog (launcher/core/hang.h, progress.h). */
+  double hang_timeout;  /* o->hang_timeout, 0 when it cannot work (no liveness) */
+  double attempt_t0;    /* when this attempt's program started (progress before is none) */
+  double prog_poll_at;  /* next look at the heartbeat file */
+  uint64_t *peer_prog;  /* rank 0: util_now_ns() of each rank's last progress (__atomic) */
+  uv_work_t hang_work;  /* this rank's stack collection */
+  int hang_collecting, hang_pid;
+  char *hang_text;
+  int hang_active;      /* rank 0: a hang was declared, stacks are coming in */
+  double hang_t0, hang_rearm;
+  char **hang_texts;    /* rank 0: each rank's stacks */
+  double *hang_silent;  /* rank 0: each rank's silence when the hang was declared */
+  int hang_got;
+  char hang_report[512];
 } sup_t;
 
 int sup_resolve(const char *prog, const char *path_env, char *out, size_t len) {
@@ -224,9 +242,14 @@ static void fwd_sink(void *arg, int is_err, const char *data, size_t len) {
   if (s->fwd[is_err].len >= FWD_CHUNK) fwd_flush(s, is_err);
 }
 
+static void hang_take(sup_t *s, int src, const char *data, size_t len);
+
 static void on_forwarded(void *arg, int src, int is_err, const char *data, size_t len) {
   sup_t *s = arg;
-  (void)src;
+  if (is_err == CTL_OUT_STACKS) {
+    hang_take(s, src, data, len);
+    return;
+  }
   if (s->q) outq_write(s->q, is_err ? 2 : 1, data, len);
   else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }
@@ -355,6 +378,7 @@ static void on_tick(uv_timer_t *t) {
 
 static void on_line(void *arg, int is_err, const char *line, size_t len) {
   sup_t *s = arg;
+  prog_line(s->o->progress, line, len);
   if (s->o->hooks.line) s->o->hooks.line(s->o->hooks.arg, is_err, line, len);
 }
 
@@ -369,6 +393,8 @@ static void spawn(sup_t *s) {
   s->term_signal = 0;
   s->pid = 0;
   output_clear_tail(&s->out);
+  prog_reset(s->o->progress);
+  s->attempt_t0 = util_now();
 
   char **envp = NULL;
   int rc = s->o->make_env(s->o->env_arg, s->attempt, &envp);
@@ -561,13 +587,16 @@ static void on_front(uv_poll_t *h, int status, int events) {
 /* ---- coordinator (rank 0) ---- */
 
 static int job_code(const ctl_msg_t *m) {
+  if (m->flags & CTL_F_HANG) return GPL_EXIT_HANG;
   if (m->signo) return 128 + m->signo;
   if (m->status > 0 && m->status < 256) return m->status;
   return 1;
 }
 
 static void describe(const ctl_msg_t *m, char *buf, size_t len) {
-  if (m->flags & CTL_F_SPAWN_FAILED)
+  if (m->flags & CTL_F_HANG)
+    util_strlcpy(buf, m->tail, len);
+  else if (m->flags & CTL_F_SPAWN_FAILED)
     snprintf(buf, len, "rank %d (host %s) could not start its program", m->rank, m->host);
   else if (m->signo)
     snprintf(buf, len, "rank %d (host %s) killed by signal %s", m->rank, m->host,
@@ -584,7 +613,7 @@ static void describe(const ctl_msg_t *m, char *buf, size_t len) {
 }
 
 static void print_tail(const ctl_msg_t *m) {
-  if (!m->tail[0]) return;
+  if (!m->tail[0] || (m->flags & CTL_F_HANG)) return;
   log_print("gpulaunch: last lines of rank %d's stderr:\n", m->rank);
   const char *p = m->tail;
   while (*p) {
@@ -685,7 +714,7 @@ static void co_finish_attempt(sup_t *s) {
     return;
   }
   describe(&co->cause, what, sizeof what);
-  if (co->attempt < s->o->restarts) {
+  if (co->attempt < s->o->restarts && !(co->cause.flags & CTL_F_HANG)) {
     log_print("gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
             co->attempt + 1, s->o->restarts);
     print_tail(&co->cause);
@@ -778,6 +807,165 @@ static void co_check_deadline(sup_t *s) {
   job_abort(s->job, code); /* MPI_Abort, or (a job of one, maybe without MPI) exit */
 }
 
+
+/* ---- the hang watchdog ---- */
+
+/* The liveness thread's side (live_opts_t.progress): this rank's age for its frames, and on rank
+ * 0 the others' ages as their frames say. */
+static int32_t live_progress(void *arg, int from, int32_t age_ms) {
+  sup_t *s = arg;
+  if (from < 0) {
+    double a = prog_age(s->o->progress);
+    return a < 0 ? -1 : (int32_t)GPL_MIN(a * 1000, 2e9);
+  }
+  if (s->peer_prog && from < s->job->size) {
+    uint64_t now = util_now_ns(), age = (uint64_t)age_ms * 1000000ull;
+    __atomic_store_n(&s->peer_prog[from], now > age ? now - age : 1, __ATOMIC_RELAXED);
+  }
+  return 0;
+}
+
+static void hang_work_cb(uv_work_t *w) {
+  sup_t *s = w->data;
+  s->hang_text = hang_collect(s->hang_pid, HANG_COLLECT_S);
+}
+
+static void hang_after_cb(uv_work_t *w, int status) {
+  sup_t *s = w->data;
+  (void)status;
+  /* The report is shared: no credential in the program's command line or stack goes with it
+   * (this rank's environment is the program's, so its secret values are known here). */
+  char *clean = s->hang_text ? redact_text(s->hang_text, strlen(s->hang_text)) : NULL;
+  const char *t = clean ? clean : s->hang_text ? s->hang_text : "@@none out of memory\n";
+  ctl_send_output(&s->ctl, CTL_OUT_STACKS, t, strlen(t));
+  free(clean);
+  free(s->hang_text);
+  s->hang_text = NULL;
+  s->hang_collecting = 0;
+  poll_pace(s, 1);
+}
+
+/* Every rank, on CTL_HANG: collect the program's stacks off the loop, then send them to rank 0. */
+static void hang_collect_start(sup_t *s) {
+  if (s->hang_collecting) return;
+  s->hang_collecting = 1;
+  s->hang_pid = s->running && !s->exited ? (int)s->pid : 0;
+  s->hang_work.data = s;
+  LOG_INFO(SUP, "hang: collecting the stacks of the program (pid %d)", s->hang_pid);
+  if (uv_queue_work(&s->loop, &s->hang_work, hang_work_cb, hang_after_cb) < 0) {
+    s->hang_text = NULL;
+    hang_after_cb(&s->hang_work, 0);
+  }
+}
+
+/* Rank 0: a rank's stacks arrived. */
+static void hang_take(sup_t *s, int src, const char *data, size_t len) {
+  if (!s->hang_active || !s->hang_texts || src < 0 || src >= s->job->size || s->hang_texts[src]) return;
+  char *t = malloc(len + 1);
+  if (!t) return;
+  memcpy(t, data, len);
+  t[len] = 0;
+  s->hang_texts[src] = t;
+  s->hang_got++;
+}
+
+static void hang_free_texts(sup_t *s) {
+  for (int r = 0; s->hang_texts && r < s->job->size; r++) {
+    free(s->hang_texts[r]);
+    s->hang_texts[r] = NULL;
+  }
+  s->hang_got = 0;
+}
+
+/* Rank 0: a rank without progress for hang_timeout declares the hang; every rank collects. */
+static void co_hang_check(sup_t *s) {
+  co_t *co = &s->co;
+  if (s->hang_timeout <= 0 || s->hang_active || co->failing || co->finished || co->sig || !s->running ||
+      s->exited)
+    return;
+  int size = s->job->size;
+  uint64_t now = util_now_ns();
+  double floor_s = GPL_MAX(s->attempt_t0, s->hang_rearm), nows = (double)now / 1e9;
+  int nsilent = 0, first = -1;
+  double longest = 0;
+  for (int r = 0; r < size; r++) {
+    double last;
+    if (r == 0) last = nows - prog_age(s->o->progress);
+    else last = (double)__atomic_load_n(&s->peer_prog[r], __ATOMIC_RELAXED) / 1e9;
+    last = GPL_MAX(last, floor_s);
+    s->hang_silent[r] = nows - last;
+    if (s->hang_silent[r] >= s->hang_timeout) {
+      nsilent++;
+      if (first < 0 || s->hang_silent[r] > longest) first = r;
+      longest = GPL_MAX(longest, s->hang_silent[r]);
+    }
+  }
+  if (!nsilent) return;
+  s->hang_active = 1;
+  s->hang_t0 = util_now();
+  hang_free_texts(s);
+  char n[300];
+  if (nsilent == size)
+    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); collecting every "
+              "rank's stacks (%.0f s at most)\n", longest, HANG_WAIT_S);
+  else
+    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), "
+              "the longest %s; collecting every rank's stacks (%.0f s at most)\n", nsilent, size,
+              longest, mpix_rank_name(first, n, sizeof n), HANG_WAIT_S);
+  co_broadcast(s, CTL_HANG, 0, 0, 0);
+}
+
+/* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
+ * (or, hang_action = report, goes on). */
+static void co_hang_finish(sup_t *s) {
+  int size = s->job->size;
+  hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
+  int *odd = calloc((size_t)size, sizeof *odd);
+  hang_verdict_t v;
+  memset(&v, 0, sizeof v);
+  v.first_odd = -1;
+  if (hr && odd) {
+    for (int r = 0; r < size; r++)
+      hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->hang_silent[r]};
+    hang_analyze(hr, size, odd, &v);
+    char txt[PATH_MAX], json[PATH_MAX];
+    if (hang_write_report(s->o->hang_dir, hr, size, odd, &v, s->hang_timeout, txt, json, sizeof txt) == 0) {
+      util_strlcpy(s->hang_report, txt, sizeof s->hang_report);
+      log_print("gpulaunch: hang: %s\n", v.summary);
+      log_print("gpulaunch: hang report (every rank's stacks): %s, %s\n", txt, json);
+    } else {
+      log_print("gpulaunch: hang: %s (the report could not be written)\n", v.summary);
+    }
+  }
+  int who = v.first_odd >= 0 ? v.first_odd : 0;
+  if (v.first_odd < 0)
+    for (int r = 0; r < size; r++)
+      if (s->hang_silent[r] > s->hang_silent[who]) who = r;
+  char cause[3072];
+  snprintf(cause, sizeof cause, "hang: no progress for %.0f s; %s", s->hang_timeout, v.summary);
+  free(hr);
+  free(odd);
+  hang_free_texts(s);
+  s->hang_active = 0;
+  if (s->o->hang_report_only) {
+    s->hang_rearm = util_now(); /* the next report: after another hang_timeout without progress */
+    log_print("gpulaunch: hang: [job] hang_action = report: the job goes on\n");
+    return;
+  }
+  co_t *co = &s->co;
+  if (co->failing || co->finished || co->sig) return; /* it ends for another reason already */
+  memset(&co->cause, 0, sizeof co->cause);
+  co->cause.type = CTL_EV_EXIT;
+  co->cause.rank = who;
+  co->cause.attempt = co->attempt;
+  co->cause.flags = CTL_F_HANG;
+  util_strlcpy(co->cause.host, s->job->hosts[who], sizeof co->cause.host);
+  util_strlcpy(co->cause.tail, cause, sizeof co->cause.tail);
+  co->have_cause = 1;
+  log_print("gpulaunch: hang: ending the job (exit status %d)\n", GPL_EXIT_HANG);
+  co_stop_all(s, SIGTERM, 0);
+}
+
 /* ---- commands from the coordinator ---- */
 
 static void on_command(sup_t *s, const ctl_msg_t *m) {
@@ -805,6 +993,9 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
       s->attempt = m->attempt;
       if (s->open_handles > 0) s->pending_start = 1;
       else spawn(s);
+      break;
+    case CTL_HANG:
+      hang_collect_start(s);
       break;
     case CTL_EXIT:
       s->done = 1;
@@ -853,7 +1044,13 @@ static void on_poll(uv_timer_t *t) {
     s->pending_start = 0;
     spawn(s);
   }
+  if (s->o->progress && util_now() >= s->prog_poll_at) {
+    prog_poll(s->o->progress);
+    s->prog_poll_at = util_now() + 1.0;
+  }
   if (s->job->rank == 0) {
+    if (!s->hang_active) co_hang_check(s);
+    else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) co_hang_finish(s);
     if (s->co.sig && !s->co.verdict) co_verdict(s);
     if (s->co.finish_pending && co_verdict(s)) co_finish_attempt(s);
     co_check_deadline(s);
@@ -999,7 +1196,10 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   if (o->job->rank == 0) {
     s->co.down = calloc((size_t)o->job->size, 1);
     s->co.sig_seen = calloc((size_t)o->job->size, 1);
-    if (!s->co.down || !s->co.sig_seen) {
+    s->peer_prog = calloc((size_t)o->job->size, sizeof *s->peer_prog);
+    s->hang_texts = calloc((size_t)o->job->size, sizeof *s->hang_texts);
+    s->hang_silent = calloc((size_t)o->job->size, sizeof *s->hang_silent);
+    if (!s->co.down || !s->co.sig_seen || !s->peer_prog || !s->hang_texts || !s->hang_silent) {
       rc = GPL_ENOMEM;
       goto fail_loop;
     }
@@ -1029,8 +1229,16 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
         /* A loop blocked on purpose (a restarted program's communicator, bounded by the job's
          * timeout) is not a hung supervisor; one blocked longer is. */
         .stall_s = o->job->timeout + o->liveness_timeout, .grace_s = o->stop_timeout + 5.0,
-        .notify = live_wake, .arg = &s->live_async};
+        .notify = live_wake, .arg = &s->live_async,
+        .progress = o->hang_timeout > 0 ? live_progress : NULL, .progress_arg = s};
     CHECKGOTO(live_start(&s->live, o->job, &lo), rc, fail_loop);
+  }
+  /* The watchdog hears the other ranks' progress through the liveness frames. */
+  s->hang_timeout = o->hang_timeout;
+  if (s->hang_timeout > 0 && o->job->size > 1 && !s->live) {
+    if (o->job->rank == 0)
+      LOG_WARN("[job] hang_timeout needs the liveness connections ([job] liveness_timeout > 0): no hang watchdog");
+    s->hang_timeout = 0;
   }
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
   s->front.fd = -1;
@@ -1064,6 +1272,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   res->preempted = (s->exit_msg.flags & CTL_F_PREEMPTED) != 0;
   res->interrupted = (s->exit_msg.flags & CTL_F_INTERRUPTED) != 0;
   res->cancelled = (s->exit_msg.flags & CTL_F_CANCELLED) != 0;
+  res->hung = (s->exit_msg.flags & CTL_F_HANG) != 0;
+  util_strlcpy(res->hang_report, s->hang_report, sizeof res->hang_report);
   res->failed_rank = s->exit_msg.rank;
   res->lost = s->live_lost;
   if (s->live_lost) {
@@ -1093,6 +1303,10 @@ fail_out:
   ranklog_close(&s->log);
   free(s->co.down);
   free(s->co.sig_seen);
+  hang_free_texts(s);
+  free(s->hang_texts);
+  free(s->hang_silent);
+  free(s->peer_prog);
   free(s);
   return rc;
 }

@@ -47,6 +47,10 @@ typedef struct sup_opts_s {
                            * mpirun, which splits streams at arbitrary bytes, cannot mix lines */
   double liveness_timeout; /* a supervisor silent this long is lost and ends the job (0: off) */
   const char *master_addr; /* rank 0's address every rank reaches (the liveness connections) */
+  struct prog_s *progress; /* the program's progress (launcher/core/progress.h); NULL: none */
+  double hang_timeout;     /* a rank without progress this long is a hang (0: off) */
+  int hang_report_only;    /* [job] hang_action = report: report the hang, keep the job running */
+  const char *hang_dir;    /* folder of the hang report (NULL: the current folder) */
   sup_hooks_t hooks;
 } sup_opts_t;
 
@@ -60,6 +64,8 @@ typedef struct sup_result_s {
   int lost;             /* ended because a rank's supervisor died or its host was lost
                          * (exit_code 68; MPI may not work any more) */
   int cancelled;        /* ended by Slurm's SIGTERM for a cancel (scancel): not a preemption */
+  int hung;             /* ended by the hang watchdog (exit_code 77) */
+  char hang_report[512];/* rank 0: the last hang report written (text; .json beside it), or "" */
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
   double seconds;       /* wall time of the supervision */

@@ -1,0 +1,40 @@
+/* Hang diagnosis: the stacks of a rank's program (py-spy for Python, else gdb or eu-stack, and
+ * /proc state and wchan of every thread), the ranks whose stack differs from the majority's, and
+ * the hang report (text + JSON). */
+#ifndef GPL_LAUNCHER_HANG_H
+#define GPL_LAUNCHER_HANG_H
+
+#include <stddef.h>
+
+/* Collect the stacks of every process below root_pid (the program's reaper, gpulaunch-exec, is
+ * left out) within budget_s seconds. A malloc'd text: "@@key value" header lines per process
+ * (@@pid, @@comm, @@tool, @@frames: the main thread's function names, innermost first, ';'
+ * separated) and the tools' raw output. Never NULL unless out of memory. */
+char *hang_collect(int root_pid, double budget_s);
+
+/* One rank's part of the report. */
+typedef struct hang_rank_s {
+  int rank;
+  const char *host;
+  const char *text;    /* hang_collect's text, NULL when it did not arrive in time */
+  double silent_s;     /* seconds without progress when the hang was declared */
+} hang_rank_t;
+
+/* The verdict. odd[i] = 1 for the ranks whose stack differs from the majority's. */
+typedef struct hang_verdict_s {
+  int nodd;
+  int first_odd;       /* index into ranks, -1: none */
+  char func[128];      /* the first odd rank's innermost function of its own (not the majority's) */
+  char summary[1024];  /* one line for stderr */
+} hang_verdict_t;
+
+/* Compare the ranks' main-thread stacks (the outermost frames: the program's own code) and mark
+ * those not in the majority. */
+void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v);
+
+/* Write dir/gpulaunch-hang.txt and dir/gpulaunch-hang.json (0600). 0 or a negative code; the
+ * paths written go to txt/json. */
+int hang_write_report(const char *dir, const hang_rank_t *ranks, int n, const int *odd,
+                      const hang_verdict_t *v, double timeout_s, char *txt, char *json, size_t len);
+
+#endif

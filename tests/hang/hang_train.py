@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""A torchrun-style training loop (gloo, init_method="env://": RANK, WORLD_SIZE, MASTER_ADDR,
+MASTER_PORT from the environment as torchrun sets them) for the hang watchdog's tests.
+
+  --steps N            steps (default 20); each prints `step N` then all-reduces a tensor
+  --hang-rank R        rank R stops at --hang-step inside stuck_in_data_loader() (a sleep)
+  --hang-step S        default 3
+  --slow-rank R        rank R sleeps --slow-ms more per step (a straggler)
+  --slow-ms MS         default 50
+  --step-seconds S     every step takes S seconds (a long but healthy step) ...
+  --tick-seconds T     ... printing a line every T seconds while it works (0: silent)
+  --heartbeat          touch $GPULAUNCH_HEARTBEAT_FILE every tick instead of printing
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def stuck_in_data_loader():
+    # A data loader that deadlocked: the rank never reaches the collective.
+    time.sleep(3600)
+
+
+def work(seconds, tick, heartbeat):
+    end = time.time() + seconds
+    while time.time() < end:
+        time.sleep(min(tick if tick > 0 else seconds, max(end - time.time(), 0)))
+        if tick > 0:
+            if heartbeat:
+                with open(os.environ["GPULAUNCH_HEARTBEAT_FILE"], "a"):
+                    os.utime(os.environ["GPULAUNCH_HEARTBEAT_FILE"])
+            else:
+                print("working", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--hang-rank", type=int, default=-1)
+    p.add_argument("--hang-step", type=int, default=3)
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-ms", type=float, default=50)
+    p.add_argument("--step-seconds", type=float, default=0.0)
+    p.add_argument("--tick-seconds", type=float, default=0.0)
+    p.add_argument("--heartbeat", action="store_true")
+    a = p.parse_args()
+    dist.init_process_group("gloo", init_method="env://")
+    rank = dist.get_rank()
+    t = torch.ones(1000)
+    for step in range(a.steps):
+        if rank == a.hang_rank and step == a.hang_step:
+            stuck_in_data_loader()
+        if a.step_seconds > 0:
+            work(a.step_seconds, a.tick_seconds, a.heartbeat)
+        if rank == a.slow_rank:
+            time.sleep(a.slow_ms / 1000.0)
+        print(f"rank {rank} step {step}", flush=True)
+        dist.all_reduce(t)
+    dist.destroy_process_group()
+    if rank == 0:
+        print("done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
