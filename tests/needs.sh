@@ -20,6 +20,8 @@
 #   cuobjdump the CUDA toolkit's cuobjdump (on PATH or in /usr/local/cuda/bin)
 #   nvdisasm  cuobjdump and the nvdisasm it needs to disassemble (on PATH or beside it)
 #   torch     a Python with PyTorch's torch.distributed (/usr/bin/python3 or python3)
+#   pyspy     py-spy on PATH (scripts/install-deps.sh installs it from PyPI)
+#   gdb       gdb on PATH (native stacks of a hung program)
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
 #             scontrol, mpi_pmix.so)
@@ -96,6 +98,8 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       done
       why="no Python with torch.distributed"
       return 1 ;;
+    pyspy) command -v py-spy >/dev/null || { why="no py-spy (scripts/install-deps.sh installs it)"; return 1; } ;;
+    gdb) command -v gdb >/dev/null || { why="no gdb"; return 1; } ;;
     slurm)
       probe_netns || return 1
       local t

@@ -129,7 +129,9 @@ int strag_job_summary(const prog_t *p, MPI_Comm comm, char *const *hosts, double
     double med = NAN;
     int slow = -1;
     if (any) strag_compute(steps, ns, size, res, &med, &slow);
-    int flagged = slow >= 0 && !isnan(med) && med > 0 && res[slow].lag_s > fraction * med;
+    /* A lag of a fraction of a step that is itself too short to tell from noise is none. */
+    int flagged = slow >= 0 && !isnan(med) && med > 0 && res[slow].lag_s > fraction * med &&
+                  res[slow].lag_s > STRAG_MIN_LAG_S;
     if (flagged && f)
       fprintf(f, "gpulaunch: straggler: rank %d (host %s) reports its steps %.0f ms after the median "
               "rank (%.0f%% of the median step time %.0f ms; flagged above %.0f%%, [job] straggler_fraction)\n",

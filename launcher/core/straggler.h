@@ -10,6 +10,7 @@
 #include "launcher/core/progress.h"
 
 #define STRAG_STEPS 64 /* the last steps of each rank compared */
+#define STRAG_MIN_LAG_S 0.005 /* a smaller lag is never flagged, whatever the step time */
 
 typedef struct strag_rank_s {
   int rank;

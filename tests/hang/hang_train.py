@@ -5,6 +5,7 @@ MASTER_PORT from the environment as torchrun sets them) for the hang watchdog's 
   --steps N            steps (default 20); each prints `step N` then all-reduces a tensor
   --hang-rank R        rank R stops at --hang-step inside stuck_in_data_loader() (a sleep)
   --hang-step S        default 3
+  --hang-seconds S     how long it stays there (default 3600)
   --slow-rank R        rank R sleeps --slow-ms more per step (a straggler)
   --slow-ms MS         default 50
   --step-seconds S     every step takes S seconds (a long but healthy step) ...
@@ -20,9 +21,9 @@ import torch
 import torch.distributed as dist
 
 
-def stuck_in_data_loader():
-    # A data loader that deadlocked: the rank never reaches the collective.
-    time.sleep(3600)
+def stuck_in_data_loader(seconds):
+    # A data loader that deadlocked: the rank does not reach the collective.
+    time.sleep(seconds)
 
 
 def work(seconds, tick, heartbeat):
@@ -42,6 +43,7 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--hang-rank", type=int, default=-1)
     p.add_argument("--hang-step", type=int, default=3)
+    p.add_argument("--hang-seconds", type=float, default=3600)
     p.add_argument("--slow-rank", type=int, default=-1)
     p.add_argument("--slow-ms", type=float, default=50)
     p.add_argument("--step-seconds", type=float, default=0.0)
@@ -53,7 +55,7 @@ def main():
     t = torch.ones(1000)
     for step in range(a.steps):
         if rank == a.hang_rank and step == a.hang_step:
-            stuck_in_data_loader()
+            stuck_in_data_loader(a.hang_seconds)
         if a.step_seconds > 0:
             work(a.step_seconds, a.tick_seconds, a.heartbeat)
         if rank == a.slow_rank:

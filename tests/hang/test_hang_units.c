@@ -1,0 +1,149 @@
+/* Unit tests of the hang watchdog's verdict (launcher/core/hang_report.c), the straggler view's
+ * arithmetic (straggler.c) and the progress tracker's step regex (progress.c). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "launcher/core/hang.h"
+#include "launcher/core/progress.h"
+#include "launcher/core/straggler.h"
+
+static char *text_of(int pid, const char *frames) {
+  static char buf[16][512];
+  static int i;
+  char *b = buf[i++ % 16];
+  snprintf(b, 512, "@@pid %d\n@@comm prog\n@@tool gdb\n@@thread %d S do_sys_poll prog\n@@frames %s\n@@stack-begin\nraw\n@@stack-end\n",
+           pid, pid, frames);
+  return b;
+}
+
+/* The rank whose stack leaves the majority's path is named, with the function where it left. */
+static void test_majority(void **st) {
+  (void)st;
+  hang_rank_t r[4] = {
+      {0, "h0", text_of(10, "poll;recv_rep;proxy_run;gpl_barrier;main"), 5},
+      {1, "h0", text_of(11, "__GI___libc_read;stuck_in_read;main"), 5},
+      {2, "h1", text_of(12, "poll;recv_rep;proxy_run;gpl_barrier;main"), 5},
+      {3, "h1", text_of(13, "poll;recv_rep;proxy_run;gpl_barrier;main"), 5},
+  };
+  int odd[4];
+  hang_verdict_t v;
+  hang_analyze(r, 4, odd, &v);
+  assert_int_equal(v.nodd, 1);
+  assert_int_equal(odd[1], 1);
+  assert_int_equal(odd[0] + odd[2] + odd[3], 0);
+  assert_string_equal(v.func, "stuck_in_read");
+  assert_non_null(strstr(v.summary, "rank 1 (host h0, pid 11) is in stuck_in_read"));
+  assert_non_null(strstr(v.summary, "the other 3 ranks are in gpl_barrier"));
+}
+
+/* Waiting ranks whose innermost frames differ (a progress engine's poll or yield) are still the
+ * majority: only the outermost frames are compared. */
+static void test_noise_inside_wait(void **st) {
+  (void)st;
+  hang_rank_t r[5] = {
+      {0, "h", text_of(1, "epoll_wait;a;b;c;d;e;f;g;h;all_reduce;main;<module>"), 5},
+      {1, "h", text_of(2, "sched_yield;x;b;c;d;e;f;g;h;all_reduce;main;<module>"), 5},
+      {2, "h", text_of(3, "poll;a;b;c;d;e;f;g;h;all_reduce;main;<module>"), 5},
+      {3, "h", text_of(4, "stuck_in_data_loader;main;<module>"), 5},
+      {4, "h", NULL, 5},
+  };
+  int odd[5];
+  hang_verdict_t v;
+  hang_analyze(r, 5, odd, &v);
+  assert_int_equal(v.nodd, 1);
+  assert_int_equal(odd[3], 1);
+  assert_string_equal(v.func, "stuck_in_data_loader");
+  assert_non_null(strstr(v.summary, "1 rank sent no stack in time"));
+}
+
+/* Two ranks: no majority; the one not waiting for a peer is odd. Everyone alike: nobody. */
+static void test_two_and_alike(void **st) {
+  (void)st;
+  hang_rank_t r[2] = {{0, "h", text_of(1, "poll;gpl_barrier;main"), 5}, {1, "h", text_of(2, "read;stuck_in_read;main"), 5}};
+  int odd[2];
+  hang_verdict_t v;
+  hang_analyze(r, 2, odd, &v);
+  assert_int_equal(odd[0], 0);
+  assert_int_equal(odd[1], 1);
+  assert_string_equal(v.func, "stuck_in_read");
+  hang_rank_t same[3] = {{0, "h", text_of(1, "nanosleep;idle;main"), 5}, {1, "h", text_of(2, "nanosleep;idle;main"), 5},
+                         {2, "h", text_of(3, "nanosleep;idle;main"), 5}};
+  int odd3[3];
+  hang_analyze(same, 3, odd3, &v);
+  assert_int_equal(v.nodd, 0);
+  assert_non_null(strstr(v.summary, "every rank has the same stack"));
+}
+
+/* Garbage from a rank (no @@ lines, a frames line without frames) is no crash and no verdict. */
+static void test_garbage(void **st) {
+  (void)st;
+  hang_rank_t r[3] = {{0, "h", "@@frames \n", 1}, {1, "h", "no header at all\n@@frames", 1}, {2, "h", "", 1}};
+  int odd[3];
+  hang_verdict_t v;
+  hang_analyze(r, 3, odd, &v);
+  assert_int_equal(v.nodd, 0);
+  char dir[] = "/tmp/gplhangXXXXXX", txt[256], json[256];
+  assert_non_null(mkdtemp(dir));
+  assert_int_equal(hang_write_report(dir, r, 3, odd, &v, 5, txt, json, sizeof txt), 0);
+  assert_int_equal(access(json, R_OK), 0);
+  unlink(txt);
+  unlink(json);
+  rmdir(dir);
+}
+
+/* A rank that reports each step 50 ms after the others is the slowest, with that lag. */
+static void test_straggler(void **st) {
+  (void)st;
+  enum { R = 4, N = 20 };
+  prog_step_t s[R][N];
+  prog_step_t *p[R];
+  int n[R];
+  for (int r = 0; r < R; r++) {
+    for (int i = 0; i < N; i++) s[r][i] = (prog_step_t){i, 1000.0 + i * 0.1 + (r == 2 ? 0.05 : 0.001 * r)};
+    p[r] = s[r];
+    n[r] = N;
+  }
+  n[3] = N - 5; /* a rank with fewer steps kept */
+  strag_rank_t out[R];
+  double med;
+  int slow;
+  strag_compute(p, n, R, out, &med, &slow);
+  assert_int_equal(slow, 2);
+  assert_true(fabs(med - 0.1) < 1e-6);
+  assert_true(fabs(out[2].lag_s - 0.0485) < 0.002);
+  assert_true(fabs(out[0].lag_s) < 0.003);
+}
+
+/* \d in step_regex means a digit; the first group is the step; a bad regex is refused. */
+static void test_step_regex(void **st) {
+  (void)st;
+  prog_t *p;
+  char err[128];
+  assert_int_equal(prog_create(&p, "step (\\d+)", NULL, err, sizeof err), 0);
+  prog_line(p, "loss 0.5 step 17 lr 1", 21);
+  prog_line(p, "nothing here", 12);
+  prog_line(p, "step 18", 7);
+  prog_step_t s[4];
+  assert_int_equal(prog_steps(p, s, 4), 2);
+  assert_true(s[0].step == 17 && s[1].step == 18);
+  assert_true(prog_age(p) < 1.0);
+  prog_free(p);
+  assert_int_not_equal(prog_create(&p, "step (\\d+", NULL, err, sizeof err), 0);
+  assert_true(err[0] != 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_majority),  cmocka_unit_test(test_noise_inside_wait), cmocka_unit_test(test_two_and_alike),
+      cmocka_unit_test(test_garbage),   cmocka_unit_test(test_straggler),          cmocka_unit_test(test_step_regex),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
