@@ -41,7 +41,7 @@ static const conf_key_t g_schema[] = {
     {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
      "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},
     {"job", "omp_num_threads", CONF_INT, "0", NULL, 0, 4096,
-     "OMP_NUM_THREADS (0: the cores bound to the rank; never overrides the environment)"},
+     "OMP_NUM_THREADS (0: the cores bound to the rank divided by the node's ranks sharing them, at least 1; never overrides the environment)"},
     /* Free sections. */
     {"env", "*", CONF_FREE, "", NULL, 0, 0, "KEY = value lines added to the program's environment"},
     {"nccl", "*", CONF_FREE, "", NULL, 0, 0,
