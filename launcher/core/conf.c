@@ -205,6 +205,7 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
   int rc;
   switch (k->type) {
     case CONF_STR:
+    case CONF_OUTPATH:
     case CONF_FREE:
       return 0;
     case CONF_INT: {
@@ -236,6 +237,8 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
         return snprintf(msg, len, "'%s' is out of range (at most %.0f s, %.0f days)", text,
                         UTIL_DURATION_MAX, UTIL_DURATION_MAX / 86400), -1;
       if (rc) return snprintf(msg, len, "'%s' is not a duration (e.g. 30s, 500ms, 2m)", text), -1;
+      if (k->min != k->max && *text && v->d < k->min)
+        return snprintf(msg, len, "'%s' is below the minimum %gs", text, k->min), -1;
       return 0;
     case CONF_ENUM:
       if (*text && !choice_ok(k->choices, text)) {
@@ -618,10 +621,16 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
       conf_val_t *v = &c->vals[i];
       if (!v->text) continue;
       char msg[PATH_MAX + 200];
-      int typed = v->k->type != CONF_STR && v->k->type != CONF_FREE && v->k->type != CONF_COMMAND;
+      int typed = v->k->type != CONF_STR && v->k->type != CONF_OUTPATH && v->k->type != CONF_FREE &&
+                  v->k->type != CONF_COMMAND;
       if (typed && !*v->text) {
         add_error(c, v->line, "[%s] %s: empty value (remove the line for the default, '%s')",
                   v->k->section, v->k->key, v->k->def);
+        continue;
+      }
+      if (v->k->type == CONF_OUTPATH && !*v->text) {
+        add_error(c, v->line, "[%s] %s: empty value (give a path, or remove the line to leave it off)",
+                  v->k->section, v->k->key);
         continue;
       }
       if (parse_value(c, v, v->text, msg, sizeof msg))
@@ -716,6 +725,10 @@ int conf_set(conf_t *c, const char *section, const char *key, const char *value,
   if (!v) {
     LOG_ERROR("conf_set: unknown key [%s] %s", section, key);
     return GPL_EINVAL;
+  }
+  if (v->k->type == CONF_OUTPATH && !*value) {
+    log_print("gpulaunch: %s: empty value for [%s] %s (give a path)\n", origin, section, key);
+    return GPL_ECONFIG;
   }
   char msg[PATH_MAX + 200];
   char *old = v->text;

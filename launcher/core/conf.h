@@ -8,6 +8,8 @@
 
 typedef enum conf_type_e {
   CONF_STR,      /* any text */
+  CONF_OUTPATH,  /* a file gpulaunch writes: any text but empty (an output path a template left
+                  * empty would silently turn the output off), in the file and on the command line */
   CONF_INT,      /* whole number within [min,max] */
   CONF_DOUBLE,   /* number within [min,max] */
   CONF_BOOL,     /* true/false/yes/no/on/off/1/0 */
@@ -26,7 +28,7 @@ typedef struct conf_key_s {
   conf_type_t type;
   const char *def;     /* default as text ("" = unset) */
   const char *choices; /* CONF_ENUM: "a|b|c" */
-  double min, max;     /* CONF_INT / CONF_DOUBLE bounds (min == max: no bounds) */
+  double min, max;     /* CONF_INT / CONF_DOUBLE / CONF_DURATION bounds (min == max: none) */
   const char *help;
 } conf_key_t;
 

@@ -122,16 +122,18 @@ static const conf_key_t g_schema[] = {
      "interface every rank must use: fails when the start-up agreed on another (default: any)"},
     /* [monitor]: GPU utilisation monitor of wrapped programs. */
     {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
-    {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
+    {"monitor", "interval", CONF_DURATION, "5s", NULL, 0.01, UTIL_DURATION_MAX, "sampling interval (at least 10ms)"},
     {"monitor", "sm_threshold", CONF_DOUBLE, "80", NULL, 0, 100,
      "warn when SM activity (GPM, Hopper+), else GPU busy time, stays under this (percent) "
      "for the window"},
     {"monitor", "window", CONF_DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low"},
     {"monitor", "replay", CONF_PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)"},
-    {"monitor", "metrics", CONF_STR, "", NULL, 0, 0, "write samples as JSON lines"},
-    {"monitor", "prom", CONF_STR, "", NULL, 0, 0, "write a Prometheus textfile"},
+    {"monitor", "metrics", CONF_OUTPATH, "", NULL, 0, 0, "write samples as JSON lines"},
+    {"monitor", "prom", CONF_OUTPATH, "", NULL, 0, 0, "write a Prometheus textfile"},
     /* [audit] */
-    {"audit", "log", CONF_STR, "", NULL, 0, 0, "append one JSON line per job start and end (0600)"},
+    {"audit", "log", CONF_OUTPATH, "", NULL, 0, 0,
+     "append one JSON line per job start and end (0600); a log that cannot be opened fails the job "
+     "at start-up"},
 };
 
 const conf_key_t *conf_schema(int *n) {
