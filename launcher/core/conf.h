@@ -41,6 +41,10 @@ int conf_load(conf_t **out, const char *path);
 /* The same from text in memory (len bytes, NUL bytes included) named name in messages: what
  * conf_load does after reading the file, for tests and the fuzzer. */
 int conf_load_text(conf_t **out, const char *name, const char *text, size_t len);
+/* conf_load_text that prints nothing: on GPL_ECONFIG, *errors is the text that would have been
+ * printed (redacted as printed; malloc'd, or NULL without memory). For tests and fuzzers. */
+int conf_load_text_errors(conf_t **out, const char *name, const char *text, size_t len,
+                          char **errors);
 void conf_free(conf_t *c);
 /* Set or override one value (command-line options); origin says where it came from ("--op").
  * Validated like the file. */
