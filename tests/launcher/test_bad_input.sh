@@ -189,4 +189,23 @@ run_mpi 2 "$GPULAUNCH" "$T/audit.conf"
 assert_eq "$RC" 65 "a job with an audit log that cannot be written"
 [[ ! -e $T/ran ]] || fail "the program ran without its audit log"
 pass "interval 0s, empty [audit] log / metrics / prom and --metrics/--prom '', audit log unwritable: errors, no job"
+
+# A topology XML whose PCI bus ids are garbage (hwloc drops those objects: "0 GPUs" without a
+# word) or that has no PU objects is a topology error naming the file and what is wrong.
+XML=$(ls "$(dirname "$0")"/../data/topologies/*.xml | head -1)
+sed -E 's/pci_busid="[^"]*"/pci_busid="zz:qq:xx.y"/' "$XML" >"$T/badbus.xml"
+bounded "$GPULAUNCH" topo --topology "$T/badbus.xml"
+assert_eq "$RC" 66 "garbage PCI bus ids"
+assert_grep "$T/err" "badbus.xml: [0-9]+ of [0-9]+ PCI objects have a bus id that is not .*zz:qq:xx.y\" at line [0-9]+" "the bad bus id named"
+python3 - "$XML" "$T/nopu.xml" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r'<object type="PU"[^>]*/>', '', s)
+s = re.sub(r'<object type="PU"[^>]*>.*?</object>', '', s, flags=re.S)
+open(sys.argv[2], 'w').write(s)
+PY
+bounded "$GPULAUNCH" topo --topology "$T/nopu.xml"
+assert_eq "$RC" 66 "a topology without PU objects"
+assert_grep "$T/err" "nopu.xml: no PU \(processing unit\) object" "no PU named"
+pass "topology XML with garbage PCI bus ids or no PU: error 66 naming the file, not 0 GPUs"
 echo "$TESTS_RUN checks passed"
