@@ -194,7 +194,7 @@ static int compare_prop(const accept_profile_t *pr, int nnodes, const char *cons
       /* No value is held by more than half of the nodes: nobody can be blamed alone, so every
        * node fails and the report lists who has what. */
       accept_check_text(&c, "%s", pr[n].v[p]);
-      accept_check_threshold(&c, "as the majority (none: %d values on %d nodes)", ngroups, known);
+      accept_check_threshold(&c, "no majority (%d values, %d nodes)", ngroups, known);
       strbuf_printf(&b, "no majority in %s among the %d nodes, so the odd one out cannot be told: ", g_prop_name[p],
                     known);
       int first = 1;

@@ -181,7 +181,7 @@ static void test_no_majority_fails_all(void **state) {
     assert_int_equal(c->status, ACCEPT_FAIL);
     assert_non_null(strstr(c->detail, "no majority in gpu model among the 2 nodes"));
     assert_non_null(strstr(c->detail, "h0 has NVIDIA H200; h1 has GA100 [A100 SXM4 40GB]"));
-    assert_string_equal(c->threshold, "as the majority (none: 2 values on 2 nodes)");
+    assert_string_equal(c->threshold, "no majority (2 values, 2 nodes)");
   }
   accept_list_free(&l);
   /* 2 against 2: no majority either; the groups are listed. */
