@@ -366,7 +366,10 @@ int mode_accept(launch_t *L) {
   if (err == GPL_OK && rank0) {
     accept_profile_t *prof = calloc((size_t)job->nnodes, sizeof *prof);
     accept_list_t cl = {0};
-    for (int n = 0; prof && n < job->nnodes; n++) prof[n] = ni[n].profile;
+    for (int n = 0; prof && n < job->nnodes; n++) {
+      prof[n] = ni[n].profile;
+      for (int p = 0; p < ACCEPT_NPROPS; p++) prof[n].v[p][ACCEPT_PROFILE_LEN - 1] = 0; /* bytes from a rank */
+    }
     if (!prof || accept_compare_nodes(prof, job->nnodes, (const char *const *)hosts, &o, &cl) < 0) {
       accept_check_init(&c, "majority", "", -1, -1, "");
       accept_check_set(&c, ACCEPT_ERROR, "the nodes could not be compared: out of memory");
