@@ -2,10 +2,11 @@
 # `gpulaunch accept` on network-namespace hosts (tests/netns/netns.sh) without expectations: the
 # nodes are checked against each other.
 #   odd:   h0, h1 with an AWS p5en topology (8 x H200), h2 with a p4d one (8 x A100; other NICs and
-#          PCIe links); one rank per host, each given its host's file (mpirun's MPMD syntax: one
-#          --topology per host). h2 must fail and be named, with its value and the majority's, in
-#          the terminal table, the JSON, the JUnit file, the HTML page and the exclude list; h0
-#          and h1 must pass; the GPU count (8 everywhere) must pass on all three.
+#          PCIe links), h3 with p5en's file less one GPU (its vendor id changed); one rank per
+#          host, each given its host's file (mpirun's MPMD syntax: one --topology per host). h2
+#          must fail GPU model, NICs and PCIe links, h3 the GPU count, each named with its value
+#          and the majority's in the terminal table, the JSON, the JUnit file, the HTML page and
+#          the exclude list; h0 and h1 must pass everything.
 #   tie:   h0 p5en, h1 p4d: no majority, both fail, each row naming both hosts and values.
 #   nogpu: h0, h1 on this machine's own hardware (no GPU here): exit 73 with the message naming
 #          [accept] gpus = 0; with it, exit 0 and the live profiles agree (majority passes).
@@ -68,26 +69,46 @@ junit_fail() { # junit_fail HOST SUBJECT: the <failure> message of that testcase
 
 case "$CASE" in
   odd)
-    netns_setup 3
-    run "h0=$H200" "h1=$H200" "h2=$A100"
-    [ "$RC" = 73 ] || fail "exit status $RC, expected 73 (h2 differs)"
-    for s in "gpu model" nics "pcie links"; do
-      for h in h0 h1; do [ "$(mrow $h "$s" status)" = pass ] || fail "$h: majority[$s] is $(mrow $h "$s" status), expected pass"; done
-      [ "$(mrow h2 "$s" status)" = fail ] || fail "h2: majority[$s] is $(mrow h2 "$s" status), expected fail"
-      d=$(mrow h2 "$s" detail)
-      case "$d" in "h2 differs from the majority in $s: h2 has "*"; the majority (2 of 3 nodes: h0, h1) has "*) ;;
-        *) fail "h2's $s row does not name both values: $d" ;; esac
-      m=$(junit_fail h2 "$s")
-      [ "$m" = "$d" ] || fail "JUnit: h2's majority[$s] failure is '$m'"
+    netns_setup 4
+    H200_7="$OUT/p5en-7gpus.xml" # GPU 0000:59:00.0 no longer an NVIDIA device
+    sed 's/pci_busid="0000:59:00.0" pci_type="0302 \[10de:/pci_busid="0000:59:00.0" pci_type="0302 [1234:/' "$H200" >"$H200_7"
+    cmp -s "$H200" "$H200_7" && fail "could not take a GPU out of $H200"
+    run "h0=$H200" "h1=$H200" "h2=$A100" "h3=$H200_7"
+    [ "$RC" = 73 ] || fail "exit status $RC, expected 73 (h2 and h3 differ)"
+    expect() { # expect HOST SUBJECT STATUS
+      [ "$(mrow "$1" "$2" status)" = "$3" ] || fail "$1: majority[$2] is $(mrow "$1" "$2" status), expected $3"
+    }
+    named() { # named HOST SUBJECT MAJORITY_HOSTS: the row names the host, both values, who has the majority's
+      local d m
+      d=$(mrow "$1" "$2" detail)
+      case "$d" in "$1 differs from the majority in $2: $1 has "*"; the majority (3 of 4 nodes: $3) has "*) ;;
+        *) fail "$1's $2 row does not name both values: $d" ;; esac
+      m=$(junit_fail "$1" "$2")
+      [ "$m" = "$d" ] || fail "JUnit: $1's majority[$2] failure is '$m'"
+    }
+    for s in "gpu count" "gpu model" nics "pcie links"; do
+      expect h0 "$s" pass
+      expect h1 "$s" pass
     done
-    for h in h0 h1 h2; do [ "$(mrow $h "gpu count" status)" = pass ] || fail "$h: gpu count (8 everywhere) did not pass"; done
-    grep -q 'h2 has GA100 \[A100 SXM4 40GB\]; the majority (2 of 3 nodes: h0, h1) has NVIDIA H200' "$OUT/out" ||
+    for s in "gpu model" nics "pcie links"; do
+      expect h2 "$s" fail
+      named h2 "$s" "h0, h1, h3"
+      expect h3 "$s" pass
+    done
+    expect h2 "gpu count" pass
+    expect h3 "gpu count" fail
+    named h3 "gpu count" "h0, h1, h2"
+    [ "$(mrow h3 "gpu count" detail)" = "h3 differs from the majority in gpu count: h3 has 7; the majority (3 of 4 nodes: h0, h1, h2) has 8" ] ||
+      fail "h3's GPU count row: $(mrow h3 "gpu count" detail)"
+    grep -q 'h2 has GA100 \[A100 SXM4 40GB\]; the majority (3 of 4 nodes: h0, h1, h3) has NVIDIA H200' "$OUT/out" ||
       fail "the terminal table does not name h2's GPU model against the majority's"
+    grep -q 'h3 has 7; the majority (3 of 4 nodes: h0, h1, h2) has 8' "$OUT/out" ||
+      fail "the terminal table does not name h3's GPU count against the majority's"
     grep -Eq '^FAIL +majority +gpu model' "$OUT/out" || fail "no FAIL row for the GPU model in the table"
-    [ "$(grep -v '^#' "$OUT/bad.txt")" = h2 ] || fail "exclude list: $(cat "$OUT/bad.txt")"
+    [ "$(grep -v '^#' "$OUT/bad.txt" | sort | paste -sd' ')" = "h2 h3" ] || fail "exclude list: $(cat "$OUT/bad.txt")"
     xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
     xmllint --noout "$OUT/a.html" || fail "HTML is not well-formed"
-    grep -q 'h2 differs from the majority in gpu model: h2 has GA100 \[A100 SXM4 40GB\]; the majority (2 of 3 nodes: h0, h1) has NVIDIA H200' "$OUT/a.html" ||
+    grep -q 'h2 differs from the majority in gpu model: h2 has GA100 \[A100 SXM4 40GB\]; the majority (3 of 4 nodes: h0, h1, h3) has NVIDIA H200' "$OUT/a.html" ||
       fail "the HTML page does not name h2 against the majority"
     ;;
   tie)
