@@ -97,7 +97,10 @@ static const conf_key_t g_schema[] = {
     {"bench", "tensor_bytes", CONF_SIZE, "0", NULL, 0, 0,
      "fused/unfused: split the buffer into tensors of this size (0: one tensor)"},
     /* [accept]: gpulaunch accept. */
-    {"accept", "gpus", CONF_INT, "-1", NULL, -1, 1024, "expected GPUs per node (-1: not checked)"},
+    {"accept", "gpus", CONF_INT, "-1", NULL, -1, 1024,
+     "expected GPUs per node (-1: any number but none; 0: a run for nodes without GPUs)"},
+    {"accept", "compare", CONF_ENUM, "majority", "majority|off", 0, 0,
+     "nodes against each other: GPU count/model, NICs, PCIe/NVLink links as most nodes have them"},
     {"accept", "gpu_model", CONF_STR, "", NULL, 0, 0, "expected GPU model (substring, e.g. H100)"},
     {"accept", "nics", CONF_STR, "", NULL, 0, 0, "NICs expected present and up (comma list)"},
     {"accept", "nic_min_speed", CONF_DOUBLE, "0", NULL, 0, 1e9, "minimum NIC speed (Gb/s)"},
