@@ -51,6 +51,7 @@ out=$T/job.out
 cat "$out"
 assert_grep "$out" "gpulaunch: job preempted: SIGTERM from Slurm: Slurm is preempting the job" "preemption said"
 assert_grep "$out" "gpulaunch-srun: preempted \(exit 75\)" "the script saw exit 75"
+assert_grep "$out" "gpulaunch-srun: requeueing job $JOB" "the script requeued it (Slurm would not: GraceTime)"
 assert_grep "$out" "job $JOB \(run 1\)" "first run in the output"
 assert_grep "$out" "job $JOB \(run 2\)" "second run appended to the same output"
 [[ $(grep -c 'ready (restart 1)' "$out") == 4 ]] || fail "every program of the second run started"
