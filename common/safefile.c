@@ -392,3 +392,27 @@ int safefile_mkdir_p(const char *path, unsigned mode, char *err, size_t errlen) 
   close(dfd);
   return rc;
 }
+
+int safefile_check_append(const char *path, char *err, size_t errlen) {
+  struct stat st;
+  if (path && lstat(path, &st) == 0) {
+    int fd;
+    int rc = safefile_open_append(path, &fd, err, errlen);
+    if (rc == 0) close(fd);
+    return rc;
+  }
+  if (path && errno != ENOENT) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    return GPL_ESYS;
+  }
+  int rc = safefile_check_parent(path, err, errlen);
+  if (rc < 0) return rc;
+  char dir[PATH_MAX];
+  const char *base;
+  (void)split(path, dir, sizeof dir, &base); /* checked by safefile_check_parent */
+  if (access(dir, W_OK | X_OK) < 0) {
+    util_fmt(err, errlen, "cannot create %s in %s: %s", path, dir, strerror(errno));
+    return GPL_ESYS;
+  }
+  return GPL_OK;
+}

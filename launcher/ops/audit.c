@@ -82,30 +82,7 @@ int audit_file_sha256(const char *path, char hex[65]) {
 }
 
 int audit_check(const char *path, char *err, size_t errlen) {
-  struct stat st;
-  if (lstat(path, &st) == 0) {
-    int fd;
-    int rc = safefile_open_append(path, &fd, err, errlen);
-    if (rc == 0) close(fd);
-    return rc;
-  }
-  if (errno != ENOENT) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return GPL_ESYS;
-  }
-  int rc = safefile_check_parent(path, err, errlen);
-  if (rc < 0) return rc;
-  char dir[PATH_MAX];
-  util_strlcpy(dir, path, sizeof dir);
-  char *slash = strrchr(dir, '/');
-  if (!slash) util_strlcpy(dir, ".", sizeof dir);
-  else if (slash == dir) dir[1] = 0;
-  else *slash = 0;
-  if (access(dir, W_OK | X_OK) < 0) {
-    snprintf(err, errlen, "cannot create %s in %s: %s", path, dir, strerror(errno));
-    return GPL_ESYS;
-  }
-  return 0;
+  return safefile_check_append(path, err, errlen);
 }
 
 int audit_append_line(const char *path, const char *line) {

@@ -38,9 +38,8 @@ int audit_job_end(const char *path, const audit_info_t *info, int exit_status,
                   const char *root_cause);
 
 /* Can the audit log be appended to (checked before a job starts: a job that must be audited
- * does not start without its log)? An existing file is opened as audit_job_start opens it (and
- * closed); a missing one needs a folder that passes safefile_check_dir and that this user may
- * write in (nothing is created). 0, or a negative GPL_E* code with one line in err. */
+ * does not start without its log)? safefile_check_append: 0, or a negative GPL_E* code with one
+ * line in err. */
 int audit_check(const char *path, char *err, size_t errlen);
 
 /* SHA-256 of a file as 64 hex digits (OpenSSL libcrypto). 0, GPL_ENOENT or GPL_ESYS. */
