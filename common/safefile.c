@@ -307,3 +307,112 @@ int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *e
   if (len) *len = n;
   return GPL_OK;
 }
+
+/* Open component name below dfd as a folder without following a link, except a link owned by
+ * this user or root (as /var/run -> /run): the descriptor, or -1 with errno. */
+static int open_component(int dfd, const char *name, unsigned *link_uid) {
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR)) return fd;
+  struct stat ls;
+  if (fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) < 0) return -1;
+  if (!S_ISLNK(ls.st_mode)) return errno = ENOTDIR, -1;
+  *link_uid = (unsigned)ls.st_uid;
+  if (!trusted_owner(ls.st_uid)) return errno = EPERM, -1;
+  return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int safefile_mkdir_p(const char *path, unsigned mode, char *err, size_t errlen) {
+  char buf[PATH_MAX];
+  if (!path || !*path || strlen(path) >= sizeof buf) {
+    util_fmt(err, errlen, "'%s' is not a folder name", path ? path : "");
+    return GPL_EINVAL;
+  }
+  util_strlcpy(buf, path, sizeof buf);
+  int dfd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    util_fmt(err, errlen, "%s: %s", buf[0] == '/' ? "/" : ".", strerror(errno));
+    return GPL_ESYS;
+  }
+  char done[PATH_MAX] = "";
+  if (buf[0] == '/') util_strlcpy(done, "/", sizeof done);
+  int rc = GPL_OK;
+  char *save = NULL;
+  for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+    if (strcmp(c, ".") == 0) continue;
+    if (strcmp(c, "..") == 0) {
+      util_fmt(err, errlen, "%s: '..' in a folder gpulaunch creates", path);
+      rc = GPL_EINVAL;
+      break;
+    }
+    char shown[PATH_MAX];
+    util_fmt(shown, sizeof shown, "%s%s%s", done, *done && done[strlen(done) - 1] != '/' ? "/" : "", c);
+    unsigned link_uid = 0;
+    int fd = open_component(dfd, c, &link_uid);
+    if (fd < 0 && errno == ENOENT) {
+      /* Created only in a folder no other user can swap things in: ours or root's, and not
+       * writable by others unless sticky; then opened without following, so a link planted
+       * between the mkdir and the open is refused, not followed. */
+      struct stat st;
+      const char *parent = *done ? done : ".";
+      if (fstat(dfd, &st) < 0) {
+        util_fmt(err, errlen, "%s: %s", parent, strerror(errno));
+        rc = GPL_ESYS;
+        break;
+      }
+      if ((rc = check_dir_stat(parent, &st, err, errlen)) < 0) break;
+      if (mkdirat(dfd, c, (mode_t)mode) < 0 && errno != EEXIST) {
+        util_fmt(err, errlen, "cannot create the folder %s: %s", shown, strerror(errno));
+        rc = GPL_ESYS;
+        break;
+      }
+      fd = openat(dfd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      int e = errno;
+      if (e == EPERM)
+        util_fmt(err, errlen, "%s is a symbolic link owned by another user (uid %u); refusing to "
+                 "create folders through it", shown, link_uid);
+      else if (e == ELOOP)
+        util_fmt(err, errlen, "%s became a symbolic link while it was created; refusing it", shown);
+      else
+        util_fmt(err, errlen, "%s: %s", shown, e == ENOTDIR ? "exists and is not a folder" : strerror(e));
+      rc = e == ENOENT ? GPL_ENOENT : GPL_ESYS;
+      break;
+    }
+    close(dfd);
+    dfd = fd;
+    util_strlcpy(done, shown, sizeof done);
+  }
+  if (rc == GPL_OK) {
+    /* the folder itself: ours or root's, not writable by others without the sticky bit */
+    struct stat st;
+    if (fstat(dfd, &st) < 0) util_fmt(err, errlen, "%s: %s", path, strerror(errno)), rc = GPL_ESYS;
+    else rc = check_dir_stat(path, &st, err, errlen);
+  }
+  close(dfd);
+  return rc;
+}
+
+int safefile_check_append(const char *path, char *err, size_t errlen) {
+  struct stat st;
+  if (path && lstat(path, &st) == 0) {
+    int fd;
+    int rc = safefile_open_append(path, &fd, err, errlen);
+    if (rc == 0) close(fd);
+    return rc;
+  }
+  if (path && errno != ENOENT) {
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno));
+    return GPL_ESYS;
+  }
+  int rc = safefile_check_parent(path, err, errlen);
+  if (rc < 0) return rc;
+  char dir[PATH_MAX];
+  const char *base;
+  (void)split(path, dir, sizeof dir, &base); /* checked by safefile_check_parent */
+  if (access(dir, W_OK | X_OK) < 0) {
+    util_fmt(err, errlen, "cannot create %s in %s: %s", path, dir, strerror(errno));
+    return GPL_ESYS;
+  }
+  return GPL_OK;
+}

@@ -49,6 +49,18 @@ int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *e
  * checked at start, before a job runs for hours and then cannot write its report. */
 int safefile_check_parent(const char *path, char *err, size_t errlen);
 
+/* Could path be opened by safefile_open_append? An existing file is opened so (and closed); a
+ * missing one needs a folder that passes safefile_check_dir and that this user may write in
+ * (nothing is created). */
+int safefile_check_append(const char *path, char *err, size_t errlen);
+
+/* mkdir -p without following another user's links: each component is opened with O_NOFOLLOW
+ * relative to the one before (openat; a link owned by this user or root is followed, as a
+ * system's /var/run), a missing one is created with mkdirat only in a folder that passes
+ * safefile_check_dir's owner and mode rule, and opened again without following (a link planted
+ * in between is refused). The folder at the end must pass the same rule. '..' is refused. */
+int safefile_mkdir_p(const char *path, unsigned mode, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

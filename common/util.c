@@ -467,19 +467,3 @@ int util_read_file(const char *path, char **out, size_t *len) {
   return rc;
 }
 
-int util_mkdir_p(const char *path, unsigned mode) {
-  char tmp[4096];
-  if (!path || !*path || strlen(path) >= sizeof tmp) return errno = EINVAL, GPL_ESYS;
-  util_strlcpy(tmp, path, sizeof tmp);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    if (mkdir(tmp, (mode_t)mode) < 0 && errno != EEXIST) return GPL_ESYS;
-    *p = '/';
-  }
-  if (mkdir(tmp, (mode_t)mode) < 0 && errno != EEXIST) return GPL_ESYS;
-  struct stat st;
-  if (stat(tmp, &st) < 0) return GPL_ESYS;
-  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, GPL_ESYS;
-  return GPL_OK;
-}

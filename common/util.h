@@ -70,8 +70,6 @@ void util_fmt(char *dst, size_t len, const char *fmt, ...) __attribute__((format
 size_t util_strlcpy(char *dst, const char *src, size_t size);
 /* Trim spaces at both ends in place; returns s. */
 char *util_trim(char *s);
-/* mkdir -p: create path and its missing parents with mode; 0, or GPL_ESYS with errno set. */
-int util_mkdir_p(const char *path, unsigned mode);
 /* This machine's short host name (cached). */
 const char *util_hostname(void);
 

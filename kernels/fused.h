@@ -87,6 +87,11 @@ int kern_pack_cuda(const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wire
 int kern_unpack_cuda(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *t, int n,
                      float postscale, kern_scaler_t *sc_dev, void *stream);
 int kern_scaler_update_cuda(kern_scaler_t *sc_dev, void *stream);
+/* The device's fp16 conversions (hardware instructions, NaN lanes patched) against the C reference's
+ * mp_f32_to_f16 / mp_f16_to_f32, run on the device over all 2^32 fp32 and 2^16 fp16 inputs:
+ * bad[0], bad[1] = mismatches of each direction, first[] = the smallest input that differs
+ * (0xffffffff when none). GPL_ENOCUDA without CUDA. */
+int kern_selftest_cuda(unsigned long long bad[2], unsigned first[2]);
 /* 1 when this build has the CUDA kernels. */
 int kern_have_cuda(void);
 

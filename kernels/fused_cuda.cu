@@ -84,6 +84,25 @@ int dispatch(Op op, const kern_tensor_t *t, int n, void *bucket, gpl_dtype_t wir
   }
 }
 
+/* kern_selftest_cuda's kernel: every fp32 bit pattern (and every fp16 one) through the device's
+ * fp16 conversions against the mp_* reference functions, compared bit for bit. */
+__global__ void selftest_kernel(unsigned long long *bad, unsigned *first) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long x = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       x < (1ull << 32); x += stride) {
+    float f = __uint_as_float((unsigned)x);
+    if (f32_to_f16_dev(f) != mp_f32_to_f16(f)) {
+      atomicAdd(&bad[0], 1ull);
+      atomicMin(&first[0], (unsigned)x);
+    }
+    if (x < 65536u && __float_as_uint(f16_to_f32_dev((uint16_t)x)) !=
+                          __float_as_uint(mp_f16_to_f32((uint16_t)x))) {
+      atomicAdd(&bad[1], 1ull);
+      atomicMin(&first[1], (unsigned)x);
+    }
+  }
+}
+
 } // namespace
 
 extern "C" int kern_have_cuda(void) { return 1; }
@@ -106,4 +125,27 @@ extern "C" int kern_scaler_update_cuda(kern_scaler_t *sc_dev, void *stream) {
   scaler_update_kernel<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(sc_dev);
   KERN_CUDACHECK(cudaGetLastError());
   return 0;
+}
+
+extern "C" int kern_selftest_cuda(unsigned long long bad[2], unsigned first[2]) {
+  unsigned long long *dbad = NULL;
+  unsigned *dfirst = NULL;
+  unsigned init[2] = {0xffffffffu, 0xffffffffu};
+  int rc = 0;
+  KERN_CUDACHECK(cudaMalloc(&dbad, 2 * sizeof *dbad));
+  if (cudaMalloc(&dfirst, 2 * sizeof *dfirst) != cudaSuccess ||
+      cudaMemset(dbad, 0, 2 * sizeof *dbad) != cudaSuccess ||
+      cudaMemcpy(dfirst, init, sizeof init, cudaMemcpyHostToDevice) != cudaSuccess) {
+    rc = GPL_ECUDA;
+  } else {
+    selftest_kernel<<<4096, kThreads>>>(dbad, dfirst);
+    if (cudaGetLastError() != cudaSuccess ||
+        cudaMemcpy(bad, dbad, 2 * sizeof *dbad, cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(first, dfirst, 2 * sizeof *dfirst, cudaMemcpyDeviceToHost) != cudaSuccess)
+      rc = GPL_ECUDA;
+  }
+  if (rc) LOG_WARN("kern: selftest: %s", cudaGetErrorString(cudaGetLastError()));
+  cudaFree(dbad);
+  cudaFree(dfirst);
+  return rc;
 }

@@ -50,6 +50,32 @@ template <int MAXT> struct Table {
 };
 static_assert(sizeof(Table<kLargeTable>) <= 32764, "tensor table exceeds the kernel-parameter limit");
 
+/* fp16 conversions on the device: the hardware's conversion instruction (IEEE round to nearest
+ * even, subnormals and overflow to inf included), one instruction where mp_f32_to_f16's integer
+ * rounding takes about 25 and made the fp16 pack ALU-bound on an H200 (0.60 of a copy); NaN lanes
+ * take mp_*'s rule (quieted, payload kept), which the instruction does not (canonical NaN). Equal to
+ * mp_f32_to_f16 / mp_f16_to_f32 for every one of the 2^32 / 2^16 inputs: kern_selftest_cuda checks
+ * that on the device. The CPU emulation of the kernels uses the mp_* functions themselves. */
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ uint16_t f32_to_f16_dev(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  uint32_t u = __float_as_uint(f), a = u & MP_F32_ABS_MASK;
+  uint32_t nan = ((u >> 16) & 0x8000u) | 0x7e00u | ((a >> 13) & 0x03ffu);
+  return (uint16_t)(a > MP_F32_INF ? nan : h);
+}
+__device__ __forceinline__ float f16_to_f32_dev(uint16_t w) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)w));
+  uint32_t a = (uint32_t)w & 0x7fffu;
+  uint32_t nan = (((uint32_t)w & 0x8000u) << 16) | ((a << 13) + 0x70000000u);
+  return a > MP_F16_INF ? __uint_as_float(nan) : f;
+}
+#else
+static inline uint16_t f32_to_f16_dev(float f) { return mp_f32_to_f16(f); }
+static inline float f16_to_f32_dev(uint16_t w) { return mp_f16_to_f32(w); }
+#endif
+
 /* Wire traits: storage type, elements per 16-byte bucket vector, and the conversions. */
 template <gpl_dtype_t W> struct Wire;
 template <> struct Wire<GPL_FLOAT> {
@@ -67,8 +93,8 @@ template <> struct Wire<GPL_BFLOAT16> {
 template <> struct Wire<GPL_HALF> {
   typedef uint16_t T;
   static constexpr int kVec = 8;
-  static __device__ __forceinline__ T to(float x) { return mp_f32_to_f16(x); }
-  static __device__ __forceinline__ float from(T w) { return mp_f16_to_f32(w); }
+  static __device__ __forceinline__ T to(float x) { return f32_to_f16_dev(x); }
+  static __device__ __forceinline__ float from(T w) { return f16_to_f32_dev(w); }
 };
 
 /* The units of one tensor that block b works on. */
@@ -132,19 +158,6 @@ template <gpl_dtype_t W, bool kAligned> __device__ __forceinline__ Vec<W> load_f
   return v;
 }
 
-/* Wire side: one 16-byte vector when the bucket is aligned there, else element by element. */
-template <gpl_dtype_t W, bool kAligned> __device__ __forceinline__ void load_wire(
-    const typename Wire<W>::T *p, typename Wire<W>::T (&w)[Wire<W>::kVec]) {
-  if (kAligned) {
-    KERN_VECTOR_ACCESS(p);
-    uint4 r = *reinterpret_cast<const uint4 *>(p);
-    memcpy(w, &r, sizeof r);
-  } else {
-#pragma unroll
-    for (int k = 0; k < Wire<W>::kVec; k++) w[k] = p[k];
-  }
-}
-
 /* pack: units of the bucket (always aligned, so one 128-bit store each); the tensor side aligned
  * or not. All loads of an unrolled group first, then the stores, to keep bytes in flight. */
 template <gpl_dtype_t W, bool kAligned>
@@ -175,35 +188,58 @@ __device__ __forceinline__ void pack_units(const float *__restrict__ in, uint4 *
   }
 }
 
-/* unpack: units of the tensor (always aligned: V/4 float4 stores each); the bucket side aligned
- * or not. Returns whether any output was inf or NaN. */
+/* unpack: units of the tensor (always aligned), done as quads of 4 elements: quad h reads 4 wire
+ * values (one 16-byte load for fp32, one 8-byte load for 16-bit wires, when the bucket is aligned;
+ * element by element when not) and writes float4 h of the tensor, so that a warp's store covers
+ * 512 contiguous bytes. (With one 8-element unit per thread, a 16-bit unpack's two float4 stores
+ * per thread were each strided by 32 bytes: 0.72 of a copy on an H200.) Returns whether any output
+ * was inf or NaN. */
+template <gpl_dtype_t W> struct Quad;
+template <> struct Quad<GPL_FLOAT> {
+  typedef uint4 L;
+};
+template <> struct Quad<GPL_BFLOAT16> {
+  typedef uint2 L;
+};
+template <> struct Quad<GPL_HALF> {
+  typedef uint2 L;
+};
 template <gpl_dtype_t W, bool kAligned>
 __device__ __forceinline__ unsigned unpack_units(const typename Wire<W>::T *__restrict__ in,
                                                  float4 *__restrict__ out, unsigned nu, float f) {
   typedef typename Wire<W>::T T;
-  constexpr int V = Wire<W>::kVec, Q = V / 4;
+  typedef typename Quad<W>::L L;
+  static_assert(sizeof(L) == 4 * sizeof(T), "a quad load is 4 wire elements");
+  const unsigned nq = nu * (Wire<W>::kVec / 4);
   unsigned bad = 0;
-  for (unsigned base = threadIdx.x; base < nu; base += kThreads * kUnroll) {
-    T w[kUnroll][V];
+  for (unsigned base = threadIdx.x; base < nq; base += kThreads * kUnroll) {
+    T w[kUnroll][4];
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < nu) load_wire<W, kAligned>(in + (size_t)i * V, w[u]);
+      unsigned h = base + u * kThreads;
+      if (h < nq) {
+        if (kAligned) {
+          if (sizeof(L) == 16) KERN_VECTOR_ACCESS(reinterpret_cast<const L *>(in) + h);
+          L r = reinterpret_cast<const L *>(in)[h];
+          memcpy(w[u], &r, sizeof r);
+        } else {
+#pragma unroll
+          for (int k = 0; k < 4; k++) w[u][k] = in[(size_t)h * 4 + k];
+        }
+      }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; u++) {
-      unsigned i = base + u * kThreads;
-      if (i < nu) {
-        float y[V];
+      unsigned h = base + u * kThreads;
+      if (h < nq) {
+        float y[4];
 #pragma unroll
-        for (int k = 0; k < V; k++) {
+        for (int k = 0; k < 4; k++) {
           y[k] = mp_mul(Wire<W>::from(w[u][k]), f);
           bad |= !mp_isfinite(y[k]);
         }
-        KERN_VECTOR_ACCESS(out + (size_t)i * Q);
-#pragma unroll
-        for (int q = 0; q < Q; q++)
-          out[(size_t)i * Q + q] = make_float4(y[4 * q + 0], y[4 * q + 1], y[4 * q + 2], y[4 * q + 3]);
+        KERN_VECTOR_ACCESS(out + h);
+        out[h] = make_float4(y[0], y[1], y[2], y[3]);
       }
     }
   }

@@ -15,3 +15,5 @@ int kern_unpack_cuda(const void *bucket, gpl_dtype_t wire, const kern_tensor_t *
 }
 
 int kern_scaler_update_cuda(kern_scaler_t *sc_dev, void *stream) { return GPL_ENOCUDA; }
+
+int kern_selftest_cuda(unsigned long long bad[2], unsigned first[2]) { return GPL_ENOCUDA; }

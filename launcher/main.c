@@ -1,5 +1,6 @@
 /* gpulaunch: parse the command line, load the config, start the job (MPI) and run the mode. */
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 
 #include "common/check.h"
 #include "common/mpix.h"
+#include "launcher/ops/audit.h"
 #include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
 #include "common/util.h"
@@ -46,7 +48,8 @@ static const char g_usage[] =
     "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
     "  74 accept: could not run  75 preempted (SIGTERM to the job, or under Slurm preemption,\n"
     "  requeue, time limit, scancel --signal=TERM; requeue it)  143 cancelled by a plain scancel\n"
-    "  76 the job succeeded but a log_dir file or --summary could not be written in full\n"
+    "  76 the job succeeded but a log_dir file or --summary could not be written in full; diag\n"
+    "     wrote no file of its bundle\n"
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
@@ -239,6 +242,12 @@ static int write_summary(launch_t *L, int code) {
 
 /* An output file whose folder is missing (or not safe to write in) is an error before anything
  * runs, not a message after hours of work. %r/%h in the folder are per rank: checked when opened. */
+/* Modes that write the audit log (audit_job.c), and check, which checks it. */
+static int mode_audited(const char *name) {
+  return strcmp(name, "run") == 0 || strcmp(name, "bench") == 0 || strcmp(name, "accept") == 0 ||
+         strcmp(name, "check") == 0;
+}
+
 static int check_output(const char *what, const char *path, int print) {
   if (!path || !*path) return 0;
   const char *slash = strrchr(path, '/');
@@ -283,6 +292,18 @@ int main(int argc, char **argv) {
       check_output(what_p, conf_str(L.conf, "monitor", "prom"), env_rank <= 0) < 0) {
     if (env_rank > 0) util_sleep(0.5); /* rank 0 says it; see the config errors above */
     return GPL_EXIT_USAGE;
+  }
+
+  /* Fail closed: a job with an audit log does not start when the log cannot be written; `check`
+   * says the same. Rank 0 writes the log, so rank 0 checks it (mpirun ends the others). */
+  const char *audit = conf_str(L.conf, "audit", "log");
+  if (audit && *audit && env_rank <= 0 && mode_audited(mode->name)) {
+    char err[PATH_MAX + 300];
+    if (audit_check(audit, err, sizeof err) < 0) {
+      log_print("gpulaunch: %s: [audit] log cannot be written (%s); the job does not start without "
+                "its audit log\n", conf_origin(L.conf, "audit", "log"), err);
+      return GPL_EXIT_CONFIG;
+    }
   }
 
   L.summary = cJSON_CreateObject();

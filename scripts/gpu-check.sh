@@ -87,10 +87,12 @@ step() {
   return 0
 }
 # bench_rows SIZE FILE: "op time us, algbw GB/s, #wrong" of each collective's row at SIZE bytes
-# (out-of-place columns of gpulaunch bench's nccl-tests table; busbw is 0 on one rank).
+# (out-of-place columns of gpulaunch bench's nccl-tests table, or in-place ones for an op that is
+# in-place only, as fused and unfused are: N/A out of place; busbw is 0 on one rank).
 bench_rows() {
   awk -v size="$1" '/Collective test starting:/ { op = $NF }
-    $1 == size { printf "%s %s us %s GB/s %s wrong; ", op, $6, $7, $9 }' "$2"
+    $1 == size { c = ($6 == "N/A") ? 10 : 6
+      printf "%s %s us %s GB/s %s wrong%s; ", op, $c, $(c + 1), $(c + 3), (c == 10 ? " (in place)" : "") }' "$2"
 }
 first_exe() { for f in "$@"; do [[ -x $f ]] && { echo "$f"; return; }; done; }
 why_rc() { case "$1" in 124) echo "timed out" ;; 125) echo "no time left" ;; 77) echo "skipped by the test" ;; *) echo "status $1" ;; esac; }

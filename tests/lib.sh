@@ -51,3 +51,28 @@ run_one() {
   RC=$?
   set -e
 }
+
+# signal_job SIG: send SIG to the background job $JOB and wait for it; its status in $RC and the
+# time the signal was sent in $t0 (for elapsed).
+signal_job() {
+  t0=$(now)
+  kill "-$1" "$JOB"
+  set +e
+  wait "$JOB"
+  RC=$?
+  set -e
+}
+# need_torch_python: PY = a Python that has PyTorch with torch.distributed (Debian's python3-torch
+# is for /usr/bin/python3), or the test is skipped (exit 77).
+need_torch_python() {
+  local p
+  PY=""
+  for p in /usr/bin/python3 python3; do
+    if "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null; then
+      PY=$(command -v "$p")
+      return 0
+    fi
+  done
+  echo "SKIP: no Python with PyTorch (scripts/install-deps.sh installs Debian's python3-torch)"
+  exit 77
+}

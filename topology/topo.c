@@ -1,5 +1,6 @@
 /* Topology discovery: hwloc (live or XML) with I/O kept -> GPUs and NICs with PCI locality and NUMA. */
 #include "topology/topo.h"
+#include "topology/xml_check.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -449,6 +450,7 @@ static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t
     rc = GPL_ETOPO;
     goto fail;
   }
+  if (xml_path) CHECKGOTO(topo_xml_check(xml_path, file_text, t->hw), rc, fail);
   free(file_text);
   file_text = NULL;
   t->live = xml_path == NULL && hwloc_topology_is_thissystem(t->hw);

@@ -177,6 +177,7 @@ typedef struct accept_opts_s {
   double budget;            /* seconds one measurement may take before it does fewer iterations */
   accept_search_mode_t search;
   int strict;               /* warnings count as failures */
+  int compare;              /* [accept] compare: 1 majority (nodes against each other), 0 off */
   double max_gpu_temp;      /* C (NVML) */
   char iface[64];           /* the interface every rank must use (the start-up's choice is checked
                              * against it); "" = whatever the start-up agreed on */
@@ -225,6 +226,41 @@ int accept_xid_scan(const char *text, char *last, size_t len);
 /** PCIe generation/width that give hwloc's link speed (GB/s): "Gen4 x16" or "Gen3 x16 or
  * Gen4 x8"; "" when nothing matches. */
 const char *accept_pcie_decode(double gbps, char *buf, size_t len);
+
+/* ---- Nodes against each other (accept_compare.c) ------------------------------------------ */
+
+/* What is compared between nodes. A property with an explicit expectation ([accept] gpus,
+ * gpu_model, nics) is checked against that instead. */
+typedef enum accept_prop_e {
+  ACCEPT_PROP_GPU_COUNT = 0, /* "8" */
+  ACCEPT_PROP_GPU_MODEL,     /* "NVIDIA H200", "7 x A, 1 x B" when mixed, "no GPU" */
+  ACCEPT_PROP_NIC,           /* "32 x Elastic Fabric Adapter (EFA), 1 x ENA 100 Gb/s", "none" */
+  ACCEPT_PROP_PCIE,          /* GPU links: "x16" (live width) or "63.0 GB/s (Gen5 x16 ...)" (file) */
+  ACCEPT_PROP_NVLINK,        /* "18 of 18 links active" per GPU (NVML); "" where not known */
+  ACCEPT_NPROPS
+} accept_prop_t;
+
+#define ACCEPT_PROFILE_LEN ACCEPT_TEXT_LEN
+
+/* A node's hardware as compared with the others'. Plain data (sent as bytes). */
+typedef struct accept_profile_s {
+  int32_t known;                            /* 0: the node's topology could not be loaded */
+  char v[ACCEPT_NPROPS][ACCEPT_PROFILE_LEN]; /* each property as text; "" = not known here */
+} accept_profile_t;
+
+/** "gpu count", "gpu model", "nics", "pcie links", "nvlink" (the subject of its rows). */
+const char *accept_prop_name(accept_prop_t p);
+/** The profile of a node from its topology (NULL: not loaded) and the node checks it ran
+ * (pcie_link, nvlink rows; may be NULL). \return 0 or GPL_ENOMEM. */
+int accept_profile_make(const topo_t *t, const accept_list_t *checks, accept_profile_t *p);
+/** One "majority" row per node and compared property (subject: accept_prop_name): pass when the
+ * node has the value more than half of the nodes that report it have; fail naming the host, its
+ * value and the majority's (and who holds it) when it differs; with no majority, every node
+ * fails and the row says who has what. Properties with an explicit expectation are left out;
+ * nothing when [accept] compare = off; one skipped row for a one-node job. \return 0 or
+ * GPL_ENOMEM. */
+int accept_compare_nodes(const accept_profile_t *profiles, int nnodes, const char *const *hosts,
+                         const accept_opts_t *o, accept_list_t *out);
 
 /* ---- Network: the start-up's interface and preflight as checks (accept_reach.c) ------------- */
 
@@ -287,6 +323,7 @@ typedef struct accept_nodeinfo_s {
   int32_t rdma_mbps;      /* their speeds summed */
   int32_t live;
   char boot_id[40];       /* the kernel's boot id: nodes with the same one share a machine */
+  accept_profile_t profile; /* the node's hardware, for the comparison between nodes */
 } accept_nodeinfo_t;
 
 /** The threshold for min_busbw = auto from what the nodes reported; < 0 when none can be

@@ -25,8 +25,17 @@ static int check_gpu_count(const accept_node_ctx_t *x, accept_list_t *out) {
   accept_check_t c;
   node_check(&c, x, "gpu_count", "");
   accept_check_value(&c, x->t->ngpus, "", "%d", x->t->ngpus);
-  if (x->o->gpus < 0) {
-    accept_check_set(&c, ACCEPT_SKIP, "no expectation: [accept] gpus is not set");
+  if (x->o->gpus < 0 && x->t->ngpus == 0) {
+    /* A GPU acceptance run on a node without one is no pass: the job would have nothing to run
+     * on. A run meant for CPU-only nodes says so. */
+    accept_check_threshold(&c, ">= 1 ([accept] gpus not set)");
+    accept_check_set(&c, ACCEPT_FAIL, "no GPU on this node (%s sees no NVIDIA GPU): a GPU run has nothing "
+                     "to run on here; if this run is meant for nodes without GPUs, set [accept] gpus = 0 "
+                     "(or --gpus 0)", x->t->live ? "hwloc" : "the topology file");
+  } else if (x->o->gpus < 0) {
+    accept_check_threshold(&c, ">= 1 ([accept] gpus not set)");
+    accept_check_set(&c, ACCEPT_PASS, "%d NVIDIA GPU(s) on the PCI bus; no count expected ([accept] gpus)%s",
+                     x->t->ngpus, x->o->compare ? ": compared with the other nodes' (majority)" : "");
   } else {
     accept_check_threshold(&c, "== %d", x->o->gpus);
     if (x->t->ngpus == x->o->gpus)
@@ -50,7 +59,8 @@ static int check_gpu_model(const accept_node_ctx_t *x, accept_list_t *out) {
   node_check(&c, x, "gpu_model", "");
   const topo_t *t = x->t;
   if (!x->o->gpu_model[0]) {
-    accept_check_set(&c, ACCEPT_SKIP, "no expectation: [accept] gpu_model is not set");
+    accept_check_set(&c, ACCEPT_SKIP, "no expectation: [accept] gpu_model is not set%s",
+                     x->o->compare ? " (compared with the other nodes' instead: majority)" : "");
     if (t->ngpus > 0) accept_check_text(&c, "%s", t->gpus[0].model);
     return accept_list_add(out, &c);
   }
@@ -183,7 +193,8 @@ static int check_nics(const accept_node_ctx_t *x, accept_list_t *out) {
   accept_check_t c;
   if (!x->o->nics[0]) {
     node_check(&c, x, "nic", "");
-    accept_check_set(&c, ACCEPT_SKIP, "no expectation: [accept] nics is not set");
+    accept_check_set(&c, ACCEPT_SKIP, "no expectation: [accept] nics is not set%s",
+                     x->o->compare ? " (compared with the other nodes' instead: majority)" : "");
     accept_check_text(&c, "%d NIC(s)", t->nnics);
     return accept_list_add(out, &c);
   }

@@ -17,6 +17,11 @@ static const char g_accept_usage[] =
       "model, PCIe links, expected NICs up and fast enough, a NIC near each GPU, each rank bound\n"
       "near its GPU, GPU health through NVML (ECC, retired pages or remapped rows, Xid, clocks,\n"
       "temperature, NVLink).\n"
+      "Nodes against each other (compare = majority): a node whose GPU count, GPU model, NICs\n"
+      "(count, model, speed), PCIe or NVLink links differ from what most nodes have fails, named\n"
+      "with its value and the majority's; with no majority (2 nodes that differ) all of them fail.\n"
+      "Explicit expectations (gpus, gpu_model, nics) replace the comparison of what they cover.\n"
+      "A node without a GPU fails unless the run is meant for that: [accept] gpus = 0 (--gpus 0).\n"
       "Per job: the start-up's interface agreement and TCP preflight between the nodes (what the\n"
       "job's programs get), allreduce bus bandwidth against [accept] min_busbw, and a search\n"
       "for a slow node or link (ring of node pairs, then pairs; halving when needed) that names\n"
@@ -31,6 +36,8 @@ static const char g_accept_usage[] =
       "  --min-busbw X        GB/s, or auto ([accept] min_busbw)\n"
       "  --size BYTES         allreduce size ([accept] size; 0: 64M on CPU, 1G on GPU)\n"
       "  --gpus N, --gpu-model TEXT, --nics LIST, --search ring|halving|off\n"
+      "                       expectations ([accept] keys); --gpus 0 accepts nodes without GPUs\n"
+      "  --compare majority|off   nodes against each other ([accept] compare; default majority)\n"
       "  --strict             warnings fail the run too ([accept] strict)\n"
       "  --progress, --no-progress   progress line (default: when the terminal is a tty)\n"
       "\n"
@@ -47,6 +54,7 @@ void accept_opts_default(accept_opts_t *o) {
   o->iters = 10;
   o->budget = 10;
   o->search = ACCEPT_SEARCH_RING;
+  o->compare = 1;
   o->max_gpu_temp = 85;
   o->probe = 1;
   o->probe_timeout = 5;
@@ -81,6 +89,7 @@ int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
               : strcmp(se, "halving") == 0 ? ACCEPT_SEARCH_HALVING
                                            : ACCEPT_SEARCH_RING;
   o->strict = conf_bool(c, "accept", "strict");
+  o->compare = strcmp(conf_str(c, "accept", "compare"), "off") != 0;
   o->max_gpu_temp = conf_double(c, "accept", "max_gpu_temp");
   snprintf(o->iface, sizeof o->iface, "%s", conf_str(c, "accept", "iface"));
   const char *pr = conf_str(c, "topology", "probe");
@@ -102,10 +111,11 @@ static const struct option g_accept_opts[] = {
     {"gpu-model", required_argument, 0, OPT_KEY + 3},  {"nics", required_argument, 0, OPT_KEY + 4},
     {"search", required_argument, 0, OPT_KEY + 5},     {"pair-size", required_argument, 0, OPT_KEY + 6},
     {"iters", required_argument, 0, OPT_KEY + 7},      {"iface", required_argument, 0, OPT_KEY + 8},
-    {"pair-fraction", required_argument, 0, OPT_KEY + 9}, {"help", no_argument, 0, 'h'},
+    {"pair-fraction", required_argument, 0, OPT_KEY + 9}, {"compare", required_argument, 0, OPT_KEY + 10},
+    {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 static const char *const g_keys[] = {"min_busbw", "size", "gpus", "gpu_model", "nics", "search",
-                                     "pair_size", "iters", "iface", "pair_fraction"};
+                                     "pair_size", "iters", "iface", "pair_fraction", "compare"};
 const cli_spec_t mode_accept_cli = {"h", g_accept_opts};
 
 int accept_opts_from_argv(accept_opts_t *o, conf_t *c, int argc, char **argv, int print) {
@@ -172,6 +182,7 @@ cJSON *accept_opts_json(const accept_opts_t *o) {
   static const char *const se[] = {"off", "ring", "halving"};
   cJSON_AddStringToObject(j, "search", se[o->search]);
   cJSON_AddBoolToObject(j, "strict", o->strict);
+  cJSON_AddStringToObject(j, "compare", o->compare ? "majority" : "off");
   cJSON_AddNumberToObject(j, "max_gpu_temp_C", o->max_gpu_temp);
   cJSON_AddStringToObject(j, "iface", o->iface);
   static const char *const pr[] = {"off", "ring", "all"};

@@ -38,6 +38,8 @@ static const struct {
     {"nic", "an expected network card is present and its link is up"},
     {"nic_speed", "the network card's link speed is at least the minimum"},
     {"gpu_nic_path", "the GPU has a network card close by on PCIe (for GPUDirect RDMA)"},
+    {"majority", "the node's hardware (GPU count and model, NICs, PCIe and NVLink links) is what most "
+                 "nodes have"},
     {"numa_binding", "the rank runs on CPUs of its GPU's NUMA node"},
     {"ecc", "no uncorrectable GPU memory errors (NVML)"},
     {"retired_pages", "GPU memory: no retirement or row remap pending, no failed remap (NVML)"},

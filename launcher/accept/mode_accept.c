@@ -40,8 +40,10 @@ static const char *xml_path(const launch_t *L) {
   return x && *x ? x : NULL;
 }
 
-/* This node's facts for min_busbw = auto (the leader's are used). */
-static void node_info(const topo_t *t, const accept_if_t *ifc, int node, accept_nodeinfo_t *ni) {
+/* This node's facts for min_busbw = auto and the comparison between nodes (the leader's are
+ * used; checks: the node checks it ran). */
+static void node_info(const topo_t *t, const accept_if_t *ifc, int node, const accept_list_t *checks,
+                      accept_nodeinfo_t *ni) {
   memset(ni, 0, sizeof *ni);
   ni->node = node;
   ni->if_speed_mbps = ifc->speed_mbps;
@@ -52,6 +54,7 @@ static void node_info(const topo_t *t, const accept_if_t *ifc, int node, accept_
     free(boot);
   }
   util_strlcpy(ni->ifname, ifc->name, sizeof ni->ifname);
+  (void)accept_profile_make(t, checks, &ni->profile); /* out of memory: not known, not compared */
   if (!t) return;
   ni->live = t->live;
   ni->ngpus = t->ngpus;
@@ -348,7 +351,7 @@ int mode_accept(launch_t *L) {
   accept_nodeinfo_t ni_mine, *ni_all = calloc((size_t)job->size, sizeof *ni_all);
   accept_nodeinfo_t *ni = calloc((size_t)job->nnodes, sizeof *ni);
   if (!ni_all || !ni) return GPL_EXIT_INTERNAL;
-  node_info(t, &ifc, job->node, &ni_mine);
+  node_info(t, &ifc, job->node, &mine, &ni_mine);
 
   /* 4. Gather. From here every step is collective. */
   accept_progress(progress, 3, NSTEPS, "gathering node results");
@@ -358,6 +361,24 @@ int mode_accept(launch_t *L) {
   if (err == GPL_OK)
     for (int n = 0; n < job->nnodes; n++) ni[n] = ni_all[job->leader_of_node[n]];
   accept_list_free(&mine);
+
+  /* 4b. Nodes against each other (rank 0, on the node facts just gathered). */
+  if (err == GPL_OK && rank0) {
+    accept_profile_t *prof = calloc((size_t)job->nnodes, sizeof *prof);
+    accept_list_t cl = {0};
+    for (int n = 0; prof && n < job->nnodes; n++) {
+      prof[n] = ni[n].profile;
+      for (int p = 0; p < ACCEPT_NPROPS; p++) prof[n].v[p][ACCEPT_PROFILE_LEN - 1] = 0; /* bytes from a rank */
+    }
+    if (!prof || accept_compare_nodes(prof, job->nnodes, (const char *const *)hosts, &o, &cl) < 0) {
+      accept_check_init(&c, "majority", "", -1, -1, "");
+      accept_check_set(&c, ACCEPT_ERROR, "the nodes could not be compared: out of memory");
+      accept_report_add(&rep, &c);
+    }
+    add_list(&rep, &cl);
+    accept_list_free(&cl);
+    free(prof);
+  }
 
   /* 5. Reachability: the start-up's answer, the one the job's programs got (no second probe). */
   if (err == GPL_OK) {

@@ -205,6 +205,7 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
   int rc;
   switch (k->type) {
     case CONF_STR:
+    case CONF_OUTPATH:
     case CONF_FREE:
       return 0;
     case CONF_INT: {
@@ -236,6 +237,8 @@ static int parse_value(conf_t *c, conf_val_t *v, const char *text, char *msg, si
         return snprintf(msg, len, "'%s' is out of range (at most %.0f s, %.0f days)", text,
                         UTIL_DURATION_MAX, UTIL_DURATION_MAX / 86400), -1;
       if (rc) return snprintf(msg, len, "'%s' is not a duration (e.g. 30s, 500ms, 2m)", text), -1;
+      if (k->min != k->max && *text && v->d < k->min)
+        return snprintf(msg, len, "'%s' is below the minimum %gs", text, k->min), -1;
       return 0;
     case CONF_ENUM:
       if (*text && !choice_ok(k->choices, text)) {
@@ -570,7 +573,15 @@ static char *read_line(char *buf, int size, void *stream) {
     }
     if (!strchr(t, '=') && !strchr(t, ':')) {
       if (c->line_indented && c->prev_key[0]) return buf; /* continuation of a value */
-      add_error(c, c->line, "expected 'key = value' or '[section]', found '%s'", t);
+      /* "HF_TOKEN hf_x" (the '=' forgotten): a secret-named first word hides the rest; the
+       * shapes and known secret values go when the errors are printed (load) */
+      size_t w = strcspn(t, " \t");
+      char first[256];
+      util_strlcpy(first, t, w + 1 < sizeof first ? w + 1 : sizeof first);
+      if (t[w] && util_is_secret_name(first))
+        add_error(c, c->line, "expected 'name = value' or '[section]', found '%s %s'", first, REDACTED);
+      else
+        add_error(c, c->line, "expected 'name = value' or '[section]', found '%s'", t);
       buf[0] = '\n';
       buf[1] = 0;
       return buf;
@@ -593,7 +604,9 @@ static conf_t *conf_new(void) {
 }
 
 /* Parse text (the file's bytes, len of them) as the config file path; path NULL: defaults. */
-static int load(conf_t **out, const char *path, const char *text, size_t len, const char *read_err) {
+/* errors_out: NULL to print the errors (rank 0), else where the printed text goes (malloc'd). */
+static int load(conf_t **out, const char *path, const char *text, size_t len, const char *read_err,
+                char **errors_out) {
   conf_t *c = conf_new();
   ALLOCCHECK(c);
   int rc = GPL_OK;
@@ -618,10 +631,16 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
       conf_val_t *v = &c->vals[i];
       if (!v->text) continue;
       char msg[PATH_MAX + 200];
-      int typed = v->k->type != CONF_STR && v->k->type != CONF_FREE && v->k->type != CONF_COMMAND;
+      int typed = v->k->type != CONF_STR && v->k->type != CONF_OUTPATH && v->k->type != CONF_FREE &&
+                  v->k->type != CONF_COMMAND;
       if (typed && !*v->text) {
         add_error(c, v->line, "[%s] %s: empty value (remove the line for the default, '%s')",
                   v->k->section, v->k->key, v->k->def);
+        continue;
+      }
+      if (v->k->type == CONF_OUTPATH && !*v->text) {
+        add_error(c, v->line, "[%s] %s: empty value (give a path, or remove the line to leave it off)",
+                  v->k->section, v->k->key);
         continue;
       }
       if (parse_value(c, v, v->text, msg, sizeof msg))
@@ -637,7 +656,16 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     if (c->nerrors > MAX_ERRORS_SHOWN)
       strbuf_printf(&c->errors, "gpulaunch: %s: ... and %d more errors\n", c->path,
                     c->nerrors - MAX_ERRORS_SHOWN);
-    if (job_env_rank() <= 0) log_print("%s", strbuf_str(&c->errors));
+    /* No error quotes a secret: a value of the file's secret-named [env]/[nccl] keys or of a
+     * secret-named environment variable, wherever it stands (a bad 'grace = <that value>'
+     * too), and anything of a key's shape (redact_text). */
+    conf_register_secrets(c);
+    const char *all = strbuf_str(&c->errors);
+    char *shown = redact_text(all, strlen(all));
+    if (errors_out) *errors_out = shown, shown = NULL;
+    else if (job_env_rank() <= 0)
+      log_print("%s", shown ? shown : "gpulaunch: config errors (not shown: no memory)\n");
+    free(shown);
     rc = GPL_ECONFIG;
     goto fail;
   }
@@ -650,7 +678,7 @@ fail:
 }
 
 int conf_load(conf_t **out, const char *path) {
-  if (!path) return load(out, NULL, NULL, 0, NULL);
+  if (!path) return load(out, NULL, NULL, 0, NULL, NULL);
   char *text = NULL;
   size_t len = 0;
   char err[PATH_MAX + 128];
@@ -664,16 +692,22 @@ int conf_load(conf_t **out, const char *path) {
       if (*why == ':') why++;
       while (*why == ' ') why++;
     }
-    rc = load(out, path, NULL, 0, why);
+    rc = load(out, path, NULL, 0, why, NULL);
   } else {
-    rc = load(out, path, text, len, NULL);
+    rc = load(out, path, text, len, NULL, NULL);
   }
   free(text);
   return rc;
 }
 
 int conf_load_text(conf_t **out, const char *name, const char *text, size_t len) {
-  return load(out, name ? name : "(text)", text, len, NULL);
+  return load(out, name ? name : "(text)", text, len, NULL, NULL);
+}
+
+int conf_load_text_errors(conf_t **out, const char *name, const char *text, size_t len,
+                          char **errors) {
+  *errors = NULL;
+  return load(out, name ? name : "(text)", text, len, NULL, errors);
 }
 
 void conf_free(conf_t *c) {
@@ -716,6 +750,10 @@ int conf_set(conf_t *c, const char *section, const char *key, const char *value,
   if (!v) {
     LOG_ERROR("conf_set: unknown key [%s] %s", section, key);
     return GPL_EINVAL;
+  }
+  if (v->k->type == CONF_OUTPATH && !*value) {
+    log_print("gpulaunch: %s: empty value for [%s] %s (give a path)\n", origin, section, key);
+    return GPL_ECONFIG;
   }
   char msg[PATH_MAX + 200];
   char *old = v->text;

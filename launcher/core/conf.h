@@ -8,6 +8,8 @@
 
 typedef enum conf_type_e {
   CONF_STR,      /* any text */
+  CONF_OUTPATH,  /* a file gpulaunch writes: any text but empty (an output path a template left
+                  * empty would silently turn the output off), in the file and on the command line */
   CONF_INT,      /* whole number within [min,max] */
   CONF_DOUBLE,   /* number within [min,max] */
   CONF_BOOL,     /* true/false/yes/no/on/off/1/0 */
@@ -26,7 +28,7 @@ typedef struct conf_key_s {
   conf_type_t type;
   const char *def;     /* default as text ("" = unset) */
   const char *choices; /* CONF_ENUM: "a|b|c" */
-  double min, max;     /* CONF_INT / CONF_DOUBLE bounds (min == max: no bounds) */
+  double min, max;     /* CONF_INT / CONF_DOUBLE / CONF_DURATION bounds (min == max: none) */
   const char *help;
 } conf_key_t;
 
@@ -39,6 +41,10 @@ int conf_load(conf_t **out, const char *path);
 /* The same from text in memory (len bytes, NUL bytes included) named name in messages: what
  * conf_load does after reading the file, for tests and the fuzzer. */
 int conf_load_text(conf_t **out, const char *name, const char *text, size_t len);
+/* conf_load_text that prints nothing: on GPL_ECONFIG, *errors is the text that would have been
+ * printed (redacted as printed; malloc'd, or NULL without memory). For tests and fuzzers. */
+int conf_load_text_errors(conf_t **out, const char *name, const char *text, size_t len,
+                          char **errors);
 void conf_free(conf_t *c);
 /* Set or override one value (command-line options); origin says where it came from ("--op").
  * Validated like the file. */

@@ -56,7 +56,7 @@ static const conf_key_t g_schema[] = {
     {"job", "master_port", CONF_INT, "0", NULL, 0, 65535,
      "MASTER_PORT for the program (0: a free port chosen on rank 0's node)"},
     {"job", "omp_num_threads", CONF_INT, "0", NULL, 0, 4096,
-     "OMP_NUM_THREADS (0: the cores bound to the rank; never overrides the environment)"},
+     "OMP_NUM_THREADS (0: the cores bound to the rank divided by the node's ranks sharing them, at least 1; never overrides the environment)"},
     /* Free sections. */
     {"env", "*", CONF_FREE, "", NULL, 0, 0, "KEY = value lines added to the program's environment"},
     {"nccl", "*", CONF_FREE, "", NULL, 0, 0,
@@ -112,7 +112,10 @@ static const conf_key_t g_schema[] = {
     {"bench", "tensor_bytes", CONF_SIZE, "0", NULL, 0, 0,
      "fused/unfused: split the buffer into tensors of this size (0: one tensor)"},
     /* [accept]: gpulaunch accept. */
-    {"accept", "gpus", CONF_INT, "-1", NULL, -1, 1024, "expected GPUs per node (-1: not checked)"},
+    {"accept", "gpus", CONF_INT, "-1", NULL, -1, 1024,
+     "expected GPUs per node (-1: any number but none; 0: a run for nodes without GPUs)"},
+    {"accept", "compare", CONF_ENUM, "majority", "majority|off", 0, 0,
+     "nodes against each other: GPU count/model, NICs, PCIe/NVLink links as most nodes have them"},
     {"accept", "gpu_model", CONF_STR, "", NULL, 0, 0, "expected GPU model (substring, e.g. H100)"},
     {"accept", "nics", CONF_STR, "", NULL, 0, 0, "NICs expected present and up (comma list)"},
     {"accept", "nic_min_speed", CONF_DOUBLE, "0", NULL, 0, 1e9, "minimum NIC speed (Gb/s)"},
@@ -137,16 +140,18 @@ static const conf_key_t g_schema[] = {
      "interface every rank must use: fails when the start-up agreed on another (default: any)"},
     /* [monitor]: GPU utilisation monitor of wrapped programs. */
     {"monitor", "enabled", CONF_BOOL, "true", NULL, 0, 0, "sample the rank's GPU (NVML)"},
-    {"monitor", "interval", CONF_DURATION, "5s", NULL, 0, 0, "sampling interval"},
+    {"monitor", "interval", CONF_DURATION, "5s", NULL, 0.01, UTIL_DURATION_MAX, "sampling interval (at least 10ms)"},
     {"monitor", "sm_threshold", CONF_DOUBLE, "80", NULL, 0, 100,
      "warn when SM activity (GPM, Hopper+), else GPU busy time, stays under this (percent) "
      "for the window"},
     {"monitor", "window", CONF_DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low"},
     {"monitor", "replay", CONF_PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)"},
-    {"monitor", "metrics", CONF_STR, "", NULL, 0, 0, "write samples as JSON lines"},
-    {"monitor", "prom", CONF_STR, "", NULL, 0, 0, "write a Prometheus textfile"},
+    {"monitor", "metrics", CONF_OUTPATH, "", NULL, 0, 0, "write samples as JSON lines"},
+    {"monitor", "prom", CONF_OUTPATH, "", NULL, 0, 0, "write a Prometheus textfile"},
     /* [audit] */
-    {"audit", "log", CONF_STR, "", NULL, 0, 0, "append one JSON line per job start and end (0600)"},
+    {"audit", "log", CONF_OUTPATH, "", NULL, 0, 0,
+     "append one JSON line per job start and end (0600); a log that cannot be opened fails the job "
+     "at start-up"},
 };
 
 const conf_key_t *conf_schema(int *n) {

@@ -105,15 +105,29 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
     char msg[512];
     (void)plan_bind(out->topo, me, msg, sizeof msg);
   }
-  /* Cores available to the rank: its share, counted in whole cores. */
+  /* Threads for the rank (OMP_NUM_THREADS): the whole cores of its binding divided by the node's
+   * ranks whose bindings share them (more ranks than cores get the same cores), at least 1; so
+   * the node's ranks together never run more threads than it has cores (or than there are
+   * ranks). Unbound: the CPUs this process may use, shared by all the node's ranks. */
   int cores = hwloc_get_nbobjs_inside_cpuset_by_type(out->topo->hw, me->cpuset, HWLOC_OBJ_CORE);
   if (cores <= 0) cores = hwloc_bitmap_weight(me->cpuset);
+  int sharers = 0;
   if (out->plan->bind == PLAN_BIND_NONE || cores <= 0) {
     cpu_set_t set;
-    int ncpu = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-    cores = ncpu / (o.local_size > 0 ? o.local_size : 1);
+    cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    sharers = o.local_size > 0 ? o.local_size : 1;
+  } else {
+    for (int i = 0; i < out->plan->nranks; i++)
+      sharers += hwloc_bitmap_intersects(out->plan->ranks[i].cpuset, me->cpuset) != 0;
   }
-  out->cores = cores > 0 ? cores : 1;
+  if (sharers < 1) sharers = 1;
+  out->cores = cores / sharers > 0 ? cores / sharers : 1;
+  const char *user_omp = getenv("OMP_NUM_THREADS");
+  if (sharers > 1 && lr == 0 && !(user_omp && user_omp[0]) &&
+      !(L->conf && conf_int(L->conf, "job", "omp_num_threads") > 0))
+    log_print("gpulaunch: host %s: %d ranks share %d core%s: OMP_NUM_THREADS=%d each (set "
+              "OMP_NUM_THREADS or [job] omp_num_threads to choose)\n",
+              host, sharers, cores, cores == 1 ? "" : "s", out->cores);
 
   /* The plan leaves CUDA_VISIBLE_DEVICES unset when the node's ranks use every GPU in bus order;
    * a value inherited anyway (a topology from a file says nothing of it) must not reach the

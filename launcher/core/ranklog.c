@@ -28,10 +28,7 @@ int ranklog_open(ranklog_t *l, job_t *job, const char *log_dir, const char *orig
   ALLOCCHECK(all);
   memset(&me, 0, sizeof me);
   util_fmt(l->path, sizeof l->path, "%s/rank-%d.log", log_dir, job->rank);
-  if (util_mkdir_p(log_dir, 0700) < 0) {
-    me.rc = GPL_ESYS;
-    util_fmt(me.msg, sizeof me.msg, "cannot create the folder %s: %s", log_dir, strerror(errno));
-  } else {
+  if ((me.rc = safefile_mkdir_p(log_dir, 0700, me.msg, sizeof me.msg)) == GPL_OK) {
     me.rc = safefile_open_append(l->path, &l->fd, me.msg, sizeof me.msg);
   }
   int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (log files)");

@@ -81,6 +81,10 @@ int audit_file_sha256(const char *path, char hex[65]) {
   return rc;
 }
 
+int audit_check(const char *path, char *err, size_t errlen) {
+  return safefile_check_append(path, err, errlen);
+}
+
 int audit_append_line(const char *path, const char *line) {
   /* O_NOFOLLOW, 0600, in a folder of ours or root's, an existing file ours with one link: a
    * link planted in a shared log folder must not make a root job append to another file. */

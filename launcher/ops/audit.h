@@ -29,12 +29,18 @@ void audit_info_init(audit_info_t *info);
 /* Append the start line. The file is created 0600 (and an existing file's mode is never
  * loosened); the line is one write(2) under an exclusive flock, with O_APPEND, so concurrent
  * jobs never interleave or lose lines. 0, GPL_ETIMEDOUT (lock not obtained within 10 s) or
- * GPL_ESYS/GPL_EIO (logged as a warning: an audit failure does not stop the job). */
+ * GPL_ESYS/GPL_EIO (logged as a warning: the job checked the log with audit_check before it
+ * started, so this is a log lost mid-job). */
 int audit_job_start(const char *path, const audit_info_t *info);
 /* Append the end line: the start line's fields plus exit status, root cause (NULL when the job
  * succeeded) and duration. */
 int audit_job_end(const char *path, const audit_info_t *info, int exit_status,
                   const char *root_cause);
+
+/* Can the audit log be appended to (checked before a job starts: a job that must be audited
+ * does not start without its log)? safefile_check_append: 0, or a negative GPL_E* code with one
+ * line in err. */
+int audit_check(const char *path, char *err, size_t errlen);
 
 /* SHA-256 of a file as 64 hex digits (OpenSSL libcrypto). 0, GPL_ENOENT or GPL_ESYS. */
 int audit_file_sha256(const char *path, char hex[65]);

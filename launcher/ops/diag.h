@@ -71,6 +71,8 @@ int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_
 int diag_run(char *const argv[], double timeout_s, char **out, int *status);
 /* Write text to dir/name, redacted, mode 0644. 0, GPL_ESYS (logged) or GPL_ENOMEM. */
 int diag_write(const char *dir, const char *name, const char *text);
+/* Files diag_write has written in this process. */
+int diag_files_written(void);
 /* The kernel log since boot from /dev/kmsg, without blocking (diag, and accept's Xid check):
  * the message of each record (its "prio,seq,usec,flags;" header dropped), each ending with a
  * newline, appended to out; at most DIAG_KMSG_MAX_RECORDS records. 0, GPL_ESYS when /dev/kmsg

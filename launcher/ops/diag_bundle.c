@@ -1,6 +1,7 @@
 /* diag bundle: one folder per node plus SUMMARY.txt with every node's verdicts, and a .tar.gz. */
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,11 +241,18 @@ int diag_bundle(const diag_opts_t *o, char *out_path, size_t len, diag_verdicts_
   snprintf(host_dir, sizeof host_dir, "%s/%s", out, job ? job->host : util_hostname());
   int rc = 0;
   if (leader) {
-    if (util_mkdir_p(host_dir, 0700) < 0) {
-      LOG_WARN("diag: cannot create %s: %s", host_dir, strerror(errno));
-      rc = GPL_ESYS;
+    char err[PATH_MAX + 300];
+    if ((rc = safefile_mkdir_p(host_dir, 0700, err, sizeof err)) < 0) {
+      LOG_WARN("diag: cannot create the bundle's folder: %s", err);
     } else {
       node_sections(o, host_dir, &v);
+    }
+    if (diag_files_written() == 0) {
+      /* nothing of this node is in the bundle: said in the verdicts (rank 0's SUMMARY.txt) and
+       * by the exit status, never a "bundle in ..." that holds nothing */
+      diag_verdict_add(&v, DIAG_ERROR, "diag: nothing could be written in %s (see the warnings)",
+                       host_dir);
+      rc = GPL_EIO;
     }
   }
   if (verdicts) *verdicts = v;

@@ -89,6 +89,10 @@ int diag_run(char *const argv[], double timeout_s, char **out, int *status) {
   return timed_out ? GPL_ETIMEDOUT : 0;
 }
 
+static int g_written; /* files diag_write wrote in this process */
+
+int diag_files_written(void) { return g_written; }
+
 int diag_write(const char *dir, const char *name, const char *text) {
   char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -97,6 +101,7 @@ int diag_write(const char *dir, const char *name, const char *text) {
   char err[4096 + 200];
   int rc = safefile_write_text(path, clean, err, sizeof err);
   if (rc < 0) LOG_WARN("diag: cannot write: %s", err);
+  else g_written++;
   free(clean);
   return rc;
 }

@@ -60,8 +60,11 @@ int mode_diag(launch_t *L) {
   diag_verdicts_t v;
   int rc = diag_bundle(&o, out, sizeof out, &v);
   if (rc < 0) {
-    LOG_ERROR("diag: the bundle could not be written: %s", gpl_strerror(rc));
-    return rc == GPL_ETIMEDOUT ? GPL_EXIT_TIMEOUT : GPL_EXIT_INTERNAL;
+    LOG_ERROR("diag: the bundle could not be written under %s: %s", out, gpl_strerror(rc));
+    if (rc == GPL_ETIMEDOUT) return GPL_EXIT_TIMEOUT;
+    /* a folder refused (another user's link, an unsafe parent) or nothing written */
+    if (rc == GPL_EIO || rc == GPL_ESYS || rc == GPL_EINVAL || rc == GPL_ENOENT) return GPL_EXIT_OUTPUT;
+    return GPL_EXIT_INTERNAL;
   }
   if (!L->job || L->job->rank == 0) {
     char tarpath[1100];

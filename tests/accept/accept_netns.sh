@@ -54,6 +54,8 @@ SEARCH=ring
 # it and only it.
 cat >"$OUT/accept.conf" <<CONF
 [accept]
+# The hosts share this machine, which has no GPU: a CPU-only run, said so (else gpu_count fails).
+gpus = 0
 # Small buffers: a 50 Mbit/s link moves 2 MiB in under half a second.
 size = 2M
 pair_size = ${PAIR_SIZE:-2M}

@@ -2,19 +2,24 @@
 # `mpirun -np 2 gpulaunch accept CONF --junit j.xml --json j.json`: a threshold that holds exits 0,
 # one that cannot exits 73 with the failure in the JUnit file; warnings pass unless --strict;
 # expectations against a real machine's topology file (g4dn.metal); "could not run" exits 74;
-# every JUnit file validates against junit.xsd; the HTML page is well-formed with its chart.
+# every JUnit file validates against junit.xsd; the HTML page is well-formed with its chart; a
+# node without a GPU fails unless [accept] gpus = 0 (or --gpus 0) allows it.
 #   test_accept_mpi.sh   (GPULAUNCH, MPIEXEC from CTest; GPULAUNCH_TOPOLOGY_DIR, GPULAUNCH_SOURCE_DIR)
 # shellcheck disable=SC1091 # tests/lib.sh, found at run time
 . "$GPULAUNCH_SOURCE_DIR/tests/lib.sh"
 XSD="$GPULAUNCH_SOURCE_DIR/tests/accept/junit.xsd"
 G4DN="$GPULAUNCH_TOPOLOGY_DIR/hwloc-aws-g4dn.metal-8xt4.xml"
 
+# This machine has no GPU: a run of it is a CPU-only run, which accept passes only when told so
+# ([accept] gpus = 0). conf writes that unless a gpus=N is given; gpus= (empty) leaves it unset.
 conf() { # conf NAME KEY=VALUE... -> $T/NAME.conf with an [accept] section (and others after '[')
-  local f="$T/$1.conf"
+  local f="$T/$1.conf" gpus="gpus = 0"
   shift
-  printf '[accept]\nsize = 4M\niters = 4\n' >"$f"
+  for kv in "$@"; do case "$kv" in gpus=) gpus="" ;; gpus=*) gpus="${kv/=/ = }" ;; esac; done
+  printf '[accept]\nsize = 4M\niters = 4\n%s\n' "$gpus" >"$f"
   for kv in "$@"; do
     case "$kv" in
+      gpus=*) ;;
       \[*) printf '%s\n' "$kv" >>"$f" ;;
       *) printf '%s\n' "${kv/=/ = }" >>"$f" ;;
     esac
@@ -128,6 +133,32 @@ assert_eq "$RC" 73 "[accept] iface = nosuch0: exit status"
 assert_eq "$(row "$T/ifbad.json" "interface agreement" status)" fail "[accept] iface = nosuch0"
 assert_grep "$T/ifbad.json" "rank 0 \\(host [^)]*\\) uses $chosen, not nosuch0 as \\[accept\\] iface expects" "the mismatch named"
 pass "reachability: the start-up's interface on one node; [accept] iface checked against it"
+
+# 6c. A GPU acceptance run on a node without a GPU fails, saying how to allow it; gpus = 0 (or
+#     --gpus 0) is a run meant for such nodes and passes. (Skipped where this machine has a GPU.)
+if [ -e /proc/driver/nvidia/gpus ] || lspci -d 10de: 2>/dev/null | grep -q .; then
+  echo "skip: 6c needs a machine without an NVIDIA GPU"
+else
+  conf nogpu min_busbw=0.001 gpus=
+  run_mpi 2 "$GPULAUNCH" accept "$T/nogpu.conf" --json "$T/ng.json" --junit "$T/ng.xml" --html "$T/ng.html"
+  assert_eq "$RC" 73 "no GPU, no [accept] gpus: exit status"
+  assert_eq "$(check_status "$T/ng.json" gpu_count)" fail "gpu_count on a node without a GPU"
+  assert_grep "$T/out" '^FAIL +gpu_count' "terminal row"
+  assert_grep "$T/out" 'no GPU on this node .*set \[accept\] gpus = 0 \(or --gpus 0\)' "the message says how to allow it"
+  assert_grep "$T/out" '^Result: FAIL' "terminal verdict"
+  junit_ok "$T/ng.xml"
+  assert_eq "$(xmllint --xpath 'count(//testcase[@name="gpu_count"]/failure)' "$T/ng.xml")" 1 "gpu_count <failure> in JUnit"
+  assert_grep "$T/ng.html" 'FAILED' "HTML verdict"
+  assert_nogrep "$T/ng.html" 'are fit for the run' "HTML does not call the node fit"
+  run_mpi 2 "$GPULAUNCH" accept "$T/nogpu.conf" --gpus 0 --json "$T/ng0.json"
+  assert_eq "$RC" 0 "no GPU with --gpus 0: exit status"
+  assert_eq "$(check_status "$T/ng0.json" gpu_count)" pass "gpu_count with --gpus 0"
+  conf nogpu0 min_busbw=0.001 gpus=0
+  run_mpi 2 "$GPULAUNCH" accept "$T/nogpu0.conf"
+  assert_eq "$RC" 0 "no GPU with [accept] gpus = 0: exit status"
+  assert_grep "$T/out" '^Result: PASS' "gpus = 0: verdict"
+  pass "no GPU: exit 73 naming [accept] gpus = 0; passes with gpus = 0 and --gpus 0"
+fi
 
 # 7. Usage and progress.
 run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --bogus

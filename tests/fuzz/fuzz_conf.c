@@ -1,11 +1,16 @@
 /* Fuzz target: the config loader (inih under our reader, schema, typed values, continuations,
  * duplicates) on any bytes. Oracles: no crash or sanitizer report; a loaded config answers
- * every getter; time and memory linear in the input (libFuzzer's -timeout and -rss_limit_mb). */
+ * every getter; time and memory linear in the input (libFuzzer's -timeout and -rss_limit_mb);
+ * the errors of a refused config never quote a secret: not the value of a secret-named variable
+ * of the environment (FUZZ_API_TOKEN below, in the corpus and the inputs it grows), not the value
+ * of a secret-named [env] key of the input itself. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "launcher/core/conf.h"
+
+#define SECRET "Zq7xK9pW3mRt"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
@@ -13,12 +18,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* conf_load prints its errors on rank 0 only: as rank 1 it stays quiet (the fuzzer's output
    * is its findings). */
   setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("FUZZ_API_TOKEN", SECRET, 1);
   return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   conf_t *c = NULL;
-  if (conf_load_text(&c, "fuzz.conf", (const char *)data, size) == 0) {
+  char *errors = NULL;
+  if (conf_load_text_errors(&c, "fuzz.conf", (const char *)data, size, &errors) == 0) {
     FUZZ_ASSERT(c != NULL, "loaded without a config");
     int n;
     const conf_key_t *k = conf_schema(&n);
@@ -45,6 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     conf_free(c);
   } else {
     FUZZ_ASSERT(c == NULL, "a refused config was returned");
+    if (errors) FUZZ_ASSERT(strstr(errors, SECRET) == NULL, "an error quotes a secret: %s", errors);
   }
+  free(errors);
   return 0;
 }

@@ -249,6 +249,18 @@ static void test_scaler_device(void **state) {
   CU(cudaFree(ds));
 }
 
+/* The kernels' fp16 conversions are the device's instructions with NaN lanes patched, not mp_*'s
+ * integer code: equal to it for every fp32 input (2^32) and every fp16 input (2^16). */
+static void test_fp16_conversions_exhaustive(void **state) {
+  unsigned long long bad[2] = {1, 1};
+  unsigned first[2] = {0, 0};
+  assert_int_equal(kern_selftest_cuda(bad, first), 0);
+  if (bad[0] || bad[1])
+    fail_msg("fp32->fp16: %llu inputs differ (first 0x%08x); fp16->fp32: %llu differ (first 0x%04x)",
+             bad[0], first[0], bad[1], first[1]);
+  printf("test_kernels_gpu: fp16 conversions equal the reference for all 2^32 + 2^16 inputs\n");
+}
+
 int main(void) {
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
@@ -270,6 +282,7 @@ int main(void) {
       cmocka_unit_test(test_one_large_tensor), cmocka_unit_test(test_chunk_boundaries),
       cmocka_unit_test(test_random_buckets),   cmocka_unit_test(test_many_tensors),
       cmocka_unit_test(test_empty),            cmocka_unit_test(test_scaler_device),
+      cmocka_unit_test(test_fp16_conversions_exhaustive),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc != 0) printf("test_kernels_gpu: failed with seed %llu\n", (unsigned long long)g_seed);

@@ -53,9 +53,14 @@ log = $shared/audit.log
 replay = $GPULAUNCH_SOURCE_DIR/tests/ops/data/all_busy.jsonl
 interval = 10ms
 CONF
+# The audit log fails closed: the job does not start, and the link is named.
+run_one "$GPULAUNCH" "$T/audit.conf"
+untouched "audit log"
+assert_eq "$RC" 65 "a planted audit log: the job does not start"
+assert_grep "$T/err" "\[audit\] log cannot be written \($shared/audit.log is a symbolic link" "the audit link named"
+sed -i '/^\[audit\]/,/^log = /d' "$T/audit.conf"
 run_one "$GPULAUNCH" "$T/audit.conf" --summary "$shared/summary.json" --metrics "$shared/metrics.jsonl"
-untouched "audit log, summary, metrics"
-assert_grep "$T/err" "audit log: cannot open it: $shared/audit.log is a symbolic link" "the audit link named"
+untouched "summary, metrics"
 assert_grep "$T/err" "cannot write the summary: $shared/summary.json is a symbolic link" "the summary link named"
 assert_grep "$T/err" "metrics file: $shared/metrics.jsonl is a symbolic link" "the metrics link named"
 assert_eq "$RC" 76 "the job ran; its summary could not be written: 76"
@@ -105,4 +110,30 @@ if as_user ln "$T/victim" "$shared/rank-0.hard" 2>/dev/null; then
 else
   echo "ok - hard link: the kernel refuses it here (fs.protected_hardlinks=1); nothing to plant"
 fi
+# Issue 19: folders gpulaunch creates (log_dir, diag --out) are made component by component
+# without following another user's link: their link to a folder of ours, as a middle component
+# of log_dir or as the diag bundle's folder, gets nothing created through it.
+mkdir "$T/target" && chmod 0755 "$T/target"
+as_user ln -s "$T/target" "$shared/evil"
+cat >"$T/deep.conf" <<CONF
+[job]
+command = $PROG burst 10
+log_dir = $shared/evil/run1/logs
+CONF
+run_mpi 2 "$GPULAUNCH" "$T/deep.conf"
+assert_eq "$RC" 65 "log_dir through another user's link"
+assert_grep "$T/err" "$shared/evil is a symbolic link owned by another user" "the link is named"
+[[ -z $(ls -A "$T/target") ]] || fail "a folder was created through the link: $(ls -A "$T/target")"
+run_one "$GPULAUNCH" diag --out "$shared/evil/bundle"
+assert_eq "$RC" 76 "diag --out through another user's link"
+assert_grep "$T/err" "symbolic link owned by another user" "diag names the link"
+assert_nogrep "$T/out" "bundle in" "no 'bundle in' when nothing was written"
+[[ -z $(ls -A "$T/target") ]] || fail "diag created something through the link: $(ls -A "$T/target")"
+# A folder another user owns and anyone may write (no sticky bit): nothing is created in it.
+as_user mkdir "$shared/open" && as_user chmod 0777 "$shared/open"
+run_one "$GPULAUNCH" diag --out "$shared/open/bundle"
+assert_eq "$RC" 76 "diag --out in another user's world-writable folder"
+assert_grep "$T/err" "belongs to another user|writable by other users" "the unsafe parent is named"
+[[ ! -e $shared/open/bundle ]] || fail "the bundle folder was created in an unsafe folder"
+pass "log_dir and diag --out: no folder created through another user's link or in their open folder; diag exits 76"
 echo "$TESTS_RUN checks passed"

@@ -162,4 +162,50 @@ run_one "$GPULAUNCH" check "$T/hdr.conf"
 assert_eq "$RC" 65 "[env] HF_TOKEN=..."
 assert_nogrep "$T/err" "S3KRT" "the junk after a header is quoted redacted"
 pass "junk after a section header is an error naming file:line"
+
+# Issue 19: a zero sampling interval, empty output paths and an audit log that cannot be written
+# are errors before anything runs (the audit log fails closed: no job without it; check says so).
+printf '[job]\ncommand = %s sleep 0\n[monitor]\ninterval = 0s\n' "$PROG" >"$T/iv.conf"
+bounded "$GPULAUNCH" check "$T/iv.conf"
+assert_eq "$RC" 65 "[monitor] interval = 0s"
+assert_grep "$T/err" "iv.conf:4: \[monitor\] interval: '0s' is below the minimum" "interval 0 named with file:line"
+for key in "audit log" "monitor metrics" "monitor prom"; do
+  set -- $key
+  printf '[job]\ncommand = %s sleep 0\n[%s]\n%s =\n' "$PROG" "$1" "$2" >"$T/empty.conf"
+  bounded "$GPULAUNCH" check "$T/empty.conf"
+  assert_eq "$RC" 65 "empty [$1] $2"
+  assert_grep "$T/err" "empty.conf:4: \[$1\] $2: empty value" "empty [$1] $2 named with file:line"
+done
+for opt in --metrics --prom; do
+  bounded "$GPULAUNCH" "$opt" "" -- "$PROG" sleep 0
+  assert_eq "$RC" 64 "empty $opt path"
+  assert_grep "$T/err" "$opt: empty value" "empty $opt named"
+done
+printf '[job]\ncommand = %s touch %s\n[audit]\nlog = %s\n' "$PROG" "$T/ran" "$T/no-such-dir/audit.log" >"$T/audit.conf"
+bounded "$GPULAUNCH" check "$T/audit.conf"
+assert_eq "$RC" 65 "check with an audit log that cannot be written"
+assert_grep "$T/err" "audit.conf:4: \[audit\] log cannot be written .*no-such-dir" "check names the audit log"
+run_mpi 2 "$GPULAUNCH" "$T/audit.conf"
+assert_eq "$RC" 65 "a job with an audit log that cannot be written"
+[[ ! -e $T/ran ]] || fail "the program ran without its audit log"
+pass "interval 0s, empty [audit] log / metrics / prom and --metrics/--prom '', audit log unwritable: errors, no job"
+
+# A topology XML whose PCI bus ids are garbage (hwloc drops those objects: "0 GPUs" without a
+# word) or that has no PU objects is a topology error naming the file and what is wrong.
+XML=$(ls "$(dirname "$0")"/../data/topologies/*.xml | head -1)
+sed -E 's/pci_busid="[^"]*"/pci_busid="zz:qq:xx.y"/' "$XML" >"$T/badbus.xml"
+bounded "$GPULAUNCH" topo --topology "$T/badbus.xml"
+assert_eq "$RC" 66 "garbage PCI bus ids"
+assert_grep "$T/err" "badbus.xml: [0-9]+ of [0-9]+ PCI objects have a bus id that is not .*zz:qq:xx.y\" at line [0-9]+" "the bad bus id named"
+python3 - "$XML" "$T/nopu.xml" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r'<object type="PU"[^>]*/>', '', s)
+s = re.sub(r'<object type="PU"[^>]*>.*?</object>', '', s, flags=re.S)
+open(sys.argv[2], 'w').write(s)
+PY
+bounded "$GPULAUNCH" topo --topology "$T/nopu.xml"
+assert_eq "$RC" 66 "a topology without PU objects"
+assert_grep "$T/err" "nopu.xml: no PU \(processing unit\) object" "no PU named"
+pass "topology XML with garbage PCI bus ids or no PU: error 66 naming the file, not 0 GPUs"
 echo "$TESTS_RUN checks passed"

@@ -186,3 +186,11 @@ assert_grep "$T/out" "^NCCL_SOCKET_IFNAME += =eth0 " "[nccl] key with prefix add
 run_one "$GPULAUNCH" env "$T/good.conf"
 assert_grep "$T/out" "^# rank 0 .*: $PROG 'a b' 'c d' 'e f' --long-option value\$" "command split like a shell, continuation line appended"
 pass "check prints the effective settings; commands split like a POSIX shell"
+
+# Log lines name source files relative to the project, never by the build machine's path: the
+# CHECK chain of a failed topology load at info level.
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+GPULAUNCH_LOG=info run_one "$GPULAUNCH" topo --topology "$T/missing.xml"
+assert_grep "$T/err" " topology/[a-z_]+\.c:[0-9]+ -> -[0-9]+ " "the CHECK chain names topology/FILE.c:LINE"
+assert_nogrep "$T/err" "$SRC/" "no absolute source path ($SRC) in log lines"
+pass "log lines show project-relative source paths"

@@ -53,6 +53,30 @@ assert_grep "$T/out" "^\[$host:1\] ENV OMP_NUM_THREADS=3\$" "OMP_NUM_THREADS fro
 assert_grep "$T/out" "^\[$host:1\] ENV WORLD_SIZE=2\$" "-- PROGRAM: WORLD_SIZE"
 pass "-- PROGRAM without a config; OMP_NUM_THREADS not overridden"
 
+# Ranks that share cores share their threads: OMP_NUM_THREADS = the binding's cores / the ranks
+# sharing them (at least 1), so a node's ranks never run more threads than max(cores, ranks); one
+# notice line says so. Ranks = 2x the cores forces sharing whatever this machine has.
+ncores=$(lscpu -p=CORE 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+((ncores > 0)) || ncores=$(nproc)
+nr=$((2 * ncores))
+for bind in cores none; do
+  printf '[topology]\nbind = %s\n' "$bind" >"$T/share.conf"
+  (unset OMP_NUM_THREADS; run_mpi "$nr" "$GPULAUNCH" "$T/share.conf" -- "$PROG" env; echo "$RC" >"$T/rc")
+  RC=$(cat "$T/rc")
+  assert_eq "$RC" 0 "exit status ($nr ranks on $ncores cores, bind $bind)"
+  sum=0
+  for ((r = 0; r < nr; r++)); do
+    v=$(sed -n "s/^\[$host:$r\] ENV OMP_NUM_THREADS=//p" "$T/out")
+    [[ $v =~ ^[1-9][0-9]*$ ]] || fail "bind $bind: rank $r OMP_NUM_THREADS '$v'"
+    sum=$((sum + v))
+  done
+  max=$((ncores > nr ? ncores : nr))
+  ((sum <= max)) || fail "bind $bind: $nr ranks on $ncores cores run $sum threads (> $max)"
+  n=$(cat "$T/out" "$T/err" | grep -c "ranks share .* OMP_NUM_THREADS=1 each" || true)
+  assert_eq "$n" 1 "bind $bind: one notice line that ranks share cores"
+done
+pass "$nr ranks on $ncores cores (bound and unbound): OMP_NUM_THREADS sums to $sum <= $max, one notice"
+
 # gpulaunch env: what each rank would get, nothing run, secrets redacted.
 run_mpi 4 "$GPULAUNCH" env "$T/train.conf"
 assert_eq "$RC" 0 "env exit status"

@@ -59,6 +59,20 @@ sleep 0.5
 [[ $(pgrep -fc "$PROG sleep 60" || true) == 0 ]] || fail "a program outlived the job"
 pass "rank 3's gpulaunch killed: job ended ($rc), no program left"
 
+# 2b. Rank 0's gpulaunch killed: each surviving rank sees it, but the root cause is printed once
+#     for the job (it was once per surviving rank: 3 times for 4 ranks).
+rm -f "$T/rc"
+start_bg "$T/live.conf"
+victim=$(rank_pid 0 "$T/live.conf")
+[[ -n $victim ]] || fail "rank 0's gpulaunch not found"
+kill -KILL "$victim"
+wait_rc 20 || fail "the job did not end after rank 0's gpulaunch was killed"
+sleep 0.5
+[[ $(pgrep -fc "$PROG sleep 60" || true) == 0 ]] || fail "a program outlived the job"
+n=$(grep -c "rank 0 (host $host): its gpulaunch died" "$T/err" || true)
+assert_eq "$n" 1 "lines naming rank 0's dead gpulaunch"
+pass "rank 0's gpulaunch killed: the root cause printed once, no program left"
+
 # 3. liveness_timeout = 0: off (the stopped supervisor is not named within 2 x LIVE).
 printf '[job]\ncommand = %s sleep 60\nliveness_timeout = 0\n' "$PROG" >"$T/off.conf"
 rm -f "$T/rc"

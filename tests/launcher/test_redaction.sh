@@ -72,4 +72,18 @@ if [[ -f $T/diag.tar.gz ]]; then
   assert_eq "$(cat "$T/n")" 0 "secrets in the diag tarball"
 fi
 pass "check, env, the root cause, --summary, the audit log and diag: no secret"
+
+# Config errors never quote a secret: a secret-named [env] key whose '=' was forgotten, a bad
+# typed value that equals an [env] secret, one that equals a secret-named environment variable.
+printf '[job]\ncommand = /bin/true\n[env]\nHF_TOKEN Qw3rtyS3KRTvalue\n' >"$T/e1.conf"
+printf '[job]\ncommand = /bin/true\nrestarts = Zx9S3KRTsecret\n[env]\nAPI_KEY = Zx9S3KRTsecret\n' >"$T/e2.conf"
+printf '[job]\ncommand = /bin/true\ngrace = Pl8S3KRThidden\n' >"$T/e3.conf"
+for f in e1 e2 e3; do
+  MY_DB_PASSWORD=Pl8S3KRThidden run_one "$GPULAUNCH" check "$T/$f.conf"
+  assert_eq "$RC" 65 "$f.conf: config error"
+  assert_grep "$T/err" "$f.conf:[34]: " "$f.conf: the error names file:line"
+  no_secret "$T/err" "$f.conf's error"
+done
+assert_grep "$T/err" "\[job\] grace: '<redacted>' is not a duration" "the key is named, its value hidden"
+pass "config errors: no secret quoted (a forgotten '=', values equal to [env] and environment secrets)"
 echo "$TESTS_RUN checks passed"

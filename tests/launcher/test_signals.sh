@@ -30,12 +30,7 @@ wait_files "$T/SIGUSR1.*" 4 10
 kill -USR2 "$JOB"
 wait_files "$T/SIGUSR2.*" 4 10
 kill -0 "$JOB" || fail "the job must go on after SIGUSR1/SIGUSR2"
-t0=$(now)
-kill -TERM "$JOB"
-set +e
-wait "$JOB"
-RC=$?
-set -e
+signal_job TERM
 wait_files "$T/SIGTERM.*" 4 1
 took=$(elapsed "$t0")
 [[ $RC != 0 ]] || fail "mpirun must not exit 0 after SIGTERM"
@@ -59,12 +54,7 @@ grace = 2s
 checkpoint_dir = $T/ckpt
 CONF
 MPIEXEC="$(dirname "$GPULAUNCH")/gpulaunch-run" start_job 4 "$GPULAUNCH" "$T/p.conf" --summary "$T/s.json"
-t0=$(now)
-kill -TERM "$JOB"
-set +e
-wait "$JOB"
-RC=$?
-set -e
+signal_job TERM
 took=$(elapsed "$t0")
 wait_files "$T/SIGUSR1.*" 4 1
 [[ -z $(ls "$T"/SIGTERM.* 2>/dev/null) ]] || fail "programs must get SIGUSR1, not SIGTERM"
@@ -79,12 +69,7 @@ pass "preempt_signal = SIGUSR1: every program got SIGUSR1, SIGKILL after the 2 s
 # SIGINT to gpulaunch-run (Ctrl-C reaches it, never mpirun: its own process group): every
 # program gets SIGINT at once, and the command exits 130 (interrupted) once all are done.
 MPIEXEC="$(dirname "$GPULAUNCH")/gpulaunch-run" start_job 4 "$GPULAUNCH" -- "$PROG" signals 30
-t0=$(now)
-kill -INT "$JOB"
-set +e
-wait "$JOB"
-RC=$?
-set -e
+signal_job INT
 took=$(elapsed "$t0")
 wait_files "$T/SIGINT.*" 4 1
 assert_eq "$RC" 130 "gpulaunch-run's exit status after SIGINT"
@@ -97,11 +82,7 @@ rm -f "$T"/ready.* "$T"/SIG*
 "$GPULAUNCH" "$T/p.conf" >"$T/out" 2>"$T/err" &
 JOB=$!
 wait_files "$T/ready.*" 1 20
-kill -TERM "$JOB"
-set +e
-wait "$JOB"
-RC=$?
-set -e
+signal_job TERM
 assert_eq "$RC" 75 "exit status of a preempted job"
 pass "alone: SIGTERM gives exit status 75 (preempted)"
 

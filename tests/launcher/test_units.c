@@ -141,7 +141,7 @@ static void test_conf_errors(void **st) {
   expect_error("sig.conf", "[job]\ncommand = x\npreempt_signal = SIGFOO\n", "[job] preempt_signal: 'SIGFOO' is not a signal name");
   expect_error("bool.conf", "[bench]\ncheck = maybe\n", "bool.conf:2: [bench] check: 'maybe' is not a boolean");
   expect_error("env.conf", "[env]\n1BAD = x\n", "env.conf:2: [env] '1BAD' is not a valid environment variable name");
-  expect_error("noeq.conf", "[job]\ncommand = x\njust words\n", "noeq.conf:3: expected 'key = value' or '[section]', found 'just words'");
+  expect_error("noeq.conf", "[job]\ncommand = x\njust words\n", "noeq.conf:3: expected 'name = value' or '[section]', found 'just words'");
   expect_error("both.conf", "[job]\ncommand = x\nbuiltin = mlp\n", "[job] has both 'command' and 'builtin'");
   expect_error("outside.conf", "command = x\n[job]\n", "outside.conf:1: 'command' is outside any section");
   char longline[400];

@@ -59,7 +59,13 @@ for tool in srun mpirun scontrol; do
 #!/bin/bash
 # the mpirun script's signal relay is an srun too: keep it apart
 case "\$*" in *gpulaunch-relay*) printf '%s\n' "\$@" >"$dir/relay.args"; exit 0 ;; esac
+# scontrol show job: the job as FAKE_JOB says (a running requeueable job in its first run)
+if [ "$tool" = scontrol ] && [ "\$1 \$2" = "show job" ]; then
+  echo "\${FAKE_JOB:-JobId=4242 JobName=gpulaunch JobState=RUNNING Reason=None Requeue=1 Restarts=0 BatchFlag=1}"
+  exit 0
+fi
 printf '%s\n' "\$@" >"$dir/$tool.args"
+env >"$dir/$tool.env"
 if [ "$tool" = mpirun ]; then
   # the hostfile must exist while mpirun runs
   while [ \$# -gt 0 ]; do [ "\$1" = --hostfile ] && cp "\$2" "$dir/hostfile.seen"; shift; done
@@ -69,6 +75,10 @@ X
   chmod +x "$dir/bin/$tool"
 done
 export PATH=$dir/bin:/usr/bin:/bin
+# gpulaunch on PATH, and the shim next to it, where the srun template looks for it
+printf "#!/bin/sh\nexit 0\n" >"$dir/bin/gpulaunch"
+chmod +x "$dir/bin/gpulaunch"
+: >"$dir/bin/libgpulaunch-srun.so"
 unset GPULAUNCH GPULAUNCH_SCRIPTS GPULAUNCH_EXCLUDE GPULAUNCH_REQUEUE MPIRUN_ARGS SRUN_MPI GPULAUNCH_GRACE
 export SLURM_JOB_ID=4242 SLURM_JOB_NUM_NODES=3 SLURM_NTASKS_PER_NODE=8 SLURM_GPUS_PER_NODE=gpu:8
 export SLURM_CPUS_PER_TASK=12 SLURM_JOB_NODELIST='node[01-03]' SLURM_SUBMIT_DIR=$src
@@ -87,13 +97,39 @@ train.conf
 s.json"
 [[ $(cat "$dir/srun.args") == "$want" ]] || { diff <(echo "$want") "$dir/srun.args"; fail "srun arguments"; }
 
-# preemption: exit 75 passes through, and requeues when asked
-rm -f "$dir/scontrol.args"
-st=0
-FAKE_STATUS=75 GPULAUNCH_REQUEUE=1 bash "$slurm/gpulaunch-srun.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
-[[ $st == 75 ]] || fail "srun body exit $st, want 75"
-grep -q 'preempted' "$dir/out" || fail "preemption not said"
-[[ $(tr '\n' ' ' <"$dir/scontrol.args") == "requeue 4242 " ]] || fail "no requeue"
+# srun runs with the shim that keeps it from killing the step on SIGTERM, found next to gpulaunch
+shim_env=$(grep -x 'LD_PRELOAD=.*' "$dir/srun.env" || true)
+[[ $shim_env == "LD_PRELOAD=$dir/bin/libgpulaunch-srun.so" ]] || fail "srun without the shim: '$shim_env'"
+
+# preemption: exit 75 passes through and requeues the job (no variable needed: Slurm requeues a
+# job of a GraceTime partition only if it still runs when the grace ends), but not when
+# GPULAUNCH_REQUEUE=0, a job that is not requeueable, or one Slurm is requeueing already.
+# requeue_case WHAT WANT_REQUEUE [VAR=VALUE...]
+requeue_case() {
+  local what=$1 want=$2 st=0
+  shift 2
+  rm -f "$dir/scontrol.args"
+  env FAKE_STATUS=75 "$@" bash "$slurm/gpulaunch-$T.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
+  [[ $st == 75 ]] || fail "$T body ($what): exit $st, want 75: $(cat "$dir/out")"
+  grep -q 'preempted' "$dir/out" || fail "$T body ($what): preemption not said"
+  if ((want)); then
+    [[ $(tr '\n' ' ' <"$dir/scontrol.args" 2>/dev/null) == "requeue 4242 " ]] || fail "$T body ($what): no requeue: $(cat "$dir/out")"
+  else
+    ! grep -qx requeue "$dir/scontrol.args" 2>/dev/null || fail "$T body ($what): requeued: $(cat "$dir/out")"
+  fi
+}
+requeue_cases() {
+  requeue_case default 1
+  requeue_case GPULAUNCH_REQUEUE=1 1 GPULAUNCH_REQUEUE=1
+  requeue_case GPULAUNCH_REQUEUE=0 0 GPULAUNCH_REQUEUE=0
+  requeue_case --no-requeue 0 FAKE_JOB="JobId=4242 JobState=RUNNING Requeue=0 Restarts=0"
+  grep -q "not requeueable" "$dir/out" || fail "$T body: a job that is not requeueable is not said"
+  requeue_case "already requeued" 0 FAKE_JOB="JobId=4242 JobState=PENDING Requeue=1 Restarts=1"
+  requeue_case "Slurm requeueing it" 0 FAKE_JOB="JobId=4242 JobState=COMPLETING Requeue=1 Restarts=1"
+  grep -q "Slurm is requeueing or ending it already" "$dir/out" || fail "$T body: a job Slurm requeues is not said"
+  requeue_case "run 2" 1 SLURM_RESTART_COUNT=1 FAKE_JOB="JobId=4242 JobState=RUNNING Requeue=1 Restarts=1"
+}
+T=srun requeue_cases
 st=0
 bash "$slurm/gpulaunch-srun.sbatch" >"$dir/out" 2>&1 || st=$?
 [[ $st == 64 ]] || fail "no config must be a usage error"
@@ -119,12 +155,8 @@ SLURM_JOB_NODELIST='node[01-02]' SLURM_TASKS_PER_NODE='2,1' SLURM_NTASKS_PER_NOD
 [[ $(cat "$dir/hostfile.seen") == "node01 slots=2
 node02 slots=1" ]] || fail "hostfile (-n 3): $(cat "$dir/hostfile.seen")"
 [[ $(sed -n 2p "$dir/mpirun.args") == 3 ]] || fail "mpirun -np for -n 3: $(sed -n 2p "$dir/mpirun.args")"
-# exit 75 passes through mpirun's script and requeues when asked
+# exit 75 passes through mpirun's script and requeues the job (the same cases)
 cp "$dir/scontrol.standin" "$dir/bin/scontrol"
-rm -f "$dir/scontrol.args"
-st=0
-FAKE_STATUS=75 GPULAUNCH_REQUEUE=1 bash "$slurm/gpulaunch-mpirun.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
-[[ $st == 75 ]] || fail "mpirun body exit $st, want 75"
-[[ $(tr '\n' ' ' <"$dir/scontrol.args") == "requeue 4242 " ]] || fail "mpirun script: no requeue"
+T=mpirun requeue_cases
 [[ ! -e $(sed -n 3p "$dir/mpirun.args") ]] || fail "the temporary hostfile was left behind"
 echo "ok: sbatch templates"

@@ -28,7 +28,7 @@ submit() {
   shift 2
   rm -rf "$T/rec" "$T/$name.out"
   mkdir -p "$T/rec"
-  JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -J "$name" -o "$T/$name.out" "$@" "$T/job.sbatch" "$conf")
+  JOB=$(sx sbatch --parsable -J "$name" -o "$T/$name.out" "$@" "$T/job.sbatch" "$conf")
   np=$(awk '{ n += $1 } END { print n }' <<<"$NP_EXPECT")
   wait_until 60 "job $name: $np programs start" files_at_least "$T/rec/ready.0.*" "$np"
 }

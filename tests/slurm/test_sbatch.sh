@@ -2,7 +2,8 @@
 # scripts/slurm/gpulaunch-srun.sbatch on a real 2-node cluster: a job of the preemptable
 # partition is preempted by one of "urgent" (GraceTime 10 s): every program gets Slurm's SIGTERM
 # once, checkpoints, the job says preempted (75) and is requeued; its second run appends to the
-# same output file and completes.
+# same output file and completes. No variable is needed: the programs are done long before
+# GraceTime ends, and Slurm would end the job FAILED (75); the template requeues it itself.
 #   test_sbatch.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
@@ -35,7 +36,7 @@ release_requeued() {
   echo "requeue delay: $(elapsed "$t0") s"
 }
 
-JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -o "$T/job.out" "$T/job.sbatch" "$T/job.conf")
+JOB=$(sx sbatch --parsable -o "$T/job.out" "$T/job.sbatch" "$T/job.conf")
 wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
 t0=$(now)
 sx sbatch --parsable -p urgent -N2 --exclusive -J urgent -o "$T/urgent.out" --wrap "sleep 2" >/dev/null
@@ -50,6 +51,7 @@ out=$T/job.out
 cat "$out"
 assert_grep "$out" "gpulaunch: job preempted: SIGTERM from Slurm: Slurm is preempting the job" "preemption said"
 assert_grep "$out" "gpulaunch-srun: preempted \(exit 75\)" "the script saw exit 75"
+assert_grep "$out" "gpulaunch-srun: requeueing job $JOB" "the script requeued it (Slurm would not: GraceTime)"
 assert_grep "$out" "job $JOB \(run 1\)" "first run in the output"
 assert_grep "$out" "job $JOB \(run 2\)" "second run appended to the same output"
 [[ $(grep -c 'ready (restart 1)' "$out") == 4 ]] || fail "every program of the second run started"
@@ -62,7 +64,7 @@ pass "srun sbatch: preempted by 'urgent', one SIGTERM per program, exit 75, requ
 # through Slurm, so every program gets it once; exit 75, requeued.
 rm -rf "$T/rec"
 mkdir -p "$T/rec"
-JOB=$(GPULAUNCH_REQUEUE=1 sx sbatch --parsable -o "$T/b.out" "$T/job.sbatch" "$T/job.conf")
+JOB=$(sx sbatch --parsable -o "$T/b.out" "$T/job.sbatch" "$T/job.conf")
 wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
 sx scancel -b --signal=TERM "$JOB"
 wait_until 30 "the job is requeued" requeued_pending "$JOB"
@@ -72,4 +74,38 @@ assert_grep "$T/b.out" "gpulaunch-srun: SIGTERM received" "the script got it"
 assert_grep "$T/b.out" "gpulaunch-srun: preempted \(exit 75\)" "exit 75"
 sx scancel "$JOB"
 pass "srun sbatch: SIGTERM to the batch script only: one SIGTERM per program (through Slurm), exit 75, requeued"
+
+# scancel --full --signal=TERM: Slurm 22.05 signals the batch script and srun (not the step);
+# srun must not kill the step (the shim): the script passes it on, every program gets one
+# SIGTERM, checkpoints (1 s), exit 75, requeued.
+rm -rf "$T/rec"
+mkdir -p "$T/rec"
+JOB=$(sx sbatch --parsable -o "$T/f.out" "$T/job.sbatch" "$T/job.conf")
+wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
+t0=$(now)
+sx scancel --full --signal=TERM "$JOB"
+wait_until 30 "the job is requeued" requeued_pending "$JOB"
+took=$(elapsed "$t0")
+sig_each "$T/rec" 0 4 TERM 1 "" "scancel --full --signal=TERM"
+[[ $(grep -c 'checkpoint written' "$T/f.out") == 4 ]] || fail "every program checkpointed after scancel --full"
+assert_grep "$T/f.out" "srun: SIGTERM ignored" "srun ignored its SIGTERM"
+assert_nogrep "$T/f.out" "forcing job termination|Killed" "srun must not kill the step"
+assert_grep "$T/f.out" "gpulaunch-srun: requeueing job $JOB" "the script requeued it"
+sx scancel "$JOB"
+pass "srun sbatch: scancel --full --signal=TERM: one SIGTERM per program, checkpointed, exit 75, requeued in ${took}s"
+
+# GraceTime=0 (partition nograce): Slurm requeues at once; srun ignores Slurm's SIGTERM, the
+# programs checkpoint within KillWait, the template does not requeue a second time.
+rm -rf "$T/rec"
+mkdir -p "$T/rec"
+JOB=$(sx sbatch --parsable -p nograce -o "$T/g.out" "$T/job.sbatch" "$T/job.conf")
+wait_until 60 "the job's 4 programs start" files_at_least "$T/rec/ready.0.*" 4
+sx sbatch --parsable -p urgent -N2 --exclusive -J urgent -o "$T/urgent.out" --wrap "sleep 2" >/dev/null
+wait_until 30 "the job is requeued" requeued_pending "$JOB"
+wait_until 20 "every program checkpoints" test "$(grep -c 'checkpoint written' "$T/g.out")" -eq 4
+sleep 1
+assert_eq "$(job_field "$JOB" Restarts)" 1 "GraceTime=0: requeued once"
+assert_nogrep "$T/g.out" "forcing job termination" "srun must not kill the step"
+sx scancel "$JOB"
+pass "srun sbatch, GraceTime=0: requeued once by Slurm, every program checkpointed"
 echo "ok: $TESTS_RUN sbatch (srun) checks"

@@ -8,15 +8,7 @@ source "$(dirname "$0")/../lib.sh"
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/ddp_train.py"
 host=$(hostname -s)
 
-# A Python that has PyTorch with torch.distributed (Debian's python3-torch is for /usr/bin/python3).
-PY=""
-for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-if [[ -z $PY ]]; then
-  echo "SKIP: no Python with PyTorch (scripts/install-deps.sh installs Debian's python3-torch)"
-  exit 77
-fi
+need_torch_python
 # Thread counts change the order of floating-point sums inside a rank: the same for both runs.
 export OMP_NUM_THREADS=1
 final() { { grep -o 'final_loss=[^ ]*' "$1" || true; } | tail -1 | cut -d= -f2; }

@@ -6,14 +6,7 @@
 source "$(dirname "$0")/../lib.sh"
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/ddp_train.py"
 RUN="$(dirname "$GPULAUNCH")/gpulaunch-run"
-PY=""
-for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-if [[ -z $PY ]]; then
-  echo "SKIP: no Python with PyTorch (scripts/install-deps.sh installs Debian's python3-torch)"
-  exit 77
-fi
+need_torch_python
 export OMP_NUM_THREADS=1
 mkdir -p "$T/ckpt"
 printf '[job]\ncommand = %s %s --backend gloo --steps 100000 --step-seconds 0.02 --checkpoint-dir %s --save-seconds 3\ngrace = 20s\n' \
@@ -30,12 +23,7 @@ for _ in $(seq 1 600); do
 done
 sleep 8
 kill -0 "$JOB" || fail "the job ended before the stop"
-t0=$(now)
-kill -TERM "$JOB"
-set +e
-wait "$JOB"
-RC=$?
-set -e
+signal_job TERM
 took=$(elapsed "$t0")
 assert_eq "$RC" 75 "exit status of the preempted job"
 assert_eq "$(find "$T/ckpt" -name 'ckpt-*.pt' | wc -l)" 4 "checkpoints written"
