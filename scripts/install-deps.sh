@@ -23,6 +23,8 @@ pkgs=(
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
+  # native stacks of a hung program for the hang watchdog's tests (tests/hang)
+  gdb elfutils
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
@@ -89,6 +91,32 @@ PY
     echo "install-deps: cuobjdump and nvdisasm installed in $cuda_bin"
   else
     echo "install-deps: cuobjdump/nvdisasm could not be installed; the SASS store test will be skipped" >&2
+  fi
+  rm -rf "$tmp"
+fi
+
+# py-spy reads a hung Python program's stacks (the hang watchdog; tests/hang). Debian has no
+# package of it: the static binary comes from its wheel on PyPI, into /usr/local/bin.
+if ! command -v py-spy >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
+  tmp=$(mktemp -d)
+  if python3 -m pip --version >/dev/null 2>&1 &&
+     python3 -m pip download -q --no-deps --only-binary=:all: -d "$tmp" py-spy==0.4.3 &&
+     python3 - "$tmp" /usr/local/bin <<'PY'
+import glob, os, sys, zipfile
+tmp, dest = sys.argv[1], sys.argv[2]
+for whl in glob.glob(os.path.join(tmp, "*.whl")):
+    with zipfile.ZipFile(whl) as z:
+        for name in z.namelist():
+            if name.endswith("/scripts/py-spy"):
+                out = os.path.join(dest, "py-spy")
+                with open(out, "wb") as f:
+                    f.write(z.read(name))
+                os.chmod(out, 0o755)
+PY
+  then
+    echo "install-deps: py-spy installed in /usr/local/bin"
+  else
+    echo "install-deps: py-spy could not be installed; the Python hang test will be skipped" >&2
   fi
   rm -rf "$tmp"
 fi

@@ -186,6 +186,8 @@ void place_net_job(const launch_t *L, net_job_t *nj) {
   };
 }
 
+static const char *effective_var(childenv_t *ce, const char *name);
+
 /* Every node's interface for NCCL_SOCKET_IFNAME and rank 0's address (MASTER_ADDR), then the
  * TCP preflight over them. Collective; the same result on every rank. */
 static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
@@ -208,6 +210,10 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
       LOG_INFO(NET, "NCCL_SOCKET_IFNAME=%s: %s", v, net->reason);
       rc = set_var(ce, "NCCL_SOCKET_IFNAME", v);
     }
+    /* PyTorch's gloo picks its interface from the host name (often 127.0.1.1 or a decoy) unless
+     * told: the same interface as NCCL's on this node, unless the user chose one. */
+    if (rc >= 0 && net->ifname[0] && !effective_var(ce, "GLOO_SOCKET_IFNAME"))
+      rc = set_var(ce, "GLOO_SOCKET_IFNAME", net->ifname);
   }
   if (rc >= 0) {
     preflight_mode_t mode = PREFLIGHT_RING;

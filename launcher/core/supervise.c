@@ -1046,7 +1046,7 @@ static void on_poll(uv_timer_t *t) {
   }
   if (s->o->progress && util_now() >= s->prog_poll_at) {
     prog_poll(s->o->progress);
-    s->prog_poll_at = util_now() + 1.0;
+    s->prog_poll_at = util_now() + 0.25;
   }
   if (s->job->rank == 0) {
     if (!s->hang_active) co_hang_check(s);

@@ -17,8 +17,10 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
+print(f"rank {os.environ.get('RANK', '?')} starting", flush=True)  # before the slow imports
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 
 
 def stuck_in_data_loader(seconds):
@@ -29,13 +31,13 @@ def stuck_in_data_loader(seconds):
 def work(seconds, tick, heartbeat):
     end = time.time() + seconds
     while time.time() < end:
-        time.sleep(min(tick if tick > 0 else seconds, max(end - time.time(), 0)))
         if tick > 0:
             if heartbeat:
                 with open(os.environ["GPULAUNCH_HEARTBEAT_FILE"], "a"):
                     os.utime(os.environ["GPULAUNCH_HEARTBEAT_FILE"])
             else:
                 print("working", flush=True)
+        time.sleep(min(tick if tick > 0 else seconds, max(end - time.time(), 0)))
 
 
 def main():

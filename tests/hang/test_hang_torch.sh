@@ -5,7 +5,9 @@
 # report (text + JSON) beside --summary and ends the job with exit 77 within hang_timeout + 20 s.
 # With hang_action = report the job goes on (the sleep ends) and succeeds.
 source "$(dirname "$0")/../lib.sh"
-source "$(dirname "$0")/pyfind.sh"
+need_torch_python
+SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
+export OMP_NUM_THREADS=1
 command -v py-spy >/dev/null || { echo "SKIP: no py-spy (scripts/install-deps.sh installs it)"; exit 77; }
 host=$(hostname -s)
 mkdir -p "$T/sum"

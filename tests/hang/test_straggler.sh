@@ -4,7 +4,9 @@
 # program's gpl_progress(comm, step).
 source "$(dirname "$0")/../lib.sh"
 PROG=${1:?usage: test_straggler.sh HANG_PROG}
-source "$(dirname "$0")/pyfind.sh"
+need_torch_python
+SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
+export OMP_NUM_THREADS=1
 host=$(hostname -s)
 
 printf '[job]\ncommand = %s %s --slow-rank 1 --slow-ms 50 --steps 30 --step-seconds 0.05\nstep_regex = step (\\d+)\n' "$PY" "$SCRIPT" >"$T/a.conf"
