@@ -50,6 +50,8 @@ static const char g_usage[] =
     "  requeue, time limit, scancel --signal=TERM; requeue it)  143 cancelled by a plain scancel\n"
     "  76 the job succeeded but a log_dir file or --summary could not be written in full; diag\n"
     "     wrote no file of its bundle\n"
+    "  77 hang: no progress for [job] hang_timeout; the odd rank and its function are printed,\n"
+    "     every rank's stacks are in gpulaunch-hang.txt/.json\n"
     "\n"
     "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"

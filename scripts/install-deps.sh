@@ -19,11 +19,11 @@ pkgs=(
   munge slurmctld slurmd slurm-client
 )
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
-# libraries (libFuzzer, for the fuzz build of scripts/test.sh).
+# libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
+# native stacks of a hung program, tests/hang).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
-  # native stacks of a hung program for the hang watchdog's tests (tests/hang)
   gdb elfutils
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,

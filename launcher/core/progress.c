@@ -2,6 +2,7 @@
  * and a ring of the last steps with their wall-clock times. */
 #include "launcher/core/progress.h"
 
+#include <math.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,7 @@ void prog_line(prog_t *p, const char *line, size_t len) {
   if (m[1].rm_so >= 0) {
     char *end;
     double v = strtod(buf + m[1].rm_so, &end);
-    if (end != buf + m[1].rm_so) prog_step(p, v);
+    if (end != buf + m[1].rm_so && isfinite(v)) prog_step(p, v); /* not "nan" or "inf" */
   } else { /* no group: each matching line is the next step */
     prog_step(p, p->nsteps ? p->ring[(p->head + PROG_MAX_STEPS - 1) % PROG_MAX_STEPS].step + 1 : 0);
   }
