@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,8 +60,48 @@ static char *to_ere(const char *re) {
   return out;
 }
 
+/* What glibc's regcomp would take exponential memory for: a repetition of a repetition ("a++",
+ * "a*{9}") or bounds that multiply ("((a{30}){30}){30}": regcomp copies the tree per count). A
+ * step pattern needs neither. NULL: fine. */
+static const char *regex_too_big(const char *re) {
+  if (strlen(re) > 256) return "longer than 256 characters";
+  int prev_rep = 0;
+  double product = 1;
+  for (const char *p = re; *p; p++) {
+    if (p[0] == '\\' && p[1]) {
+      p++;
+      prev_rep = 0;
+      continue;
+    }
+    int rep = *p == '+' || *p == '*' || *p == '?' || *p == '{';
+    if (rep && prev_rep) return "a repetition of a repetition (such as a++ or a*{2})";
+    if (*p == '{') {
+      long most = 1;
+      char *end;
+      for (const char *q = p + 1; *q && *q != '}'; q = end) {
+        long v = strtol(q, &end, 10);
+        if (end == q) end = (char *)q + 1;
+        else if (v > 32) return "a repetition bound over 32";
+        else if (v > most) most = v;
+      }
+      product *= (double)most;
+      if (product > 1024) return "repetition bounds that multiply to more than 1024";
+      const char *c = strchr(p, '}');
+      if (!c) break;
+      p = c;
+    }
+    prev_rep = rep;
+  }
+  return NULL;
+}
+
 int prog_create(prog_t **out, const char *step_regex, const char *heartbeat_file, char *err, size_t errlen) {
   *out = NULL;
+  const char *big = step_regex && *step_regex ? regex_too_big(step_regex) : NULL;
+  if (big) {
+    if (err) snprintf(err, errlen, "%s", big);
+    return GPL_ECONFIG;
+  }
   prog_t *p = calloc(1, sizeof *p);
   if (!p) return GPL_ENOMEM;
   if (step_regex && *step_regex) {

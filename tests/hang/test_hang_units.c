@@ -138,6 +138,20 @@ static void test_step_regex(void **st) {
   prog_free(p);
   assert_int_not_equal(prog_create(&p, "step (\\d+", NULL, err, sizeof err), 0);
   assert_true(err[0] != 0);
+  /* what would take glibc's regcomp gigabytes (found by fuzz_hang) is refused with a reason */
+  assert_int_not_equal(prog_create(&p, "step (x+++++++++++++++++++++++++)", NULL, err, sizeof err), 0);
+  assert_non_null(strstr(err, "repetition of a repetition"));
+  assert_int_not_equal(prog_create(&p, "((a{30}){30}){30}", NULL, err, sizeof err), 0);
+  assert_int_not_equal(prog_create(&p, "(a{100})", NULL, err, sizeof err), 0);
+  assert_non_null(strstr(err, "bound over 32"));
+  /* a number that is not one is no step */
+  assert_int_equal(prog_create(&p, "step (\\w+)", NULL, err, sizeof err), 0);
+  prog_line(p, "step nan", 8);
+  prog_line(p, "step inf", 8);
+  prog_line(p, "step 5", 6);
+  assert_int_equal(prog_steps(p, s, 4), 1);
+  assert_true(s[0].step == 5);
+  prog_free(p);
 }
 
 int main(void) {
