@@ -282,10 +282,32 @@ static void one_process(int pid, double deadline, strbuf_t *b) {
   strbuf_free(&frames);
 }
 
+/* A process that only starts another and waits for it (a shell script, env, numactl...): its
+ * stack says nothing about where the training is. */
+static int wrapper(int pid) {
+  static const char *const names[] = {"sh", "bash", "dash", "zsh", "env", "timeout", "stdbuf",
+                                      "nice", "ionice", "numactl", "taskset", "time", "nohup", "chrt"};
+  char path[64], comm[64];
+  snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  read_line(path, comm, sizeof comm);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(comm, names[i]) == 0) return 1;
+  return 0;
+}
+
 char *hang_collect(int root_pid, double budget_s) {
   strbuf_t b = STRBUF_INIT;
   double deadline = util_now() + budget_s;
   int pids[MAX_PROCS], n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;
+  /* The process compared across ranks is the first one (hang_report.c): the program itself, or,
+   * where that is a wrapper (`bash train.sh`), the first process below it that is not. */
+  for (int i = 0; i < n; i++) {
+    if (wrapper(pids[i])) continue;
+    int keep = pids[i];
+    memmove(pids + 1, pids, (size_t)i * sizeof *pids);
+    pids[0] = keep;
+    break;
+  }
   if (n == 0) strbuf_append(&b, "@@none the program is not running\n");
   for (int i = 0; i < n; i++) {
     /* the first process (the program itself) gets most of the time; the rest share what is left */
