@@ -131,9 +131,19 @@ void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) 
       if (!odd[i]) continue;
       char pid[32];
       header(ranks[i].text, "pid", pid, sizeof pid);
+      /* its own path from where it left the others' to its innermost frame: the function that
+       * matters may be anywhere on it (data -> stuck_in_data_loader -> sleep) */
+      int from = i == v->first_odd ? d : GPL_MAX(fr[i].n - 1, 0);
       strbuf_printf(&s, "%srank %d (host %s, pid %s) is in %s", s.len ? "; " : "", ranks[i].rank, ranks[i].host,
-                    pid, fr[i].n ? fr[i].f[i == v->first_odd ? d : fr[i].n - 1] : "?");
-      if (fr[i].n) strbuf_printf(&s, " (innermost %s)", fr[i].f[fr[i].n - 1]);
+                    pid, fr[i].n ? fr[i].f[from] : "?");
+      for (int q = from + 1; q < fr[i].n; q++) {
+        if (q - from > 4 && q < fr[i].n - 1) {
+          strbuf_append(&s, " > ...");
+          q = fr[i].n - 2;
+          continue;
+        }
+        strbuf_printf(&s, " > %s", fr[i].f[q]);
+      }
     }
     if (best >= 0) {
       int bd = GPL_MIN(d, fr[best].n - 1);
