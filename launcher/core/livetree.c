@@ -445,10 +445,19 @@ int lt_kid(const lt_t *t, int i) { return i >= 0 && i < t->nkids ? t->kids[i].ra
 const lt_stats_t *lt_stats(const lt_t *t) { return &t->st; }
 
 int lt_kid_index(const lt_t *t, int rank) {
-  /* children are few (fanout + a node's ranks): a scan */
-  for (int i = 0; i < t->nkids; i++)
-    if (t->kids[i].rank == rank) return i;
+  int lo = 0, hi = t->nkids - 1; /* kids are sorted by rank (lt_init) */
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (t->kids[mid].rank == rank) return mid;
+    if (t->kids[mid].rank < rank) lo = mid + 1;
+    else hi = mid - 1;
+  }
   return -1;
+}
+
+static int int_cmp(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 int lt_init(lt_t **out, const lt_cfg_t *cfg, const lt_io_t *io, double now) {
@@ -468,6 +477,7 @@ int lt_init(lt_t **out, const lt_cfg_t *cfg, const lt_io_t *io, double now) {
   int rc = kr && t->kids ? GPL_OK : GPL_ENOMEM;
   if (rc == GPL_OK) {
     lt_children(s, cfg->rank, kr, nk);
+    qsort(kr, (size_t)nk, sizeof *kr, int_cmp);
     t->nkids = nk;
     for (int i = 0; i < nk; i++) t->kids[i] = (kid_t){.rank = kr[i], .rest_ms = -1};
   }
