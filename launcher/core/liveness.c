@@ -328,8 +328,9 @@ static void on_timer(uv_timer_t *t) {
     LOG_WARN("the supervisor's loop has not run for %.0f s: no more heartbeats from this rank", now - tick);
   }
   if (stopping) {
-    /* Ending: close once every child said goodbye (it got the job's end), or after 2 s. */
-    if (lt_all_bye(l->core) || now - l->stop_at > 2.0) uv_walk(&l->loop, close_all, NULL);
+    /* Ending: close once every child said goodbye (it got the job's end), or after 2 s. Not
+     * before on_wake said ours (stop_at): a close without a goodbye would be a loss. */
+    if (l->stop_at > 0 && (lt_all_bye(l->core) || now - l->stop_at > 2.0)) uv_walk(&l->loop, close_all, NULL);
     return;
   }
   if (lt_on_tick(l->core, now, stalled)) connect_up(l);

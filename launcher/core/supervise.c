@@ -1071,8 +1071,8 @@ static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, siz
                "supervisor hung)", who, ev->nlost > 1 ? "their" : "its", ev->silent_s);
       break;
     case LIVE_NEVER:
-      snprintf(buf, len, "%s: its supervisor never reached rank 0's (%s) within %.0f s", who,
-               s->o->master_addr ? s->o->master_addr : "?", s->job->timeout);
+      snprintf(buf, len, "%s: its supervisor never reached its parent's in the liveness tree (rank 0 at "
+               "%s) within %.0f s", who, s->o->master_addr ? s->o->master_addr : "?", s->job->timeout);
       break;
     case LIVE_ABORT: {
       char n[300];
