@@ -239,8 +239,8 @@ void lt_on_frame(lt_t *t, int peer, const void *frame, size_t len, double now) {
     t->up_last = now;
     if (h.type == LT_BYE) t->up_bye = 1;
     if (h.type == LT_ABORT && !t->told && !t->stopping) {
-      abort_kids(t, h.arg);
-      int r = h.arg;
+      int r = h.arg >= 0 && h.arg < t->c.shape.size ? h.arg : peer; /* the rank the job lost */
+      abort_kids(t, r);
       tell(t, &r, 1, LIVE_ABORT, 0);
     }
     return;
