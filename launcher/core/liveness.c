@@ -1,5 +1,6 @@
-/* Supervisor liveness outside MPI: rank 0 listens, every other rank connects; heartbeats both ways
- * on a libuv loop of its own thread, so a busy or blocked supervisor loop does not miss them. */
+/* Supervisor liveness outside MPI, the libuv/TCP driver of the tree in livetree.c: each process
+ * connects to its parent and accepts its children; heartbeats on a libuv loop of its own thread,
+ * so a busy or blocked supervisor loop does not miss them. */
 #include "launcher/core/liveness.h"
 
 #include <arpa/inet.h>
@@ -19,46 +20,36 @@
 #include "launcher/core/exitcode.h"
 #include "launcher/core/reap.h"
 
-#define LIVE_MAGIC 0x4270484cu /* "LHpB" */
-enum { M_HELLO = 1, M_BEAT, M_BYE, M_ABORT };
-
-/* One frame; HELLO carries the token (a peer that does not know it is dropped). */
-typedef struct frame_s {
-  uint32_t magic, type;
-  int32_t rank, arg;
-  int32_t progress_ms; /* ms since the sender's program last made progress (-1: unknown) */
-  uint64_t token;
-} frame_t;
-
 typedef struct peer_s {
   uv_tcp_t tcp;
   struct live_s *l;
-  int rank;          /* -1 until its HELLO */
+  int rank;          /* -1 until its HELLO (a child) */
   int closing;
   double opened;
   size_t have;
-  unsigned char buf[sizeof(frame_t)];
+  unsigned char buf[LT_FRAME_MAX];
   struct peer_s *next;
 } peer_t;
 
 struct live_s {
-  char *const *hosts;     /* by rank (the job's, borrowed): a lost host's ranks named together */
   live_opts_t o;
   int rank, size;
-  uint64_t token;
-  int port, listen_fd;
+  lt_shape_t shape;
+  lt_t *core;
+  int parent;             /* -1: rank 0 */
+  char parent_addr[64];
+  int parent_port, listen_fd;
   uv_loop_t loop;
   uv_thread_t thread;
   uv_async_t wake;
   uv_timer_t timer, retry;
-  uv_tcp_t server;        /* rank 0 */
-  peer_t *conns;          /* rank 0: every accepted connection; the others: the one to rank 0 */
-  peer_t **by_rank;       /* rank 0: the connection of each rank once it said hello */
-  double *last;           /* last frame from each rank (the others: [0] only) */
-  char *bye;              /* a goodbye came: its end is not a loss */
+  uv_tcp_t server;        /* a process with children */
+  int serving;
+  peer_t *conns;          /* every connection: the parent's and the children's */
+  peer_t *up;             /* the parent's, once connected */
+  peer_t **by_kid;        /* each child's connection once it said hello (lt_kid_index) */
   uv_connect_t creq;
   int connecting;
-  double t0, last_timer;
   /* Shared with the supervisor's thread. */
   uv_mutex_t mu;
   uv_cond_t cv;
@@ -70,13 +61,12 @@ struct live_s {
   int child;              /* __atomic */
 };
 
-static int send_frame(peer_t *p, int type, int arg);
 static void close_all(uv_handle_t *h, void *arg);
 
-/* ---- the loss: told once to the supervisor ---- */
+/* ---- the loss: told once to the supervisor (the core's io.lost) ---- */
 
-/* ranks[0..n) were lost together (one reason). */
-static void lost_many(live_t *l, const int *ranks, int n, live_why_t why, double silent) {
+static void io_lost(void *arg, const int *ranks, int n, live_why_t why, double silent) {
+  live_t *l = arg;
   if (n <= 0) return;
   uv_mutex_lock(&l->mu);
   int tell = !l->have_event && !l->stopping; /* a job that is ending loses nobody */
@@ -104,10 +94,6 @@ static void lost_many(live_t *l, const int *ranks, int n, live_why_t why, double
   }
 }
 
-static void lost(live_t *l, int rank, live_why_t why, double silent) {
-  lost_many(l, &rank, 1, why, silent);
-}
-
 /* ---- connections ---- */
 
 static void on_closed(uv_handle_t *h) {
@@ -124,75 +110,32 @@ static void on_closed(uv_handle_t *h) {
 static void peer_close(peer_t *p) {
   if (p->closing) return;
   p->closing = 1;
-  if (p->l->by_rank && p->rank > 0 && p->l->by_rank[p->rank] == p) p->l->by_rank[p->rank] = NULL;
+  live_t *l = p->l;
+  if (l->up == p) l->up = NULL;
+  int i = p->rank >= 0 && p->rank != l->parent ? lt_kid_index(l->core, p->rank) : -1;
+  if (i >= 0 && l->by_kid[i] == p) l->by_kid[i] = NULL;
   uv_close((uv_handle_t *)&p->tcp, on_closed);
 }
 
-/* A connection ended (EOF, error): a loss unless its rank said goodbye or the job is ending. */
+/* A connection ended (EOF, error): the core decides whether it is a loss. */
 static void peer_gone(peer_t *p) {
   live_t *l = p->l;
-  int r = l->rank == 0 ? p->rank : 0;
+  int r = p->rank, was = p == l->up || (r >= 0 && r != l->parent);
   peer_close(p);
-  if (r < 0 || (l->rank == 0 && r == 0)) return; /* never said hello: nothing lost */
-  if (!l->bye[r]) lost(l, r, LIVE_CLOSED, 0); /* lost_many: not while the job is ending */
-}
-
-static void on_frame(peer_t *p, const frame_t *f) {
-  live_t *l = p->l;
-  if (f->magic != LIVE_MAGIC) {
-    peer_close(p);
-    return;
-  }
-  if (l->rank == 0 && p->rank < 0) {
-    /* The first frame must be a hello with the job's token and a rank of the job. */
-    if (f->type != M_HELLO || f->token != l->token || f->rank <= 0 || f->rank >= l->size) {
-      LOG_INFO(SUP, "liveness: a connection without the job's token was dropped");
-      peer_close(p);
-      return;
-    }
-    p->rank = f->rank;
-    if (l->by_rank[p->rank] && l->by_rank[p->rank] != p) peer_close(l->by_rank[p->rank]);
-    l->by_rank[p->rank] = p;
-  }
-  int r = l->rank == 0 ? p->rank : 0;
-  l->last[r] = util_now();
-  if (f->type == M_BYE) l->bye[r] = 1;
-  if (f->progress_ms >= 0 && l->o.progress) l->o.progress(l->o.progress_arg, r, f->progress_ms);
-  if (f->type == M_ABORT && l->rank != 0) lost(l, f->arg, LIVE_ABORT, 0);
-}
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
-  peer_t *p = h->data;
-  (void)suggested;
-  b->base = (char *)p->buf + p->have;
-  b->len = sizeof p->buf - p->have;
-}
-
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
-  peer_t *p = s->data;
-  (void)b;
-  if (n < 0) {
-    peer_gone(p);
-    return;
-  }
-  p->have += (size_t)n;
-  if (p->have == sizeof p->buf) {
-    frame_t f;
-    memcpy(&f, p->buf, sizeof f);
-    p->have = 0;
-    on_frame(p, &f);
-  }
+  if (r >= 0 && was) lt_on_closed(l->core, r, util_now());
 }
 
 typedef struct wreq_s {
   uv_write_t w;
-  frame_t f;
+  size_t len;
+  int abort;
+  unsigned char f[];
 } wreq_t;
 
 static void on_written(uv_write_t *w, int status) {
   (void)status; /* a failed write shows as a closed or silent connection */
   wreq_t *r = (wreq_t *)w;
-  if (r->f.type == M_ABORT) {
+  if (r->abort) {
     live_t *l = w->handle->loop->data;
     uv_mutex_lock(&l->mu);
     if (--l->aborts_pending == 0) {
@@ -204,19 +147,98 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
-/* 1 when the frame is on its way. */
-static int send_frame(peer_t *p, int type, int arg) {
-  if (!p || p->closing) return 0;
-  wreq_t *w = calloc(1, sizeof *w);
-  if (!w) return 0;
-  int32_t age = p->l->o.progress ? p->l->o.progress(p->l->o.progress_arg, -1, 0) : -1;
-  w->f = (frame_t){LIVE_MAGIC, (uint32_t)type, p->l->rank, arg, age, p->l->token};
-  uv_buf_t b = uv_buf_init((char *)&w->f, sizeof w->f);
-  if (uv_write(&w->w, (uv_stream_t *)&p->tcp, &b, 1, on_written) < 0) {
-    free(w);
-    return 0;
+/* The core's io.send: to the parent or a child, by rank. */
+static void io_send(void *arg, int to, const void *frame, size_t len) {
+  live_t *l = arg;
+  peer_t *p = NULL;
+  if (to == l->parent) p = l->up;
+  else {
+    int i = lt_kid_index(l->core, to);
+    if (i >= 0) p = l->by_kid[i];
   }
-  return 1;
+  if (!p || p->closing) return;
+  wreq_t *w = malloc(sizeof *w + len);
+  if (!w) return;
+  memcpy(w->f, frame, len);
+  w->len = len;
+  lt_hdr_t h;
+  memcpy(&h, frame, sizeof h);
+  w->abort = h.type == LT_ABORT;
+  uv_buf_t b = uv_buf_init((char *)w->f, (unsigned)len);
+  if (w->abort) {
+    uv_mutex_lock(&l->mu);
+    l->aborts_pending++;
+    uv_mutex_unlock(&l->mu);
+  }
+  if (uv_write(&w->w, (uv_stream_t *)&p->tcp, &b, 1, on_written) < 0) {
+    if (w->abort) {
+      uv_mutex_lock(&l->mu);
+      l->aborts_pending--;
+      uv_mutex_unlock(&l->mu);
+    }
+    free(w);
+  }
+}
+
+static int32_t io_progress(void *arg, int from, int32_t age_ms) {
+  live_t *l = arg;
+  if (!l->o.progress) return -1;
+  return l->o.progress(l->o.progress_arg, from, age_ms);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
+  peer_t *p = h->data;
+  (void)suggested;
+  b->base = (char *)p->buf + p->have;
+  b->len = sizeof p->buf - p->have;
+}
+
+/* One whole frame from p. */
+static void peer_frame(peer_t *p, const unsigned char *f, size_t len) {
+  live_t *l = p->l;
+  if (p->rank < 0) {
+    /* A child's first frame must be a hello with the job's token from one of our children. */
+    int r = lt_hello_rank(l->core, f, len);
+    int i = r >= 0 ? lt_kid_index(l->core, r) : -1;
+    if (i < 0) {
+      LOG_INFO(SUP, "liveness: a connection without the job's token was dropped");
+      peer_close(p);
+      return;
+    }
+    p->rank = r;
+    if (l->by_kid[i] && l->by_kid[i] != p) {
+      l->by_kid[i]->rank = -1; /* the old one's close is not this child's */
+      peer_close(l->by_kid[i]);
+    }
+    l->by_kid[i] = p;
+    lt_up(l->core, r, util_now());
+    return;
+  }
+  lt_on_frame(l->core, p->rank, f, len, util_now());
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
+  peer_t *p = s->data;
+  (void)b;
+  if (n < 0) {
+    peer_gone(p);
+    return;
+  }
+  p->have += (size_t)n;
+  size_t off = 0;
+  while (!p->closing) {
+    long need = lt_frame_len(p->buf + off, p->have - off);
+    if (need < 0) {
+      peer_close(p);
+      return;
+    }
+    if (need == 0 || (size_t)need > p->have - off) break;
+    peer_frame(p, p->buf + off, (size_t)need);
+    off += (size_t)need;
+  }
+  if (p->closing) return;
+  memmove(p->buf, p->buf + off, p->have - off);
+  p->have -= off;
 }
 
 static peer_t *peer_new(live_t *l) {
@@ -245,9 +267,7 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_read_start((uv_stream_t *)&p->tcp, on_alloc, on_read);
 }
 
-/* ---- the connection to rank 0 ---- */
-
-static void connect_up(live_t *l);
+/* ---- the connection to the parent ---- */
 
 static void on_connected(uv_connect_t *req, int status) {
   live_t *l = req->data;
@@ -258,20 +278,20 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   uv_tcp_nodelay(&p->tcp, 1);
-  p->rank = 0;
-  l->last[0] = util_now();
-  send_frame(p, M_HELLO, 0);
+  l->up = p;
   uv_read_start((uv_stream_t *)&p->tcp, on_alloc, on_read);
+  lt_up(l->core, l->parent, util_now());
 }
 
 static void connect_up(live_t *l) {
-  if (l->connecting || l->conns) return;
+  if (l->connecting || l->up || l->parent < 0) return;
   struct sockaddr_storage sa;
   memset(&sa, 0, sizeof sa);
-  if (strchr(l->o.addr, ':')) uv_ip6_addr(l->o.addr, l->port, (struct sockaddr_in6 *)&sa);
-  else uv_ip4_addr(l->o.addr, l->port, (struct sockaddr_in *)&sa);
+  if (strchr(l->parent_addr, ':')) uv_ip6_addr(l->parent_addr, l->parent_port, (struct sockaddr_in6 *)&sa);
+  else uv_ip4_addr(l->parent_addr, l->parent_port, (struct sockaddr_in *)&sa);
   peer_t *p = peer_new(l);
   if (!p) return;
+  p->rank = l->parent; /* its close counts once it is up (l->up) */
   l->creq.data = l;
   if (uv_tcp_connect(&l->creq, &p->tcp, (const struct sockaddr *)&sa, on_connected) < 0) {
     peer_close(p);
@@ -282,41 +302,12 @@ static void connect_up(live_t *l) {
 
 /* ---- the heartbeat timer ---- */
 
-/* A lost host stops all its ranks at once, but their last beats differ by up to an interval, so
- * the first past the deadline would be named alone. silent[0..ns) (ascending, past the deadline):
- * add the ranks of the same hosts that have been silent for half the deadline as well (a live
- * rank beats every interval, at most a fifth of it), keeping rank order. Returns the new count
- * (silent holds size entries). */
-static int add_host_mates(live_t *l, int *silent, int ns, double now) {
-  char *mark = l->hosts ? calloc((size_t)l->size, 1) : NULL;
-  if (!mark) return ns;
-  double quiet_s = GPL_MAX(2 * l->o.interval, l->o.timeout / 2);
-  for (int i = 0; i < ns; i++) mark[silent[i]] = 1;
-  for (int r = 1; r < l->size; r++) {
-    if (mark[r] || l->bye[r] || l->last[r] <= 0 || now - l->last[r] <= quiet_s) continue;
-    for (int i = 0; i < ns && !mark[r]; i++)
-      if (strcmp(l->hosts[silent[i]], l->hosts[r]) == 0) mark[r] = 2;
-  }
-  int n = 0;
-  for (int r = 1; r < l->size; r++)
-    if (mark[r]) silent[n++] = r;
-  free(mark);
-  return n;
-}
-
 static void on_timer(uv_timer_t *t) {
   live_t *l = t->data;
   double now = util_now();
-  /* This thread itself did not run for a long while (the process was stopped, SIGSTOP, or
-   * starved): the silence it would see is its own, not its peers'. Start counting again. */
-  if (l->last_timer > 0 && now - l->last_timer > l->o.timeout / 2) {
-    LOG_INFO(SUP, "liveness: this rank did not run for %.1f s; not counting it against the others", now - l->last_timer);
-    for (int r = 0; r < l->size; r++)
-      if (l->last[r] > 0) l->last[r] = now;
-  }
-  l->last_timer = now;
   uv_mutex_lock(&l->mu);
   double lost_at = l->lost_at;
+  int stopping = l->stopping;
   uv_mutex_unlock(&l->mu);
   /* The supervisor had its grace to end the program and leave, and did not: do it here. */
   if (lost_at > 0 && now - lost_at > l->o.grace_s) {
@@ -328,51 +319,24 @@ static void on_timer(uv_timer_t *t) {
               GPL_EXIT_TIMEOUT);
     _exit(GPL_EXIT_TIMEOUT);
   }
-  /* A supervisor whose loop stopped is hung: this rank stops beating, so rank 0 (or, for rank 0,
-   * every other rank) names it and the job ends. */
+  /* A supervisor whose loop stopped is hung: this rank stops beating, so its parent names it
+   * (and its children end) and the job ends. */
   double tick = (double)__atomic_load_n(&l->tick_ns, __ATOMIC_RELAXED) / 1e9;
   int stalled = l->o.stall_s > 0 && tick > 0 && now - tick > l->o.stall_s;
   if (stalled && !l->stall_said) {
     l->stall_said = 1;
     LOG_WARN("the supervisor's loop has not run for %.0f s: no more heartbeats from this rank", now - tick);
   }
-  uv_mutex_lock(&l->mu);
-  int stopping = l->stopping;
-  uv_mutex_unlock(&l->mu);
-  if (l->rank == 0 && !stopping) {
-    int *silent = calloc((size_t)l->size, sizeof *silent), ns = 0;
-    double longest = 0;
-    for (int r = 1; r < l->size; r++) {
-      if (l->bye[r]) continue;
-      if (!stalled) send_frame(l->by_rank[r], M_BEAT, 0);
-      if (!l->by_rank[r] && l->last[r] == 0 && now - l->t0 > l->o.connect_s) lost(l, r, LIVE_NEVER, 0);
-      else if (l->last[r] > 0 && now - l->last[r] > l->o.timeout && silent) {
-        silent[ns++] = r;
-        longest = GPL_MAX(longest, now - l->last[r]);
-      }
-    }
-    if (ns > 0) ns = add_host_mates(l, silent, ns, now);
-    lost_many(l, silent, ns, LIVE_SILENT, longest);
-    free(silent);
-    /* Connections that never said hello in time: not ours. */
-    for (peer_t *p = l->conns; p; p = p->next)
-      if (p->rank < 0 && now - p->opened > 5.0) peer_close(p);
-  } else if (l->rank == 0) {
-    /* Ending: close once every rank said goodbye (it got the job's end), or after 2 s. */
-    int all = 1;
-    for (int r = 1; r < l->size; r++) all &= l->bye[r] || !l->by_rank[r];
-    if (all || now - l->stop_at > 2.0) uv_walk(&l->loop, close_all, NULL);
-  } else if (!l->bye[0] && !stopping) {
-    if (!l->conns && !l->connecting && l->last[0] == 0) {
-      if (now - l->t0 > l->o.connect_s) lost(l, 0, LIVE_NEVER, 0);
-      else connect_up(l);
-    } else if (l->last[0] > 0 && !l->conns) {
-      /* The connection failed after it was made: peer_gone said so. */
-    } else if (!stalled && l->conns && l->conns->rank == 0) {
-      send_frame(l->conns, M_BEAT, 0);
-    }
-    if (l->last[0] > 0 && now - l->last[0] > l->o.timeout) lost(l, 0, LIVE_SILENT, now - l->last[0]);
+  if (stopping) {
+    /* Ending: close once every child said goodbye (it got the job's end), or after 2 s. Not
+     * before on_wake said ours (stop_at): a close without a goodbye would be a loss. */
+    if (l->stop_at > 0 && (lt_all_bye(l->core) || now - l->stop_at > 2.0)) uv_walk(&l->loop, close_all, NULL);
+    return;
   }
+  if (lt_on_tick(l->core, now, stalled)) connect_up(l);
+  /* Connections that never said hello in time: not ours. */
+  for (peer_t *p = l->conns; p; p = p->next)
+    if (p->rank < 0 && now - p->opened > 5.0) peer_close(p);
 }
 
 /* ---- requests from the supervisor's thread ---- */
@@ -397,38 +361,27 @@ static void on_wake(uv_async_t *a) {
   uv_mutex_lock(&l->mu);
   int stopping = l->stopping, abort_rank = l->abort_rank;
   l->abort_rank = -1;
+  l->aborts_pending++; /* held until every frame is queued */
   uv_mutex_unlock(&l->mu);
   if (abort_rank >= 0) {
-    int sent = 0;
-    uv_mutex_lock(&l->mu);
-    l->aborts_pending = 1; /* held until every frame is queued */
-    uv_mutex_unlock(&l->mu);
-    for (peer_t *p = l->conns; p; p = p->next)
-      if (p->rank > 0 && !l->bye[p->rank]) {
-        uv_mutex_lock(&l->mu);
-        l->aborts_pending += send_frame(p, M_ABORT, abort_rank);
-        uv_mutex_unlock(&l->mu);
-        sent++;
-      }
-    uv_mutex_lock(&l->mu);
-    if (--l->aborts_pending == 0) {
-      l->aborts_done = 1;
-      uv_cond_signal(&l->cv);
-    }
-    uv_mutex_unlock(&l->mu);
-    LOG_INFO(SUP, "liveness: told %d ranks the job ends", sent);
+    int sent = lt_abort(l->core, abort_rank);
+    LOG_INFO(SUP, "liveness: told %d children the job ends", sent);
   }
-  if (stopping) {
-    for (peer_t *p = l->conns; p; p = p->next)
-      if (p->rank >= 0) send_frame(p, M_BYE, 0);
+  uv_mutex_lock(&l->mu);
+  if (--l->aborts_pending == 0) {
+    l->aborts_done = 1;
+    uv_cond_signal(&l->cv);
+  }
+  uv_mutex_unlock(&l->mu);
+  if (stopping && l->stop_at == 0) {
+    lt_stop(l->core);
     l->stop_at = util_now();
-    if (l->rank != 0) {
-      /* Say goodbye, give it a moment on the wire, close. Rank 0 waits for the goodbyes (its
-       * timer, at a faster pace now) so that no rank mistakes its closing for a loss. */
-      uv_timer_stop(&l->timer);
+    uv_timer_stop(&l->timer);
+    if (lt_nkids(l->core) == 0) {
+      /* Say goodbye, give it a moment on the wire, close. A process with children waits for
+       * theirs (its timer, at a faster pace now) so that none mistakes its closing for a loss. */
       uv_timer_start(&l->retry, on_bye_sent, 50, 0);
     } else {
-      uv_timer_stop(&l->timer);
       uv_timer_start(&l->timer, on_timer, 10, 10);
     }
   }
@@ -441,9 +394,8 @@ static void run(void *arg) {
 
 /* ---- the supervisor's side ---- */
 
-/* Rank 0's listener on every address of its family, port chosen by the kernel. */
-static int open_listener(const char *addr, int *port) {
-  int v6 = strchr(addr, ':') != NULL;
+/* A listener on every address of the family, port chosen by the kernel. */
+static int open_listener(int v6, int *port) {
   int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   int one = 1;
@@ -461,54 +413,135 @@ static int open_listener(const char *addr, int *port) {
   return fd;
 }
 
+/* This host's address on the route to rank 0's (addr): the interface the job agreed on, whose
+ * subnet every node shares (a UDP connect sends nothing; it only picks the source). */
+static int route_addr(const char *addr, char *out, size_t len) {
+  int v6 = strchr(addr, ':') != NULL;
+  struct sockaddr_storage sa;
+  memset(&sa, 0, sizeof sa);
+  socklen_t sl = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if ((v6 ? uv_ip6_addr(addr, 9, (struct sockaddr_in6 *)&sa) : uv_ip4_addr(addr, 9, (struct sockaddr_in *)&sa)) < 0)
+    return -1;
+  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int rc = connect(fd, (struct sockaddr *)&sa, sl) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0 ? 0 : -1;
+  close(fd);
+  if (rc == 0)
+    rc = uv_ip_name((struct sockaddr *)&sa, out, len) == 0 ? 0 : -1;
+  return rc;
+}
+
 static void live_free(live_t *l) {
-  free(l->last);
-  free(l->bye);
-  free(l->by_rank);
+  lt_free(l->core);
+  lt_shape_free(&l->shape);
+  free(l->by_kid);
   free(l);
+}
+
+/* What each rank shares at start: where its children reach it, and rank 0's token. */
+typedef struct share_s {
+  uint64_t token;
+  int32_t port; /* 0: no listener (no children, or it could not open one) */
+  int32_t need; /* it has children */
+  char addr[48];
+} share_t;
+
+/* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default LT_FANOUT_DEFAULT). */
+static int fanout_env(const job_t *job, int *out) {
+  const char *v = getenv("GPULAUNCH_LIVE_FANOUT");
+  *out = LT_FANOUT_DEFAULT;
+  if (!v || !*v) return GPL_OK;
+  char *end;
+  errno = 0;
+  long k = strtol(v, &end, 10);
+  if (errno || *end || k < 2 || k > 1024) {
+    if (job->rank == 0)
+      log_print("gpulaunch: environment GPULAUNCH_LIVE_FANOUT=%s: not a whole number from 2 to 1024 "
+                "(leaders per leader in the liveness tree)\n", v);
+    return GPL_ECONFIG;
+  }
+  *out = (int)k;
+  return GPL_OK;
 }
 
 int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   *out = NULL;
   if (job->size < 2) return GPL_OK;
-  struct { int port; uint64_t token; } share = {0, 0};
-  int fd = -1;
-  if (job->rank == 0) {
-    /* One descriptor per rank: raise the soft limit where a big job needs it. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)job->size + 256 && rl.rlim_cur < rl.rlim_max) {
-      rl.rlim_cur = rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    fd = open_listener(o->addr, &share.port);
-    if (fd < 0) LOG_WARN("liveness: cannot listen for the other supervisors (%s); a lost host will not be noticed",
-                         strerror(errno));
-    if (uv_random(NULL, NULL, &share.token, sizeof share.token, 0, NULL) < 0) share.token = util_now_ns();
-  }
-  CHECK(mpix_bcast(&share, (int)sizeof share, 0, job->world, job->timeout, "start-up (supervisor liveness)"));
-  if (share.port == 0) return GPL_OK;
-
+  int fanout = o->fanout;
+  if (fanout <= 0) CHECK(fanout_env(job, &fanout));
   live_t *l = calloc(1, sizeof *l);
-  if (!l) {
-    if (fd >= 0) close(fd);
-    return GPL_ENOMEM;
-  }
-  l->hosts = job->hosts;
+  if (!l) return GPL_ENOMEM;
   l->o = *o;
   l->rank = job->rank;
   l->size = job->size;
-  l->token = share.token;
-  l->port = share.port;
+  l->listen_fd = -1;
   l->abort_rank = -1;
-  l->t0 = util_now();
-  l->last = calloc((size_t)job->size, sizeof *l->last);
-  l->bye = calloc((size_t)job->size, 1);
-  l->by_rank = job->rank == 0 ? calloc((size_t)job->size, sizeof *l->by_rank) : NULL;
-  if (!l->last || !l->bye || (job->rank == 0 && !l->by_rank)) {
-    live_free(l);
-    if (fd >= 0) close(fd);
-    return GPL_ENOMEM;
+  l->shape = (lt_shape_t){job->size, job->nnodes, fanout,
+                          job->node_of, job->leader_of_node, NULL, NULL};
+  int rc = lt_shape_index(&l->shape);
+  if (rc < 0) {
+    free(l);
+    return rc;
   }
+  l->parent = lt_parent(&l->shape, job->rank);
+  int nkids = lt_children(&l->shape, job->rank, NULL, 0);
+  int v6 = strchr(o->addr, ':') != NULL;
+  share_t me;
+  memset(&me, 0, sizeof me);
+  me.need = nkids > 0;
+  if (nkids > 0) {
+    /* One descriptor per child: raise the soft limit where a big fan-in needs it. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)nkids + 256 && rl.rlim_cur < rl.rlim_max) {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    l->listen_fd = open_listener(v6, &me.port);
+    if (l->listen_fd < 0)
+      LOG_WARN("liveness: cannot listen for the other supervisors (%s); a lost host will not be noticed",
+               strerror(errno));
+    if (job->nnodes == 1) util_strlcpy(me.addr, v6 ? "::1" : "127.0.0.1", sizeof me.addr);
+    else if (job->rank == 0) util_strlcpy(me.addr, o->addr, sizeof me.addr);
+    else if (route_addr(o->addr, me.addr, sizeof me.addr) < 0)
+      LOG_WARN("liveness: no address of this host on the route to %s; its children cannot reach it", o->addr);
+  }
+  if (job->rank == 0 && uv_random(NULL, NULL, &me.token, sizeof me.token, 0, NULL) < 0) me.token = util_now_ns();
+  share_t *all = calloc((size_t)job->size, sizeof *all);
+  if (!all) rc = GPL_ENOMEM;
+  else rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (supervisor liveness)");
+  if (rc < 0) {
+    free(all);
+    if (l->listen_fd >= 0) close(l->listen_fd);
+    live_free(l);
+    return rc;
+  }
+  /* Every rank decides the same from the same table: a parent without a listener or address
+   * means no liveness for anyone. */
+  int ok = 1;
+  for (int r = 0; r < job->size; r++)
+    if (all[r].need && (all[r].port == 0 || !all[r].addr[0])) ok = 0;
+  if (l->parent >= 0) {
+    const share_t *p = &all[l->parent];
+    l->parent_port = p->port;
+    if (job->node_of[l->parent] == job->node) util_strlcpy(l->parent_addr, v6 ? "::1" : "127.0.0.1", sizeof l->parent_addr);
+    else util_strlcpy(l->parent_addr, p->addr, sizeof l->parent_addr);
+  }
+  uint64_t token = all[0].token;
+  free(all);
+  if (!ok) {
+    if (l->listen_fd >= 0) close(l->listen_fd);
+    live_free(l);
+    return GPL_OK;
+  }
+  lt_cfg_t cfg = {l->shape, job->rank, token, o->interval, o->timeout, o->connect_s};
+  lt_io_t io = {l, io_send, io_lost, io_progress};
+  l->by_kid = calloc((size_t)nkids + 1, sizeof *l->by_kid);
+  if (!l->by_kid || (rc = lt_init(&l->core, &cfg, &io, util_now())) < 0) {
+    if (l->listen_fd >= 0) close(l->listen_fd);
+    live_free(l);
+    return rc < 0 ? rc : GPL_ENOMEM;
+  }
+  LOG_INFO(SUP, "liveness: parent %d (%s:%d), %d children", l->parent, l->parent_addr, l->parent_port, nkids);
   uv_mutex_init(&l->mu);
   uv_cond_init(&l->cv);
   uv_loop_init(&l->loop);
@@ -520,14 +553,14 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   l->timer.data = l->retry.data = l;
   uint64_t ms = (uint64_t)(o->interval * 1000);
   uv_timer_start(&l->timer, on_timer, ms ? ms : 1, ms ? ms : 1);
-  if (job->rank == 0) {
+  if (l->listen_fd >= 0) {
     uv_tcp_init(&l->loop, &l->server);
     l->server.data = l;
-    if (uv_tcp_open(&l->server, fd) < 0 || uv_listen((uv_stream_t *)&l->server, SOMAXCONN, on_connection) < 0)
+    l->serving = 1;
+    if (uv_tcp_open(&l->server, l->listen_fd) < 0 || uv_listen((uv_stream_t *)&l->server, SOMAXCONN, on_connection) < 0)
       LOG_WARN("liveness: cannot serve the listener; a lost host will not be noticed");
-  } else {
-    connect_up(l);
   }
+  connect_up(l);
   live_tick(l);
   if (uv_thread_create(&l->thread, run, l) != 0) {
     LOG_WARN("liveness: no thread; a lost host will not be noticed");
@@ -566,7 +599,7 @@ void live_abort_all(live_t *l, int lost_rank) {
   uv_mutex_unlock(&l->mu);
   uv_async_send(&l->wake);
   /* Wait (1 s at most) for the frames to be written: this rank's end closes the connections,
-   * and a rank that saw the close before the abort would report rank 0 lost. */
+   * and a child that saw the close before the abort would report its parent lost. */
   uv_mutex_lock(&l->mu);
   uint64_t deadline = uv_hrtime() + 1000000000ull;
   while (!l->aborts_done) {

@@ -1,21 +1,15 @@
-/* Liveness of the supervisors outside MPI: a TCP connection from every rank's supervisor to rank
- * 0's, heartbeats both ways on a thread of its own, a deadline; a lost rank ends the whole job. */
+/* Liveness of the supervisors outside MPI: a tree of TCP connections (each rank to its node's
+ * leader, leaders k-ary up to rank 0; livetree.h), heartbeats both ways on a thread of its own, a
+ * deadline; a lost rank ends the whole job. */
 #ifndef GPL_LAUNCHER_LIVENESS_H
 #define GPL_LAUNCHER_LIVENESS_H
 
 #include <stdint.h>
 
 #include "launcher/core/job.h"
+#include "launcher/core/livetree.h" /* live_why_t */
 
 typedef struct live_s live_t;
-
-/* What the liveness thread saw. */
-typedef enum live_why_e {
-  LIVE_CLOSED = 1, /* the peer's connection closed without a goodbye: its gpulaunch died */
-  LIVE_SILENT,     /* no heartbeat for the deadline: host down, network cut, or a hung supervisor */
-  LIVE_NEVER,      /* the peer never connected in time */
-  LIVE_ABORT       /* rank 0 ended the job because another rank was lost (lost_rank says which) */
-} live_why_t;
 
 typedef struct live_event_s {
   int lost_rank;     /* the (first) rank that was lost (for LIVE_ABORT: the one rank 0 lost) */
@@ -26,7 +20,9 @@ typedef struct live_event_s {
 } live_event_t;
 
 typedef struct live_opts_s {
-  const char *addr;     /* rank 0's address that every rank can reach (MASTER_ADDR) */
+  const char *addr;     /* rank 0's address that every rank can reach (MASTER_ADDR); each other
+                         * leader listens on its own address on the route to it */
+  int fanout;           /* leaders per leader (GPULAUNCH_LIVE_FANOUT); <= 0: LT_FANOUT_DEFAULT */
   double interval;      /* seconds between heartbeats */
   double timeout;       /* silence that means lost */
   double connect_s;     /* every rank must have connected within this (start-up deadline) */
@@ -44,8 +40,9 @@ typedef struct live_opts_s {
   void *progress_arg;
 } live_opts_t;
 
-/* Start liveness for the job (collective over job->world: rank 0 opens its listener and shares
- * its port and a random token, bounded by job->timeout). A job of one has none: *out = NULL. */
+/* Start liveness for the job (collective over job->world: every rank with children opens its
+ * listener; one allgather of each rank's address and port, and rank 0's random token, bounded by
+ * job->timeout). A job of one has none: *out = NULL. */
 int live_start(live_t **out, job_t *job, const live_opts_t *o);
 /* The supervisor's loop is alive (call it from every loop iteration or timer). */
 void live_tick(live_t *l);
@@ -53,8 +50,8 @@ void live_tick(live_t *l);
 void live_set_child(live_t *l, int pid);
 /* The event that woke the supervisor: 1 and *ev when there is one. */
 int live_event(live_t *l, live_event_t *ev);
-/* Rank 0: tell every other rank the job is ending because lost_rank was lost; returns once the
- * frames are written (1 s at most). */
+/* Rank 0: tell every other rank (down the tree) the job is ending because lost_rank was lost;
+ * returns once rank 0's frames are written (1 s at most). */
 void live_abort_all(live_t *l, int lost_rank);
 /* The job is ending normally: goodbyes sent, closed connections no longer mean a loss. Then
  * stop the thread and free. NULL is fine. */

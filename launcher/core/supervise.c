@@ -1071,8 +1071,8 @@ static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, siz
                "supervisor hung)", who, ev->nlost > 1 ? "their" : "its", ev->silent_s);
       break;
     case LIVE_NEVER:
-      snprintf(buf, len, "%s: its supervisor never reached rank 0's (%s) within %.0f s", who,
-               s->o->master_addr ? s->o->master_addr : "?", s->job->timeout);
+      snprintf(buf, len, "%s: its supervisor never reached its parent's in the liveness tree (rank 0 at "
+               "%s) within %.0f s", who, s->o->master_addr ? s->o->master_addr : "?", s->job->timeout);
       break;
     case LIVE_ABORT: {
       char n[300];
@@ -1082,14 +1082,16 @@ static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, siz
   }
 }
 
-/* Does this rank say the loss on stderr? Rank 0 does; when rank 0 is the one lost, every other
- * rank learns it at once, and only the lowest that survives should say it: rank 1 when rank 0's
- * gpulaunch died (its host lives on), else the lowest rank on another host than rank 0's. */
+/* Does this rank say the loss on stderr? Rank 0 does; when rank 0 is the one lost, its children
+ * in the liveness tree learn it at once, and only the lowest that survives should say it: rank 1
+ * when rank 0's gpulaunch died (its host lives on), else the lowest rank on another host than
+ * rank 0's (both are rank 0's children). Another rank that lost its parent (not rank 0) is an
+ * orphan of a loss that the parent's parent names to rank 0: it says nothing. */
 static int live_says_loss(const sup_t *s, const live_event_t *ev) {
   const job_t *j = s->job;
   if (j->rank == 0) return 1;
   if (ev->why == LIVE_ABORT) return 0;
-  if (ev->lost_rank != 0) return 1;
+  if (ev->lost_rank != 0) return 0;
   if (ev->why == LIVE_CLOSED) return j->rank == 1;
   for (int r = 1; r < j->size; r++)
     if (strcmp(j->hosts[r], j->hosts[0]) != 0) return r == j->rank;
