@@ -148,17 +148,33 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
    *     MPI_Comm_create_group: only a node's ranks (or only the leaders) take part, not the whole
    *     job as in MPI_Comm_split_type and MPI_Comm_split. */
   job->world = MPI_COMM_WORLD;
+  /* Where a group is the whole job or this rank alone, it is MPI_COMM_WORLD or MPI_COMM_SELF
+   * (nothing to make): one node (node_comm), one rank per node (leaders), a node of one rank.
+   * Every rank then runs the same exchanges on it in the same order, as on a communicator of its
+   * own, and MPI matches them in order. */
   MPI_Group world_group, group;
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  MPI_Group_incl(world_group, nmem, members, &group);
-  MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the ranks of each node)",
-               MPI_Comm_create_group(MPI_COMM_WORLD, group, 7401, &job->node_comm));
-  MPI_Group_free(&group);
-  if (job->local_rank == 0) {
-    MPI_Group_incl(world_group, job->nnodes, job->leader_of_node, &group);
-    MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the nodes' first ranks)",
-                 MPI_Comm_create_group(MPI_COMM_WORLD, group, 7402, &job->leaders));
+  if (job->nnodes == 1) {
+    job->node_comm = MPI_COMM_WORLD;
+  } else if (nmem == 1) {
+    job->node_comm = MPI_COMM_SELF;
+  } else {
+    MPI_Group_incl(world_group, nmem, members, &group);
+    MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the ranks of each node)",
+                 MPI_Comm_create_group(MPI_COMM_WORLD, group, 7401, &job->node_comm));
     MPI_Group_free(&group);
+  }
+  if (job->local_rank == 0) {
+    if (job->nnodes == job->size) {
+      job->leaders = MPI_COMM_WORLD;
+    } else if (job->nnodes == 1) {
+      job->leaders = MPI_COMM_SELF;
+    } else {
+      MPI_Group_incl(world_group, job->nnodes, job->leader_of_node, &group);
+      MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the nodes' first ranks)",
+                   MPI_Comm_create_group(MPI_COMM_WORLD, group, 7402, &job->leaders));
+      MPI_Group_free(&group);
+    }
   }
   MPI_Group_free(&world_group);
   free(members);
@@ -183,8 +199,11 @@ void job_finalize(job_t *job) {
   MPI_Finalized(&fin);
   mpix_set_hosts(NULL, 0);
   if (init && !fin) {
-    if (job->leaders != MPI_COMM_NULL) MPI_Comm_free(&job->leaders);
-    if (job->node_comm != MPI_COMM_NULL) MPI_Comm_free(&job->node_comm);
+    /* MPI_COMM_WORLD or MPI_COMM_SELF where a group was the whole job or one rank (job_init) */
+    if (job->leaders != MPI_COMM_NULL && job->leaders != MPI_COMM_WORLD && job->leaders != MPI_COMM_SELF)
+      MPI_Comm_free(&job->leaders);
+    if (job->node_comm != MPI_COMM_NULL && job->node_comm != MPI_COMM_WORLD && job->node_comm != MPI_COMM_SELF)
+      MPI_Comm_free(&job->node_comm);
     if (job->world != MPI_COMM_NULL && job->world != MPI_COMM_WORLD) MPI_Comm_free(&job->world);
     /* A mode that never supervised still completes the duplicate (every rank started it). */
     if (job->ctl_req != MPI_REQUEST_NULL && job_ctl_ready(job) < 0) job->ctl = MPI_COMM_NULL;
