@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 static log_level_t g_level = LOG_LVL_WARN;
 static unsigned g_mask = ~0u;
 static char g_ident[160] = "-:-";
+static int g_time; /* GPULAUNCH_LOG_TIME=1: each line starts with the wall clock (s.ms), for profiling */
 
 static const char *const g_subsys_names[] = {
 #define LOG_SUBSYS_NAME_(e, name) name,
@@ -31,6 +33,8 @@ void log_init(void) {
       if (strcasecmp(lvl, g_level_names[i]) == 0) g_level = (log_level_t)i;
     if (strcasecmp(lvl, "warning") == 0) g_level = LOG_LVL_WARN;
   }
+  const char *tm = getenv("GPULAUNCH_LOG_TIME");
+  g_time = tm && strcmp(tm, "1") == 0;
   const char *sub = getenv("GPULAUNCH_LOG_SUBSYS");
   if (sub && *sub) {
     int invert = sub[0] == '^';
@@ -107,14 +111,21 @@ void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line,
   char buf[4096];
   const char *base = strrchr(file, '/');
   base = base ? base + 1 : file;
-  int n;
+  int n, t = 0;
   const char *sname = sub < LOG_SUBSYS_COUNT ? g_subsys_names[sub] : "";
+  if (g_time) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = snprintf(buf, sizeof buf, "%ld.%03ld ", (long)(ts.tv_sec % 100000), ts.tv_nsec / 1000000);
+    if (t < 0) t = 0;
+  }
   if (level <= LOG_LVL_WARN)
-    n = snprintf(buf, sizeof buf, "gpulaunch %s [%s%s%s] %s:%d ", g_ident, g_level_names[level],
+    n = snprintf(buf + t, sizeof buf - (size_t)t, "gpulaunch %s [%s%s%s] %s:%d ", g_ident, g_level_names[level],
                  *sname ? " " : "", sname, base, line);
   else
-    n = snprintf(buf, sizeof buf, "gpulaunch %s [%s %s] ", g_ident, g_level_names[level], sname);
+    n = snprintf(buf + t, sizeof buf - (size_t)t, "gpulaunch %s [%s %s] ", g_ident, g_level_names[level], sname);
   if (n < 0) return;
+  n += t;
   if ((size_t)n < sizeof buf) {
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     if (m > 0) n += m;

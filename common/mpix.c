@@ -341,11 +341,8 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
   return verdict ? GPL_ETIMEDOUT : GPL_OK;
 }
 
-int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what) {
-  MPI_Request req;
-  *out = MPI_COMM_NULL;
-  MPICHECK(MPI_Comm_idup(comm, out, &req));
-  int done = wait_until(&req, 1, util_now() + timeout_s);
+int mpix_comm_idup_wait(MPI_Comm comm, MPI_Request *req, MPI_Comm *out, double timeout_s, const char *what) {
+  int done = wait_until(req, 1, util_now() + timeout_s);
   if (done == 1) return GPL_OK;
   if (done < 0) return GPL_EMPI;
   LOG_ERROR("timed out after %.1f s in %s: MPI_Comm_idup did not complete although every rank had arrived; "
@@ -358,4 +355,11 @@ int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *wh
   free(all);
   *out = MPI_COMM_NULL;
   return GPL_ETIMEDOUT;
+}
+
+int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what) {
+  MPI_Request req;
+  *out = MPI_COMM_NULL;
+  MPICHECK(MPI_Comm_idup(comm, out, &req));
+  return mpix_comm_idup_wait(comm, &req, out, timeout_s, what);
 }

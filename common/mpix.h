@@ -80,6 +80,10 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
  * pair that cannot reach each other. 0, or GPL_ETIMEDOUT (then *out is MPI_COMM_NULL). One dup at a time:
  * Open MPI 4.1 sometimes never completes one of two concurrent MPI_Comm_idup. */
 int mpix_comm_dup(MPI_Comm comm, MPI_Comm *out, double timeout_s, const char *what);
+/* The second half of mpix_comm_dup, for an MPI_Comm_idup(comm, out, req) started earlier so that
+ * its rounds of collectives progress while other bounded exchanges run: waits (bounded, the same
+ * diagnosis on a timeout). Nothing else may create a communicator while it is pending. */
+int mpix_comm_idup_wait(MPI_Comm comm, MPI_Request *req, MPI_Comm *out, double timeout_s, const char *what);
 
 /* Default deadline for bootstrap exchanges (GPULAUNCH_TIMEOUT, seconds; default 60). */
 double mpix_default_timeout(void);

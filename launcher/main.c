@@ -57,6 +57,7 @@ static const char g_usage[] =
     "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
     "the config has no [job] timeout; a lost rank while the job runs: [job] liveness_timeout),\n"
     "GPULAUNCH_LIVE_FANOUT=32 (leaders per leader in the liveness tree, 2..1024).\n"
+    "GPULAUNCH_LOG_TIME=1 (the wall clock at the start of each log line, for profiling).\n"
     "Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
     "GPULAUNCH_COMM_INIT_TIMEOUT (for gpl_init; set by gpulaunch for wrapped programs),\n"
     "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K,\n"

@@ -141,6 +141,50 @@ static void fill_cand(net_cand_t *c, const iface_t *f, const iface_addr_t *a) {
 
 /* ---- the automatic choice ------------------------------------------------------------------- */
 
+/* Among equally good interfaces (same reach, tier and speed: a namespace's or VM's links all look
+ * alike), hints of which one is the fabric: the one MPI's own TCP traffic was pinned to
+ * (Open MPI's btl/oob_tcp_if_include, names or subnets, as mpirun --mca passes them to every
+ * rank), and against an onboard port (eno<N>: on GPU servers the management network, the fabric
+ * NICs sit on PCIe cards). 0 = pinned, 1 = no hint, 2 = onboard. */
+static const char *const g_mpi_pin_vars[] = {"OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include"};
+
+static int mpi_pinned(const iface_t *f, const char **var) {
+  for (size_t v = 0; v < GPL_ARRAY_LEN(g_mpi_pin_vars); v++) {
+    const char *val = getenv(g_mpi_pin_vars[v]);
+    if (!val || !*val) continue;
+    char buf[256], *save = NULL;
+    util_strlcpy(buf, val, sizeof buf);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      iface_addr_t net;
+      int hit = 0;
+      if (strchr(tok, '/') && iface_addr_parse(tok, &net) == 0) {
+        for (int k = 0; k < f->naddrs && !hit; k++) hit = iface_addr_in_subnet(&net, &f->addrs[k]);
+      } else {
+        hit = strcmp(tok, f->name) == 0;
+      }
+      if (hit) {
+        if (var) *var = g_mpi_pin_vars[v];
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+static int onboard_name(const char *n) { return strncmp(n, "eno", 3) == 0 && n[3] >= '0' && n[3] <= '9'; }
+
+static int hint_rank(const iface_t *f) { return mpi_pinned(f, NULL) ? 0 : onboard_name(f->name) ? 2 : 1; }
+
+/* Stable: by hint, name order kept within one hint. */
+static void order_by_hint(net_cand_t *c, int n) {
+  for (int i = 1; i < n; i++)
+    for (int k = i; k > 0 && hint_rank(&c[k - 1].iface) > hint_rank(&c[k].iface); k--) {
+      net_cand_t tmp = c[k];
+      c[k] = c[k - 1];
+      c[k - 1] = tmp;
+    }
+}
+
 static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out, strbuf_t *msg) {
   const net_inv_t *me = &inv[node];
   char nn[NET_HOST_LEN + 32];
@@ -210,7 +254,8 @@ static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
   /* The equally good ones (same reach, tier, speed): the rank's GPU decides among them. */
   for (int c = 0; c < nall && out->ncand < NET_MAX_CAND; c++)
     if (cand_cmp(&all[c], &all[0]) == 0) out->cand[out->ncand++] = all[c];
-  const net_cand_t *b = &all[0];
+  order_by_hint(out->cand, out->ncand);
+  const net_cand_t *b = &out->cand[0];
   util_fmt(out->value, sizeof out->value, "=%s", b->iface.name);
   char speed[32] = "speed unknown";
   if (b->iface.speed_mbps > 0) util_fmt(speed, sizeof speed, "%d Mb/s", b->iface.speed_mbps);
@@ -222,6 +267,11 @@ static int eval_auto(const net_inv_t *inv, int nnodes, int node, net_eval_t *out
   if (out->ncand > 1) {
     strbuf_printf(&r, "; %d equally good:", out->ncand);
     for (int c = 0; c < out->ncand; c++) strbuf_printf(&r, " %s", out->cand[c].iface.name);
+    const char *var = NULL;
+    if (mpi_pinned(&b->iface, &var) && hint_rank(&out->cand[out->ncand - 1].iface) > 0)
+      strbuf_printf(&r, " (%s first: MPI's traffic is pinned to it, %s=%s)", b->iface.name, var, getenv(var));
+    else if (onboard_name(out->cand[out->ncand - 1].iface.name) && !onboard_name(b->iface.name))
+      strbuf_printf(&r, " (onboard eno* ports last: on GPU servers the management network)");
   }
   for (int c = out->ncand; c < nall; c++) {
     if (c == out->ncand) strbuf_append(&r, "; also possible:");
@@ -437,7 +487,7 @@ int net_pick(const net_eval_t *ev, const topo_t *t, const plan_rank_t *r, char *
       util_fmt(why, len, "nearest %s%d of %d equal interfaces (%s, %s)", who, idx, ev->ncand, path_class_name(bp.cls),
                path_class_desc(bp.cls));
     else
-      util_fmt(why, len, "first by name of %d equal interfaces (none has a PCI device in the topology)", ev->ncand);
+      util_fmt(why, len, "the first of %d equal interfaces (none has a PCI device in the topology)", ev->ncand);
   }
   return best;
 }

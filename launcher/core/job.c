@@ -1,4 +1,4 @@
-/* Who am I: MPI start-up, host names of all ranks, node discovery with MPI_Comm_split_type;
+/* Who am I: MPI start-up, host names of all ranks, nodes by host name, the few communicators;
  * every step bounded by a deadline (exchanges of our own, or the watchdog around MPI's). */
 #include "launcher/core/job.h"
 
@@ -40,11 +40,6 @@ void job_test_stall(const job_t *job, const char *stage) {
   }
 }
 
-typedef struct rank_info_s {
-  int local_rank;
-  int leader; /* world rank of local rank 0 of this rank's node */
-} rank_info_t;
-
 /* A job of one started alone (no mpirun, srun or PMI): no MPI_Init at all. A singleton MPI_Init
  * needs the MPI runtime's own daemons (Open MPI forks orted; where there is none it fails or
  * hangs), and one rank needs nothing from MPI: its communicators stay MPI_COMM_NULL, which
@@ -66,6 +61,7 @@ static int job_init_alone(job_t *job) {
 int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(job, 0, sizeof *job);
   job->world = job->node_comm = job->leaders = job->ctl = MPI_COMM_NULL;
+  job->ctl_req = MPI_REQUEST_NULL;
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
@@ -107,55 +103,94 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   mpix_set_hosts((const char *const *)job->hosts, job->size);
   job_test_stall(job, "dup");
 
+  /* Nodes by host name, numbered in the order of their first rank (so node 0 holds rank 0). */
+  int *first = calloc((size_t)job->size, sizeof *first);
+  int *members = calloc((size_t)job->size, sizeof *members);
+  if (!first || !members || util_first_of_each((const char *const *)job->hosts, job->size, first) < 0) {
+    free(first);
+    free(members);
+    return GPL_ENOMEM;
+  }
+  for (int r = 0; r < job->size; r++) {
+    if (first[r] == r) job->leader_of_node[job->nnodes++] = r;
+    job->node_of[r] = first[r] == r ? job->nnodes - 1 : job->node_of[first[r]];
+  }
+  job->node = job->node_of[job->rank];
+  int nmem = 0;
+  for (int r = 0; r < job->size; r++)
+    if (job->node_of[r] == job->node) {
+      if (r == job->rank) job->local_rank = nmem;
+      members[nmem++] = r;
+    }
+  job->local_size = nmem;
+  free(first);
+
   /* MPI's collectives below need every pair of hosts to reach each other, which the star above
    * does not show: a partition between two hosts that both reach rank 0 would stall them. The
    * first rank of each host checks it can reach the first rank of every other (bounded, named). */
-  int *first = calloc((size_t)job->size, sizeof *first), nfirst = 0;
-  ALLOCCHECK(first);
-  rc = util_first_of_each((const char *const *)job->hosts, job->size, first);
-  for (int r = 0; rc == GPL_OK && r < job->size; r++)
-    if (first[r] == r) first[nfirst++] = r; /* in place: nfirst <= r */
-  if (rc == GPL_OK && nfirst > 1)
-    rc = mpix_reach_check(MPI_COMM_WORLD, first, nfirst, timeout, "start-up (hosts reaching each other)");
-  free(first);
-  CHECK(rc);
+  rc = job->nnodes > 1 ? mpix_reach_check(MPI_COMM_WORLD, job->leader_of_node, job->nnodes, timeout,
+                                          "start-up (hosts reaching each other)")
+                       : GPL_OK;
+  if (rc < 0) {
+    free(members);
+    return rc;
+  }
+  LOG_DEBUG(JOB, "start-up: %d host names gathered, %d nodes reach each other", job->size, job->nnodes);
 
-  CHECK(mpix_comm_dup(MPI_COMM_WORLD, &job->world, timeout, "start-up (gpulaunch's communicator)"));
-  CHECK(mpix_comm_dup(MPI_COMM_WORLD, &job->ctl, timeout, "start-up (the supervisors' communicator)"));
-  MPIX_GUARDED(timeout, "start-up: MPI_Comm_split_type (the ranks of each node)",
-               MPI_Comm_split_type(job->world, MPI_COMM_TYPE_SHARED, job->rank, MPI_INFO_NULL,
-                                   &job->node_comm));
-  MPI_Comm_rank(job->node_comm, &job->local_rank);
-  MPI_Comm_size(job->node_comm, &job->local_size);
-
-  MPI_Group node_group, world_group;
-  int zero = 0, leader = 0;
-  MPI_Comm_group(job->node_comm, &node_group);
-  MPI_Comm_group(job->world, &world_group);
-  MPI_Group_translate_ranks(node_group, 1, &zero, world_group, &leader);
-  MPI_Group_free(&node_group);
+  /* Communicators: every one MPI makes costs rounds of collectives among its members to agree on
+   * its context id (with many ranks per core, each round waits for the scheduler), so start-up
+   * makes only what it needs, each among its own members:
+   *   - world is MPI_COMM_WORLD itself: gpulaunch is the only MPI user of its process (the program
+   *     it supervises is another process), and every exchange of its own is bounded and in step;
+   *   - ctl is a duplicate (the supervisors probe it with MPI_ANY_TAG and drop what is not
+   *     theirs), made in the background: see below;
+   *   - node_comm and leaders come from the host names (the grouping the reach check used), with
+   *     MPI_Comm_create_group: only a node's ranks (or only the leaders) take part, not the whole
+   *     job as in MPI_Comm_split_type and MPI_Comm_split. */
+  job->world = MPI_COMM_WORLD;
+  /* Where a group is the whole job or this rank alone, it is MPI_COMM_WORLD or MPI_COMM_SELF
+   * (nothing to make): one node (node_comm), one rank per node (leaders), a node of one rank.
+   * Every rank then runs the same exchanges on it in the same order, as on a communicator of its
+   * own, and MPI matches them in order. */
+  MPI_Group world_group, group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  if (job->nnodes == 1) {
+    job->node_comm = MPI_COMM_WORLD;
+  } else if (nmem == 1) {
+    job->node_comm = MPI_COMM_SELF;
+  } else {
+    MPI_Group_incl(world_group, nmem, members, &group);
+    MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the ranks of each node)",
+                 MPI_Comm_create_group(MPI_COMM_WORLD, group, 7401, &job->node_comm));
+    MPI_Group_free(&group);
+  }
+  if (job->local_rank == 0) {
+    if (job->nnodes == job->size) {
+      job->leaders = MPI_COMM_WORLD;
+    } else if (job->nnodes == 1) {
+      job->leaders = MPI_COMM_SELF;
+    } else {
+      MPI_Group_incl(world_group, job->nnodes, job->leader_of_node, &group);
+      MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the nodes' first ranks)",
+                   MPI_Comm_create_group(MPI_COMM_WORLD, group, 7402, &job->leaders));
+      MPI_Group_free(&group);
+    }
+  }
   MPI_Group_free(&world_group);
-
-  rank_info_t me = {job->local_rank, leader};
-  rank_info_t *all = calloc((size_t)job->size, sizeof *all);
-  ALLOCCHECK(all);
-  rc = mpix_allgather(&me, (int)sizeof me, all, job->world, timeout, "start-up (nodes)");
-  /* Nodes are numbered in the order of their first rank, so node 0 holds rank 0. */
-  for (int r = 0; rc == GPL_OK && r < job->size; r++)
-    if (all[r].local_rank == 0) job->leader_of_node[job->nnodes++] = r;
-  for (int r = 0; rc == GPL_OK && r < job->size; r++)
-    for (int n = 0; n < job->nnodes; n++)
-      if (job->leader_of_node[n] == all[r].leader) job->node_of[r] = n;
-  free(all);
-  CHECK(rc);
-  job->node = job->node_of[job->rank];
-
-  MPIX_GUARDED(timeout, "start-up: MPI_Comm_split (the nodes' first ranks)",
-               MPI_Comm_split(job->world, job->local_rank == 0 ? 0 : MPI_UNDEFINED, job->rank,
-                              &job->leaders));
+  free(members);
+  /* The supervisors' communicator is started here and waited for only where the supervisor
+   * starts (job_ctl_ready): its rounds progress during placement and the network agreement,
+   * which create no communicator (one creation at a time: see mpix_comm_idup_wait). */
+  MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &job->ctl, &job->ctl_req));
   LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
            job->local_size, job->node, job->nnodes);
   return GPL_OK;
+}
+
+int job_ctl_ready(job_t *job) {
+  if (job->ctl_req == MPI_REQUEST_NULL) return GPL_OK;
+  return mpix_comm_idup_wait(MPI_COMM_WORLD, &job->ctl_req, &job->ctl, job->timeout,
+                             "start-up (the supervisors' communicator)");
 }
 
 void job_finalize(job_t *job) {
@@ -164,9 +199,14 @@ void job_finalize(job_t *job) {
   MPI_Finalized(&fin);
   mpix_set_hosts(NULL, 0);
   if (init && !fin) {
-    if (job->leaders != MPI_COMM_NULL) MPI_Comm_free(&job->leaders);
-    if (job->node_comm != MPI_COMM_NULL) MPI_Comm_free(&job->node_comm);
-    if (job->world != MPI_COMM_NULL) MPI_Comm_free(&job->world);
+    /* MPI_COMM_WORLD or MPI_COMM_SELF where a group was the whole job or one rank (job_init) */
+    if (job->leaders != MPI_COMM_NULL && job->leaders != MPI_COMM_WORLD && job->leaders != MPI_COMM_SELF)
+      MPI_Comm_free(&job->leaders);
+    if (job->node_comm != MPI_COMM_NULL && job->node_comm != MPI_COMM_WORLD && job->node_comm != MPI_COMM_SELF)
+      MPI_Comm_free(&job->node_comm);
+    if (job->world != MPI_COMM_NULL && job->world != MPI_COMM_WORLD) MPI_Comm_free(&job->world);
+    /* A mode that never supervised still completes the duplicate (every rank started it). */
+    if (job->ctl_req != MPI_REQUEST_NULL && job_ctl_ready(job) < 0) job->ctl = MPI_COMM_NULL;
     if (job->ctl != MPI_COMM_NULL) MPI_Comm_free(&job->ctl);
     /* Every rank agreed it is done; a host lost just now must not keep this one here. */
     wdog_arm(job->timeout, "MPI_Finalize", "the job had finished; a host was lost at its end", 0);

@@ -12,10 +12,11 @@ typedef struct job_s {
   char **hosts;               /* host name of each world rank (size entries) */
   int *node_of;               /* node index of each world rank */
   int *leader_of_node;        /* world rank of local rank 0 of each node (nnodes entries) */
-  MPI_Comm world;             /* a duplicate of MPI_COMM_WORLD for gpulaunch's own messages */
-  MPI_Comm node_comm;         /* the ranks of this node (MPI_COMM_TYPE_SHARED) */
+  MPI_Comm world;             /* MPI_COMM_WORLD: gpulaunch is the only MPI user of its process */
+  MPI_Comm node_comm;         /* the ranks of this node (same host name) */
   MPI_Comm leaders;           /* local rank 0 of every node; MPI_COMM_NULL on the others */
-  MPI_Comm ctl;               /* the supervisors' control messages (launcher/core/ctl.h) */
+  MPI_Comm ctl;               /* the supervisors' control messages (launcher/core/ctl.h), */
+  MPI_Request ctl_req;        /* ... whose MPI_Comm_idup may still run: job_ctl_ready */
   double timeout;             /* deadline in seconds for every wait on other ranks */
   int under_launcher;         /* 1 under mpirun/srun, 0 for a job of one started alone */
   int lost;                   /* a rank was lost while the job ran: job_exit leaves without MPI */
@@ -40,6 +41,10 @@ void job_to_comm(const job_t *job, struct comm_job_s *out);
 int job_agree(job_t *job, int rc, const char *what);
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] delays that rank at that stage. */
 void job_test_stall(const job_t *job, const char *stage);
+/* Waits (bounded, the missing ranks named) for job->ctl, which job_init only starts; 0 at once
+ * when it is there already or for a job of one. Collective: every rank calls it before its
+ * supervisor starts (sup_run does), and job_finalize for modes that never supervise. */
+int job_ctl_ready(job_t *job);
 /* MPI_Finalize and free. */
 void job_finalize(job_t *job);
 /* End this rank with the job's exit code: all ranks agree (bounded) on one code, the first

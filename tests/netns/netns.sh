@@ -22,6 +22,12 @@
 #     non-routable link "eth9" (NETNS_DECOY_IF) with 10.200.N.1/24, a different subnet on each
 #     host, whose veth peer (eth9p, 10.200.N.2/24) stays on the same host. It is created before
 #     the routable link, so it comes first in getifaddrs order (what NCCL's auto-pick sees).
+#   - NETNS_RICH=1 adds what a real GPU node has besides (on top of the decoys): a management NIC
+#     "eno1" on a second switch ("mgmt" bridge) with 10.78.0.(N+1)/24, which reaches every host,
+#     and a link-local "usb0" with 169.254.3.1/16 (a BMC's USB NIC: the same address on every
+#     host, reaches nobody), both created before the fabric link; and a docker0 bridge with
+#     172.17.0.1/16 and no ports (docker with no container running) when NETNS_DECOYS=0 leaves
+#     it out. A job can be told to pin MPI to the fabric (netns_mpirun does, by subnet).
 #
 # Names: namespaces are "<NETNS_ID>-hN" and "<NETNS_ID>-sw"; NETNS_ID is unique per run
 # (gpl<pid><random>), so parallel ctest runs never collide. Host names (mpirun --host, the UTS
@@ -59,6 +65,7 @@ NETNS_SKIP=77
 : "${NETNS_SUBNET:=10.77.0}"
 : "${NETNS_IFNAMES:=eth0}"
 : "${NETNS_DECOYS:=1}"
+: "${NETNS_RICH:=0}"
 : "${NETNS_DECOY_IF:=eth9}"
 : "${NETNS_HOST_PREFIX:=h}"
 NETNS_ID="gpl$$$((RANDOM % 1000))"
@@ -136,6 +143,10 @@ netns_setup() {
   ip -n "$sw" link set lo up
   ip -n "$sw" link add sw type bridge forward_delay 0
   ip -n "$sw" link set sw up
+  if [ "$NETNS_RICH" = 1 ]; then
+    ip -n "$sw" link add mgmt type bridge forward_delay 0
+    ip -n "$sw" link set mgmt up
+  fi
   for ((i = 0; i < n; i++)); do
     host="${NETNS_HOST_PREFIX}$i"
     ns="${NETNS_ID}-h$i"
@@ -161,6 +172,23 @@ netns_setup() {
       ip -n "$ns" addr add "10.200.$i.2/24" dev "${NETNS_DECOY_IF}p"
       ip -n "$ns" link set "$NETNS_DECOY_IF" up
       ip -n "$ns" link set "${NETNS_DECOY_IF}p" up
+    fi
+    if [ "$NETNS_RICH" = 1 ]; then
+      if [ "$NETNS_DECOYS" != 1 ]; then
+        ip -n "$ns" link add docker0 type bridge forward_delay 0
+        ip -n "$ns" addr add 172.17.0.1/16 dev docker0
+        ip -n "$ns" link set docker0 up
+      fi
+      ip link add "${NETNS_ID}m$i" netns "$ns" type veth peer name "m$i" netns "$sw"
+      ip -n "$ns" link set "${NETNS_ID}m$i" name eno1
+      ip -n "$ns" addr add "10.78.0.$((i + 1))/24" dev eno1
+      ip -n "$ns" link set eno1 up
+      ip -n "$sw" link set "m$i" master mgmt
+      ip -n "$sw" link set "m$i" up
+      ip -n "$ns" link add usb0 type veth peer name usb0p
+      ip -n "$ns" addr add 169.254.3.1/16 dev usb0
+      ip -n "$ns" link set usb0 up
+      ip -n "$ns" link set usb0p up
     fi
     ip link add "${NETNS_ID}a$i" netns "$ns" type veth peer name "p$i" netns "$sw"
     ip -n "$ns" link set "${NETNS_ID}a$i" name "$ifn"
