@@ -178,10 +178,11 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   }
   MPI_Group_free(&world_group);
   free(members);
-  /* The supervisors' communicator is started here and waited for only where the supervisor
-   * starts (job_ctl_ready): its rounds progress during placement and the network agreement,
-   * which create no communicator (one creation at a time: see mpix_comm_idup_wait). */
+  /* The supervisors' communicator, made here and waited for at once (bounded): left running
+   * in the background, Open MPI's MPI_Comm_idup deadlocked against the communicators that
+   * built-in jobs create next (MPI_Comm_split_type in comm_init; seen in CI, 1 run in ~20). */
   MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &job->ctl, &job->ctl_req));
+  CHECK(job_ctl_ready(job));
   LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
            job->local_size, job->node, job->nnodes);
   return GPL_OK;
