@@ -1,5 +1,5 @@
-/* Bounded MPI collectives: gather to the root and fan out with non-blocking calls and a deadline,
- * so a rank that never arrives is named instead of hanging everyone. */
+/* Bounded MPI: waits with a deadline that name the missing ranks, the collectives built on the
+ * tree exchange (common/mpix_tree.c), the reach check, bounded communicator duplicates. */
 #include "common/mpix.h"
 
 #include <sched.h>
@@ -10,7 +10,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
-enum { TAG_GATHER = 7101, TAG_SCATTER = 7102, TAG_BCAST = 7103, TAG_PROBE = 7104, TAG_PROBE_REPORT = 7105 };
+enum { TAG_PROBE = 7104 };
 
 static const char *const *g_hosts;
 static int g_nhosts;
@@ -28,7 +28,7 @@ const char *mpix_rank_name(int r, char *buf, size_t len) {
   return buf;
 }
 
-static int world_rank_of(MPI_Comm comm, int r) {
+int mpix_world_rank(MPI_Comm comm, int r) {
   MPI_Group g, w;
   int out = r;
   if (comm == MPI_COMM_WORLD) return r;
@@ -81,7 +81,7 @@ int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double 
     if (reqs[i] == MPI_REQUEST_NULL || flag || !peers || peers[i] < 0) continue;
     char name[300];
     strbuf_printf(&msg, "%s%s", count++ ? ", " : "",
-                  mpix_rank_name(world_rank_of(comm, peers[i]), name, sizeof name));
+                  mpix_rank_name(mpix_world_rank(comm, peers[i]), name, sizeof name));
   }
   LOG_ERROR("timed out after %.1f s in %s: no answer from %s", timeout_s, what,
             count ? strbuf_str(&msg) : "(unknown ranks)");
@@ -103,78 +103,6 @@ int mpix_comm_size(MPI_Comm comm, int *rank, int *size) {
   if (rank) *rank = r;
   if (size) *size = n;
   return GPL_OK;
-}
-
-int mpix_allgather(const void *send, int bytes, void *recv, MPI_Comm comm, double timeout_s,
-                   const char *what) {
-  int rank, size, rc = GPL_OK;
-  CHECK(mpix_comm_size(comm, &rank, &size));
-  char *out = recv;
-  memcpy(out + (size_t)rank * (size_t)bytes, send, (size_t)bytes);
-  if (size == 1) return GPL_OK;
-  MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
-  int *peers = calloc((size_t)size, sizeof *peers);
-  if (!reqs || !peers) {
-    free(reqs);
-    free(peers);
-    return GPL_ENOMEM;
-  }
-  if (rank == 0) {
-    /* Root: receive from everyone (naming who is missing), then send the whole table out. */
-    int n = 0;
-    for (int r = 1; r < size; r++) {
-      peers[n] = r;
-      MPI_Irecv(out + (size_t)r * (size_t)bytes, bytes, MPI_BYTE, r, TAG_GATHER, comm, &reqs[n++]);
-    }
-    CHECKGOTO(mpix_wait(reqs, n, peers, comm, timeout_s, what), rc, done);
-    n = 0;
-    for (int r = 1; r < size; r++) {
-      peers[n] = r;
-      MPI_Isend(out, bytes * size, MPI_BYTE, r, TAG_SCATTER, comm, &reqs[n++]);
-    }
-    CHECKGOTO(mpix_wait(reqs, n, peers, comm, timeout_s, what), rc, done);
-  } else {
-    /* Rank 0 knows who is missing and says so; the others wait a little longer so that its
-     * message (and its MPI_Abort) comes first, and speak only if rank 0 itself is missing. */
-    peers[0] = 0;
-    peers[1] = 0;
-    MPI_Isend(send, bytes, MPI_BYTE, 0, TAG_GATHER, comm, &reqs[0]);
-    MPI_Irecv(out, bytes * size, MPI_BYTE, 0, TAG_SCATTER, comm, &reqs[1]);
-    CHECKGOTO(mpix_wait(reqs, 2, peers, comm, timeout_s + 2.0, what), rc, done);
-  }
-done:
-  free(reqs);
-  free(peers);
-  return rc;
-}
-
-int mpix_bcast(void *buf, int bytes, int root, MPI_Comm comm, double timeout_s, const char *what) {
-  int rank, size, rc = GPL_OK;
-  CHECK(mpix_comm_size(comm, &rank, &size));
-  if (size == 1) return GPL_OK;
-  if (rank != root) {
-    MPI_Request req;
-    int peer = root;
-    MPI_Irecv(buf, bytes, MPI_BYTE, root, TAG_BCAST, comm, &req);
-    return mpix_wait(&req, 1, &peer, comm, timeout_s + 2.0, what);
-  }
-  MPI_Request *reqs = calloc((size_t)size, sizeof *reqs);
-  int *peers = calloc((size_t)size, sizeof *peers);
-  if (!reqs || !peers) {
-    free(reqs);
-    free(peers);
-    return GPL_ENOMEM;
-  }
-  int n = 0;
-  for (int r = 0; r < size; r++) {
-    if (r == root) continue;
-    peers[n] = r;
-    MPI_Isend(buf, bytes, MPI_BYTE, r, TAG_BCAST, comm, &reqs[n++]);
-  }
-  rc = mpix_wait(reqs, n, peers, comm, timeout_s, what);
-  free(reqs);
-  free(peers);
-  return rc;
 }
 
 int mpix_barrier(MPI_Comm comm, double timeout_s, const char *what) {
@@ -209,14 +137,13 @@ int mpix_allreduce_double(double *inout, MPI_Op op, MPI_Comm comm, double timeou
   return rc;
 }
 
-int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double timeout_s,
-                       const char *what) {
-  int size;
-  CHECK(mpix_comm_size(comm, NULL, &size));
+int mpix_gallgather_str(const mpix_group_t *g, const char *mine, char ***all_out, double timeout_s,
+                        const char *what) {
+  int size = g->n;
   int len = (int)strlen(mine) + 1;
   int *lens = malloc((size_t)size * sizeof *lens);
   if (!lens) return GPL_ENOMEM;
-  int rc = mpix_allgather(&len, (int)sizeof len, lens, comm, timeout_s, what);
+  int rc = mpix_gallgather(g, &len, (int)sizeof len, lens, timeout_s, what);
   if (rc < 0) {
     free(lens);
     return rc;
@@ -231,7 +158,7 @@ int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double 
     return GPL_ENOMEM;
   }
   memcpy(mine_pad, mine, (size_t)len);
-  rc = mpix_allgather(mine_pad, max, blocks, comm, timeout_s, what);
+  rc = mpix_gallgather(g, mine_pad, max, blocks, timeout_s, what);
   for (int r = 0; rc == GPL_OK && r < size; r++) {
     all[r] = strndup(blocks + (size_t)r * (size_t)max, (size_t)max);
     if (!all[r]) rc = GPL_ENOMEM;
@@ -247,6 +174,12 @@ int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double 
   return GPL_OK;
 }
 
+int mpix_allgather_str(const char *mine, char ***all_out, MPI_Comm comm, double timeout_s, const char *what) {
+  mpix_group_t g;
+  CHECK(mpix_group_of(comm, &g));
+  return mpix_gallgather_str(&g, mine, all_out, timeout_s, what);
+}
+
 void mpix_free_strs(char **all, int n) {
   if (!all) return;
   for (int i = 0; i < n; i++) free(all[i]);
@@ -255,90 +188,70 @@ void mpix_free_strs(char **all, int n) {
 
 int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double timeout_s, const char *what) {
   int rank, size;
-  MPICHECK(MPI_Comm_rank(comm, &rank));
-  MPICHECK(MPI_Comm_size(comm, &size));
+  CHECK(mpix_comm_size(comm, &rank, &size));
   int me = -1; /* my index among the probers */
   for (int i = 0; i < nprobers; i++)
     if (probers[i] == rank) me = i;
-  int n = nprobers, verdict = 0;
-  /* Deadlines from one start: a prober that cannot hear another reports at the end of the probe
-   * phase, so rank 0 (which heard everyone at once) must wait for reports past that end, not for
-   * timeout_s from its own early finish (the reports then raced its deadline). */
-  double t0 = util_now(), probe_end = t0 + timeout_s, report_end = t0 + 2 * timeout_s;
-  /* The buffers stay with MPI when a probe goes unanswered (it may still complete them): they
-   * are freed only when every request completed. */
-  MPI_Request *reqs = NULL;
-  char *in = NULL, *heard = NULL, *all = NULL;
+  int n = nprobers;
+  /* Deadlines from one start: a prober that cannot hear a partner reports at the end of the probe
+   * phase, so the exchange of the reports waits that long beyond it. */
+  double t0 = util_now(), probe_end = t0 + timeout_s;
+  /* Partners: the neighbours on a ring of the probers. Any split of the hosts in two groups that
+   * cannot reach each other (even if both reach rank 0's) cuts the ring somewhere, and no prober
+   * talks to more than two others, whatever the job's size. */
+  int part[2] = {-1, -1}, np = 0;
+  if (me >= 0 && n > 1) {
+    part[np++] = (me + n - 1) % n;
+    if (n > 2) part[np++] = (me + 1) % n;
+  }
+  /* The buffers stay with MPI when a probe goes unanswered (it may still complete them). */
   static char one = 1;
-  int clean = 1;
-  if (me >= 0) {
-    reqs = calloc((size_t)n * 2, sizeof *reqs);
-    in = calloc((size_t)n, 1);
-    heard = calloc((size_t)n, 1);
-    all = rank == 0 ? calloc((size_t)n * (size_t)n, 1) : NULL;
-    if (!reqs || !in || !heard || (rank == 0 && !all)) return GPL_ENOMEM;
-    for (int i = 0; i < n; i++) {
-      reqs[2 * i] = reqs[2 * i + 1] = MPI_REQUEST_NULL;
-      if (i == me) continue;
-      MPI_Irecv(&in[i], 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i]);
-      MPI_Isend(&one, 1, MPI_BYTE, probers[i], TAG_PROBE, comm, &reqs[2 * i + 1]);
-    }
-    clean = wait_until(reqs, 2 * n, probe_end) == 1;
-    for (int i = 0; i < n; i++) {
-      int flag = i == me || reqs[2 * i] == MPI_REQUEST_NULL;
-      if (!flag) MPI_Test(&reqs[2 * i], &flag, MPI_STATUS_IGNORE);
-      heard[i] = (char)flag;
-    }
-    /* Every prober reports whom it heard to rank 0 (the star every rank just used). */
-    if (rank != 0) {
-      MPI_Request rq;
-      MPI_Isend(heard, n, MPI_BYTE, 0, TAG_PROBE_REPORT, comm, &rq);
-      clean &= wait_until(&rq, 1, report_end) == 1;
-    } else {
-      MPI_Request *rr = calloc((size_t)n, sizeof *rr);
-      if (!rr) return GPL_ENOMEM;
-      memcpy(all + (size_t)me * n, heard, (size_t)n);
-      for (int i = 0; i < n; i++) {
-        rr[i] = MPI_REQUEST_NULL;
-        if (i != me) MPI_Irecv(all + (size_t)i * n, n, MPI_BYTE, probers[i], TAG_PROBE_REPORT, comm, &rr[i]);
-      }
-      clean &= wait_until(rr, n, report_end) == 1;
-      int shown = 0, pairs = 0;
-      for (int a = 0; a < n; a++) {
-        int got = a == me || rr[a] == MPI_REQUEST_NULL;
-        if (!got) MPI_Test(&rr[a], &got, MPI_STATUS_IGNORE);
-        if (!got) { /* its report never came: it cannot reach rank 0 either */
-          for (int b = 0; b < n; b++) all[(size_t)a * n + b] = b == me ? 0 : 1;
-          all[(size_t)a * n + a] = 1;
-        }
-      }
-      for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-          if (a == b || all[(size_t)a * n + b]) continue;
-          int both = !all[(size_t)b * n + a];
-          if (both && b < a) continue; /* said once */
-          pairs++;
-          if (shown++ >= 12) continue;
-          char na[300], nb[300];
-          LOG_ERROR("%s: %s and %s cannot reach each other%s", what,
-                    mpix_rank_name(world_rank_of(comm, probers[a]), na, sizeof na),
-                    mpix_rank_name(world_rank_of(comm, probers[b]), nb, sizeof nb),
-                    both ? " (a network partition between their hosts?)" : " (one way)");
-        }
-      if (shown > 12) LOG_ERROR("%s: ... and %d more pairs that cannot reach each other", what, pairs - 12);
-      verdict = pairs ? 1 : 0;
-      if (clean) free(rr);
-    }
+  char *in = calloc(2, 1);
+  MPI_Request *reqs = calloc(4, sizeof *reqs);
+  if (!in || !reqs) {
+    free(in), free(reqs);
+    return GPL_ENOMEM;
   }
-  /* Everyone learns the verdict, which rank 0 has by report_end at the latest (bounded; a rank
-   * rank 0 cannot reach times out on its own). */
-  double left = report_end - util_now();
-  int rc = mpix_bcast(&verdict, (int)sizeof verdict, 0, comm, (left > 0 ? left : 0) + 1.0, what);
-  if (clean && reqs) {
-    free(reqs), free(in), free(heard), free(all);
+  for (int i = 0; i < 4; i++) reqs[i] = MPI_REQUEST_NULL;
+  for (int i = 0; i < np; i++) {
+    MPI_Irecv(&in[i], 1, MPI_BYTE, probers[part[i]], TAG_PROBE, comm, &reqs[2 * i]);
+    MPI_Isend(&one, 1, MPI_BYTE, probers[part[i]], TAG_PROBE, comm, &reqs[2 * i + 1]);
   }
-  if (rc < 0) return rc;
-  return verdict ? GPL_ETIMEDOUT : GPL_OK;
+  int clean = np == 0 || wait_until(reqs, 2 * np, probe_end) == 1;
+  /* My record: bit 0, I did not hear my left partner; bit 1, my right one; bit 7, I probe. */
+  unsigned char rec = 0;
+  if (me >= 0) rec |= 0x80;
+  for (int i = 0; i < np; i++) {
+    int flag = reqs[2 * i] == MPI_REQUEST_NULL;
+    if (!flag) MPI_Test(&reqs[2 * i], &flag, MPI_STATUS_IGNORE);
+    if (!flag) rec |= (unsigned char)(n == 2 ? 3 : 1 << i);
+  }
+  if (clean) free(in), free(reqs);
+  /* Everyone gets every record over the tree (bounded fan-in) and reaches the same verdict. */
+  unsigned char *all = malloc((size_t)size);
+  if (!all) return GPL_ENOMEM;
+  double left = t0 + 2 * timeout_s - util_now();
+  int rc = mpix_allgather(&rec, 1, all, comm, left > 1 ? left : 1, what);
+  if (rc < 0) {
+    free(all);
+    return rc;
+  }
+  int shown = 0, pairs = 0;
+  for (int a = 0; n > 1 && a < (n == 2 ? 1 : n); a++) {
+    int b = (a + 1) % n; /* the pair a -> b: a's right partner, b's left */
+    int a_deaf = (all[probers[a]] & 2) != 0, b_deaf = (all[probers[b]] & 1) != 0;
+    if (!a_deaf && !b_deaf) continue;
+    pairs++;
+    if (rank != 0 || shown++ >= 12) continue;
+    char na[300], nb[300];
+    LOG_ERROR("%s: %s and %s cannot reach each other%s", what,
+              mpix_rank_name(mpix_world_rank(comm, probers[a]), na, sizeof na),
+              mpix_rank_name(mpix_world_rank(comm, probers[b]), nb, sizeof nb),
+              a_deaf && b_deaf ? " (a network partition between their hosts?)" : " (one way)");
+  }
+  if (rank == 0 && shown > 12) LOG_ERROR("%s: ... and %d more pairs that cannot reach each other", what, pairs - 12);
+  free(all);
+  return pairs ? GPL_ETIMEDOUT : GPL_OK;
 }
 
 int mpix_comm_idup_wait(MPI_Comm comm, MPI_Request *req, MPI_Comm *out, double timeout_s, const char *what) {

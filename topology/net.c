@@ -146,7 +146,7 @@ static int inv_decode(const char *buf, int len, net_inv_t *inv) {
  * *all gets nnodes entries indexed by node. */
 static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **all) {
   int len = 0, rc = 0, nl = 0;
-  CHECK(mpix_comm_size(job->leaders, NULL, &nl));
+  nl = job->leaders.n;
   if (nl != job->nnodes) {
     LOG_WARN("%d node leaders for %d nodes", nl, job->nnodes);
     return GPL_EINVAL;
@@ -160,7 +160,7 @@ static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **
     rc = GPL_ENOMEM;
     goto out;
   }
-  CHECKGOTO(mpix_allgather(&len, (int)sizeof len, lens, job->leaders, job->timeout, "network agreement (interface sizes)"), rc, out);
+  CHECKGOTO(mpix_gallgather(&job->leaders, &len, (int)sizeof len, lens, job->timeout, "network agreement (interface sizes)"), rc, out);
   int max = 0;
   for (int i = 0; i < nl; i++) max = lens[i] > max ? lens[i] : max;
   pad = calloc(1, (size_t)max);
@@ -170,7 +170,7 @@ static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **
     goto out;
   }
   memcpy(pad, blob, (size_t)len);
-  CHECKGOTO(mpix_allgather(pad, max, blocks, job->leaders, job->timeout, "network agreement (interfaces)"), rc, out);
+  CHECKGOTO(mpix_gallgather(&job->leaders, pad, max, blocks, job->timeout, "network agreement (interfaces)"), rc, out);
   for (int i = 0; i < nl && rc == 0; i++) {
     net_inv_t one;
     rc = inv_decode(blocks + (size_t)i * (size_t)max, lens[i], &one);
@@ -286,7 +286,7 @@ int net_agree(const net_job_t *job, const topo_t *t, plan_rank_t *me, const char
     else ev->status = rc, util_fmt(ev->reason, sizeof ev->reason, "exchange failed: %s", gpl_strerror(rc));
   }
   /* 2. The leader hands the decision to its node's ranks (they wait as long as it may). */
-  int brc = mpix_bcast(ev, (int)sizeof *ev, 0, job->node_comm, 2 * job->timeout + 2, "network agreement (node decision)");
+  int brc = mpix_gbcast(&job->node, ev, (int)sizeof *ev, 0, 2 * job->timeout + 2, "network agreement (node decision)");
   if (brc < 0) ev->status = brc;
 
   /* 3. This rank's pick among the equally good interfaces, and its environment. */

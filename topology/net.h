@@ -6,6 +6,8 @@
 
 #include <mpi.h>
 
+#include "common/mpix.h"
+
 #include "common/strbuf.h"
 #include "topology/iface.h"
 #include "topology/plan.h"
@@ -109,11 +111,10 @@ typedef struct net_job_s {
   const int *node_of;          /* node index of each world rank (size entries) */
   const int *leader_of_node;   /* world rank of each node's leader (nnodes entries) */
   const char *const *hosts;    /* host name of each world rank (size entries), or NULL */
-  MPI_Comm comm;               /* all ranks (a duplicate of MPI_COMM_WORLD) */
-  MPI_Comm node_comm;          /* the ranks of this node, node leader = rank 0 of it */
-  MPI_Comm leaders;            /* the node leaders, in node order (its rank i = node i's leader,
-                                * e.g. MPI_Comm_split with key = world rank when nodes are
-                                * numbered by their leaders' ranks); MPI_COMM_NULL elsewhere */
+  MPI_Comm comm;               /* all ranks (MPI_COMM_WORLD) */
+  mpix_group_t node;           /* the ranks of this node, the node's leader = member 0 */
+  mpix_group_t leaders;        /* the node leaders in node order (member i = node i's leader);
+                                * me = -1 elsewhere */
   double timeout;              /* deadline of each exchange, seconds */
   int family;                  /* NCCL_SOCKET_FAMILY: 0 (any), AF_INET or AF_INET6 */
 } net_job_t;

@@ -18,7 +18,6 @@
 #define PF_ADDRS 8  /* distinct addresses of one node (ranks may pick different equal NICs) */
 #define PF_FAILS 8  /* failures one node reports in full */
 #define PF_LINES 16 /* failures rank 0 prints in full */
-enum { TAG_REPORT = 7301, TAG_VERDICT = 7302 };
 
 typedef struct pf_addrs_s {
   int32_t node, n;
@@ -55,110 +54,50 @@ const char *preflight_mode_name(preflight_mode_t m) {
 
 /* ---- the report exchange, driven from the probe loop ---------------------------------------- */
 
-/* Leaders' rank 0 gathers every leader's report and answers each with the verdict, all with
- * non-blocking calls polled from the libuv loop, so the listeners keep answering until every
- * node has finished probing (the verdict cannot come before that). */
+/* The reports' exchange, driven from the probes' loop (a leader keeps answering the others'
+ * probes until the verdict comes, which is after every report, so after every probe): the
+ * leaders' tree of common/mpix.h gathers the reports to rank 0, which decides the verdict, and
+ * the verdict comes down the same tree. No leader waits on more than the tree's fan-out. */
 typedef struct xchg_s {
   const net_job_t *job;
   const net_result_t *net;
   preflight_t *pf;
   pf_report_t *mine;
   pf_report_t *all;  /* root: every leader's report */
-  MPI_Request *reqs;
-  int me, n, nreq, phase, verdict, posted;
-  preflight_mode_t mode;
+  mpix_tx_t *tx;
+  int n, verdict, started;
   void (*fill)(struct xchg_s *);
   const pf_addrs_t *addrs;
   int *probe_to;     /* node, address index of each probe */
   int *probe_ai;
 } xchg_t;
 
-static void xchg_post_root(xchg_t *x) {
-  for (int i = 1; i < x->n; i++)
-    MPI_Irecv(&x->all[i], (int)sizeof *x->all, MPI_BYTE, i, TAG_REPORT, x->job->leaders, &x->reqs[i - 1]);
-  x->nreq = x->n - 1;
+/* Rank 0, every report in: any failed path fails the job. */
+static int xchg_decide(void *arg, const void *table, int n) {
+  xchg_t *x = arg;
+  memcpy(x->all, table, (size_t)n * sizeof *x->all);
+  for (int i = 0; i < n; i++)
+    if (x->all[i].failed > 0 || x->all[i].nfail > 0) return GPL_EUNREACH;
+  return 0;
 }
 
 static int xchg_more(void *arg) {
   xchg_t *x = arg;
-  int done = 0;
-  if (x->phase == 0) { /* our probes are done: report */
+  if (!x->started) { /* our probes are done: report */
     x->fill(x);
-    if (x->me == 0) {
-      x->all[0] = *x->mine;
-    } else {
-      MPI_Isend(x->mine, (int)sizeof *x->mine, MPI_BYTE, 0, TAG_REPORT, x->job->leaders, &x->reqs[0]);
-      MPI_Irecv(&x->verdict, 1, MPI_INT, 0, TAG_VERDICT, x->job->leaders, &x->reqs[1]);
-      x->nreq = 2;
+    x->started = 1;
+    int rc = mpix_tx_start(&x->tx, &x->job->leaders, MPIX_TX_GATHER, x->mine, (int)sizeof *x->mine, x->job->timeout,
+                           "preflight (reports)");
+    if (rc < 0) {
+      x->verdict = rc;
+      return 0;
     }
-    x->phase = 1;
+    mpix_tx_set_decide(x->tx, xchg_decide, x);
   }
-  if (MPI_Testall(x->nreq, x->reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-    x->verdict = GPL_EMPI;
-    return 0;
-  }
-  if (!done) return 1;
-  if (x->me != 0 || x->phase == 2) return 0;
-  /* Root: every report is in. */
-  x->verdict = 0;
-  for (int i = 0; i < x->n; i++)
-    if (x->all[i].failed > 0 || x->all[i].nfail > 0) x->verdict = GPL_EUNREACH;
-  for (int i = 1; i < x->n; i++) MPI_Isend(&x->verdict, 1, MPI_INT, i, TAG_VERDICT, x->job->leaders, &x->reqs[i - 1]);
-  x->nreq = x->n - 1;
-  x->phase = 2;
-  return 1;
-}
-
-static void print_failures(const net_job_t *job, preflight_mode_t mode, const pf_report_t *all, int n);
-
-/* After a timeout: name who is missing (rank 0 also prints the failed paths it heard of), cancel
- * our receives (their buffers go away). \return GPL_EUNREACH when rank 0 printed failed paths,
- * else GPL_ETIMEDOUT. */
-static int xchg_abandon(xchg_t *x) {
-  int rc = GPL_ETIMEDOUT;
-  if (x->me == 0 && x->phase <= 1) {
-    strbuf_t b = STRBUF_INIT;
-    int count = 0, failures = 0;
-    for (int i = 1; i < x->n; i++) {
-      MPI_Request *q = &x->reqs[i - 1];
-      if (*q == MPI_REQUEST_NULL) continue;
-      /* A receive's cancel completes at once: either it was cancelled or the report is in. */
-      MPI_Status status;
-      int cancelled = 0;
-      MPI_Cancel(q);
-      MPI_Wait(q, &status);
-      MPI_Test_cancelled(&status, &cancelled);
-      if (!cancelled) continue;
-      memset(&x->all[i], 0, sizeof x->all[i]);
-      char name[300];
-      strbuf_printf(&b, "%s%s", count++ ? ", " : "", mpix_rank_name(x->job->leader_of_node[i], name, sizeof name));
-    }
-    LOG_ERROR("preflight: no report from %s (node leaders that did not finish probing in time)", count ? strbuf_str(&b) : "?");
-    strbuf_free(&b);
-    for (int i = 0; i < x->n; i++) failures += x->all[i].failed + x->all[i].nfail;
-    if (failures) {
-      print_failures(x->job, x->mode, x->all, x->n);
-      rc = GPL_EUNREACH;
-    }
-    x->nreq = 0;
-  } else if (x->me != 0) {
-    int sent = 1;
-    if (x->nreq > 0 && x->reqs[0] != MPI_REQUEST_NULL) MPI_Test(&x->reqs[0], &sent, MPI_STATUS_IGNORE);
-    char name[300];
-    if (!sent)
-      LOG_ERROR("preflight: %s did not take this node's report in time", mpix_rank_name(x->job->leader_of_node[0], name, sizeof name));
-    else
-      LOG_ERROR("preflight: no verdict from %s in time (it waits for another node's report, or is gone)",
-                mpix_rank_name(x->job->leader_of_node[0], name, sizeof name));
-    if (x->nreq > 1 && x->reqs[1] != MPI_REQUEST_NULL) { /* the verdict that never came */
-      MPI_Cancel(&x->reqs[1]);
-      MPI_Wait(&x->reqs[1], MPI_STATUS_IGNORE);
-    }
-  }
-  /* Sends still pending: let MPI finish them on its own (the caller keeps their buffers). */
-  for (int i = 0; i < x->nreq; i++)
-    if (x->reqs[i] != MPI_REQUEST_NULL) MPI_Request_free(&x->reqs[i]);
-  return rc;
+  int rc = mpix_tx_poll(x->tx);
+  if (rc == 1) return 1;
+  x->verdict = rc < 0 ? rc : mpix_tx_result(x->tx, NULL);
+  return 0;
 }
 
 /* ---- one leader ----------------------------------------------------------------------------- */
@@ -247,7 +186,7 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
                       preflight_stats_t *st) {
   double t0 = util_now();
   int n = job->nnodes, node = job->node_of[job->rank], rc = 0, me_l = 0;
-  MPICHECK(MPI_Comm_rank(job->leaders, &me_l));
+  me_l = job->leaders.me;
   /* 1. The token: made by rank 0 (the first leader), shared over MPI only. */
   uint8_t token[PREFLIGHT_TOKEN_LEN];
   memset(token, 0, sizeof token);
@@ -256,7 +195,7 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
     if (urc < 0) LOG_WARN("preflight: no random token (%s)", uv_strerror(urc));
     rc = urc < 0 ? GPL_EUV : 0;
   }
-  int brc = mpix_bcast(token, (int)sizeof token, 0, job->leaders, job->timeout, "preflight (token)");
+  int brc = mpix_gbcast(&job->leaders, token, (int)sizeof token, 0, job->timeout, "preflight (token)");
   if (brc < 0) return brc;
 
   /* 2. Listen on this node's distinct chosen addresses. */
@@ -276,13 +215,11 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
   preflight_t *pf = NULL;
   pf_addrs_t *addrs = calloc((size_t)n, sizeof *addrs);
   pf_report_t *report = calloc(1, sizeof *report), *all = NULL;
-  MPI_Request *reqs = calloc((size_t)n + 2, sizeof *reqs);
   int *probe_to = NULL, *probe_ai = NULL;
-  if (!addrs || !report || !reqs) {
+  if (!addrs || !report) {
     rc = GPL_ENOMEM;
     goto out;
   }
-  for (int i = 0; i < n + 2; i++) reqs[i] = MPI_REQUEST_NULL;
   report->node = node;
   int irc = preflight_init(&pf, token, node);
   memset(token, 0, sizeof token);
@@ -300,7 +237,7 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
     }
   }
   /* 3. Everyone's addresses and ports (a failed leader still takes part, with no ports). */
-  int grc = mpix_allgather(&mine, (int)sizeof mine, addrs, job->leaders, job->timeout, "preflight (ports)");
+  int grc = mpix_gallgather(&job->leaders, &mine, (int)sizeof mine, addrs, job->timeout, "preflight (ports)");
   if (grc < 0) {
     rc = grc;
     goto out;
@@ -350,11 +287,8 @@ verdict:;
   x.net = net;
   x.pf = pf;
   x.mine = report;
-  x.me = me_l;
   x.n = n;
-  x.reqs = reqs;
   x.fill = fill_report;
-  x.mode = mode;
   x.addrs = addrs;
   x.probe_to = probe_to;
   x.probe_ai = probe_ai;
@@ -365,9 +299,10 @@ verdict:;
       goto out;
     }
     x.all = all;
-    xchg_post_root(&x);
   }
-  double deadline = util_now() + timeout_s + job->timeout + (me_l == 0 ? 0 : 2);
+  /* The exchange ends on its own deadlines (job->timeout after the probes, a little more for
+   * the levels of the tree); the loop's is a backstop. */
+  double deadline = util_now() + timeout_s + job->timeout + 10;
   int lrc;
   if (pf) {
     lrc = preflight_loop(pf, xchg_more, &x, deadline);
@@ -375,15 +310,15 @@ verdict:;
     lrc = 0;
     while (xchg_more(&x) && (lrc = util_now() >= deadline ? GPL_ETIMEDOUT : 0) == 0) util_sleep(1e-3);
   }
-  if (lrc < 0) {
-    lrc = xchg_abandon(&x);
-    /* Send buffers of abandoned requests must outlive them: keep them (the job is ending). */
+  if (lrc < 0 && x.verdict == 0) x.verdict = lrc;
+  if (x.tx && x.verdict < 0 && x.verdict != GPL_EUNREACH) {
+    /* The exchange failed (its missing leaders are named): MPI may still use its buffers. */
     report = NULL;
     all = NULL;
-    reqs = NULL;
-    rc = lrc;
+    rc = x.verdict;
     goto out;
   }
+  mpix_tx_free(x.tx);
   st->failed = report->failed;
   preflight_counts(pf, &st->accepted, &st->refused); /* final: every prober has its answer now */
   if (me_l == 0) {
@@ -412,7 +347,6 @@ out:
   free(addrs);
   free(report);
   free(all);
-  free(reqs);
   free(probe_to);
   free(probe_ai);
   return rc;
@@ -430,7 +364,7 @@ int preflight_run(const net_job_t *job, const net_result_t *net, preflight_mode_
   if (leader) verdict = leader_run(job, net, mode, timeout_s, st);
   /* The node's ranks wait for their leader (which waits for MPI twice and the probes once). */
   int v = verdict;
-  int rc = mpix_bcast(&v, (int)sizeof v, 0, job->node_comm, leader ? job->timeout : 2 * job->timeout + timeout_s + 6,
+  int rc = mpix_gbcast(&job->node, &v, (int)sizeof v, 0, leader ? job->timeout : 2 * job->timeout + timeout_s + 6,
                       "preflight (verdict)");
   st->seconds = util_now() - t0;
   return rc < 0 ? rc : v;

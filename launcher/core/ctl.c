@@ -1,21 +1,26 @@
 /* Control messages and forwarded output over MPI: probed and received when they arrive, sends
  * kept in flight and progressed by polling; nothing here ever blocks on another rank. A job of one
- * without MPI (MPI_COMM_NULL) posts to a queue of its own instead. */
+ * without MPI (MPI_COMM_NULL) posts to a queue of its own instead. Every message has one tag
+ * (the kind is its first int), so that a sender's messages are taken in the order it sent them
+ * and the supervisors share MPI_COMM_WORLD with the bounded exchanges (other tags) without a
+ * communicator of their own. */
 #include "launcher/core/ctl.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/mpix.h"
 #include "common/util.h"
 
-enum { CTL_TAG_EV = 7201, CTL_TAG_CMD = 7202, CTL_TAG_OUT = 7203 };
+enum { CTL_TAG = 7200 };
+enum { CTL_KIND_EV = 1, CTL_KIND_CMD, CTL_KIND_OUT };
 
 typedef struct ctl_send_s {
   MPI_Request req;
   size_t out_bytes; /* program output carried (for flow control) */
-  int tag;          /* local queue only */
-  size_t len;       /* local queue only: bytes in buf */
+  int kind;         /* CTL_KIND_*: also the message's first int */
+  size_t len;       /* bytes in buf */
   struct ctl_send_s *next;
   char buf[];       /* the message */
 } ctl_send_t;
@@ -56,19 +61,23 @@ static void progress_sends(ctl_t *c) {
   }
 }
 
-static int post(ctl_t *c, int dest, int tag, const void *a, size_t alen, const void *b, size_t blen) {
-  ctl_send_t *s = malloc(sizeof *s + alen + blen);
+/* A message: its kind (an int), then a, then b. */
+static int post(ctl_t *c, int dest, int kind, const void *a, size_t alen, const void *b, size_t blen) {
+  int32_t k = kind;
+  size_t len = sizeof k + alen + blen;
+  ctl_send_t *s = malloc(sizeof *s + len);
   ALLOCCHECK(s);
-  memcpy(s->buf, a, alen);
-  if (blen) memcpy(s->buf + alen, b, blen);
-  s->out_bytes = tag == CTL_TAG_OUT ? blen : 0;
+  memcpy(s->buf, &k, sizeof k);
+  memcpy(s->buf + sizeof k, a, alen);
+  if (blen) memcpy(s->buf + sizeof k + alen, b, blen);
+  s->out_bytes = kind == CTL_KIND_OUT ? blen : 0;
+  s->kind = kind;
+  s->len = len;
   if (c->comm == MPI_COMM_NULL) { /* to this rank itself, the only one */
-    s->tag = tag;
-    s->len = alen + blen;
     append(&c->local, s);
     return GPL_OK;
   }
-  int rc = MPI_Isend(s->buf, (int)(alen + blen), MPI_BYTE, dest, tag, c->comm, &s->req);
+  int rc = MPI_Isend(s->buf, (int)len, MPI_BYTE, dest, CTL_TAG, c->comm, &s->req);
   if (rc != MPI_SUCCESS) {
     free(s);
     LOG_WARN("MPI_Isend of a control message to rank %d failed", dest);
@@ -79,28 +88,39 @@ static int post(ctl_t *c, int dest, int tag, const void *a, size_t alen, const v
   return GPL_OK;
 }
 
+/* One message that arrived: output goes to on_output (0), an event or command into out (1). */
+static int deliver(const char *buf, size_t len, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
+  int32_t kind;
+  if (len < sizeof kind) return 0;
+  memcpy(&kind, buf, sizeof kind);
+  buf += sizeof kind;
+  len -= sizeof kind;
+  if (kind == CTL_KIND_OUT) {
+    int hdr[2];
+    if (len < sizeof hdr) return 0;
+    memcpy(hdr, buf, sizeof hdr);
+    if (on_output) on_output(arg, hdr[0], hdr[1], buf + sizeof hdr, len - sizeof hdr);
+    return 0;
+  }
+  memset(out, 0, sizeof *out);
+  memcpy(out, buf, len < sizeof *out ? len : sizeof *out);
+  return 1;
+}
+
 /* The local queue's version of ctl_poll. */
 static int poll_local(ctl_t *c, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
   while (c->local) {
     ctl_send_t *m = c->local;
     c->local = m->next;
-    if (m->tag == CTL_TAG_OUT) {
-      int hdr[2];
-      memcpy(hdr, m->buf, sizeof hdr);
-      if (on_output) on_output(arg, hdr[0], hdr[1], m->buf + sizeof hdr, m->len - sizeof hdr);
-      free(m);
-      continue;
-    }
-    memset(out, 0, sizeof *out);
-    memcpy(out, m->buf, m->len < sizeof *out ? m->len : sizeof *out);
+    int got = deliver(m->buf, m->len, out, on_output, arg);
     free(m);
-    return 1;
+    if (got) return 1;
   }
   return 0;
 }
 
 int ctl_send(ctl_t *c, int dest, const ctl_msg_t *m) {
-  return post(c, dest, m->type >= CTL_STOP ? CTL_TAG_CMD : CTL_TAG_EV, m, sizeof *m, NULL, 0);
+  return post(c, dest, m->type >= CTL_STOP ? CTL_KIND_CMD : CTL_KIND_EV, m, sizeof *m, NULL, 0);
 }
 
 int ctl_broadcast(ctl_t *c, const ctl_msg_t *m) {
@@ -110,7 +130,7 @@ int ctl_broadcast(ctl_t *c, const ctl_msg_t *m) {
 
 int ctl_send_output(ctl_t *c, int is_err, const char *data, size_t len) {
   int hdr[2] = {c->rank, is_err};
-  return post(c, 0, CTL_TAG_OUT, hdr, sizeof hdr, data, len);
+  return post(c, 0, CTL_KIND_OUT, hdr, sizeof hdr, data, len);
 }
 
 int ctl_poll(ctl_t *c, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
@@ -120,32 +140,16 @@ int ctl_poll(ctl_t *c, ctl_msg_t *out, ctl_output_fn on_output, void *arg) {
     int flag = 0;
     MPI_Status st;
     /* Rank 0 hears everyone; the others hear rank 0 only. In arrival order per sender. */
-    if (MPI_Iprobe(c->rank == 0 ? MPI_ANY_SOURCE : 0, MPI_ANY_TAG, c->comm, &flag, &st) != MPI_SUCCESS ||
-        !flag)
+    if (MPI_Iprobe(c->rank == 0 ? MPI_ANY_SOURCE : 0, CTL_TAG, c->comm, &flag, &st) != MPI_SUCCESS || !flag)
       return 0;
     int count = 0;
     MPI_Get_count(&st, MPI_BYTE, &count);
-    if (st.MPI_TAG == CTL_TAG_OUT) {
-      char *buf = malloc((size_t)count + 1);
-      if (!buf) return 0;
-      MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
-      int hdr[2];
-      memcpy(hdr, buf, sizeof hdr);
-      if (on_output && count >= (int)sizeof hdr)
-        on_output(arg, hdr[0], hdr[1], buf + sizeof hdr, (size_t)count - sizeof hdr);
-      free(buf);
-      continue;
-    }
-    if (st.MPI_TAG != CTL_TAG_EV && st.MPI_TAG != CTL_TAG_CMD) {
-      /* Not ours (should not happen on this communicator): take it off the queue. */
-      char *junk = malloc((size_t)count + 1);
-      MPI_Recv(junk, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
-      free(junk);
-      continue;
-    }
-    memset(out, 0, sizeof *out);
-    MPI_Recv(out, (int)sizeof *out, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
-    return 1;
+    char *buf = malloc((size_t)count + 1);
+    if (!buf) return 0;
+    MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, CTL_TAG, c->comm, MPI_STATUS_IGNORE);
+    int got = deliver(buf, (size_t)count, out, on_output, arg);
+    free(buf);
+    if (got) return 1;
   }
 }
 
@@ -156,11 +160,11 @@ static void drop_own(ctl_t *c) {
   for (;;) {
     int flag = 0, count = 0;
     MPI_Status st;
-    if (MPI_Iprobe(c->rank, MPI_ANY_TAG, c->comm, &flag, &st) != MPI_SUCCESS || !flag) return;
+    if (MPI_Iprobe(c->rank, CTL_TAG, c->comm, &flag, &st) != MPI_SUCCESS || !flag) return;
     MPI_Get_count(&st, MPI_BYTE, &count);
     char *junk = malloc((size_t)count + 1);
     if (!junk) return;
-    MPI_Recv(junk, count, MPI_BYTE, c->rank, st.MPI_TAG, c->comm, MPI_STATUS_IGNORE);
+    MPI_Recv(junk, count, MPI_BYTE, c->rank, CTL_TAG, c->comm, MPI_STATUS_IGNORE);
     free(junk);
   }
 }

@@ -52,6 +52,7 @@ static int job_init_alone(job_t *job) {
   job->leader_of_node = calloc(1, sizeof *job->leader_of_node);
   if (!job->hosts || !job->node_of || !job->leader_of_node || !(job->hosts[0] = strdup(job->host)))
     return GPL_ENOMEM;
+  job->node_grp = job->lead_grp = (mpix_group_t){.comm = MPI_COMM_NULL, .n = 1, .me = 0};
   log_set_identity(job->host, 0);
   mpix_set_hosts((const char *const *)job->hosts, 1);
   LOG_INFO(JOB, "a job of one, started alone: MPI is not used");
@@ -60,8 +61,7 @@ static int job_init_alone(job_t *job) {
 
 int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(job, 0, sizeof *job);
-  job->world = job->node_comm = job->leaders = job->ctl = MPI_COMM_NULL;
-  job->ctl_req = MPI_REQUEST_NULL;
+  job->world = job->ctl = MPI_COMM_NULL;
   job->timeout = timeout;
   job->under_launcher = job_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
@@ -124,10 +124,18 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
     }
   job->local_size = nmem;
   free(first);
+  /* From here on every exchange over MPI_COMM_WORLD runs over the nodes' tree (bounded fan-in:
+   * the node's first rank gathers its node, the first ranks form a k-ary tree). */
+  rc = mpix_set_nodes(job->node_of, job->leader_of_node, job->nnodes, job->size);
+  if (rc < 0) {
+    free(members);
+    return rc;
+  }
 
-  /* MPI's collectives below need every pair of hosts to reach each other, which the star above
-   * does not show: a partition between two hosts that both reach rank 0 would stall them. The
-   * first rank of each host checks it can reach the first rank of every other (bounded, named). */
+  /* The exchanges below run over the tree's links between hosts, which the exchange above did not
+   * all use, and NCCL later needs hosts to reach each other: a partition between hosts that both
+   * reach rank 0 would stall them. The first ranks of the hosts probe their neighbours on a ring
+   * (every split of the hosts in two cuts it) and every pair that cannot talk is named. */
   rc = job->nnodes > 1 ? mpix_reach_check(MPI_COMM_WORLD, job->leader_of_node, job->nnodes, timeout,
                                           "start-up (hosts reaching each other)")
                        : GPL_OK;
@@ -137,61 +145,21 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   }
   LOG_DEBUG(JOB, "start-up: %d host names gathered, %d nodes reach each other", job->size, job->nnodes);
 
-  /* Communicators: every one MPI makes costs rounds of collectives among its members to agree on
-   * its context id (with many ranks per core, each round waits for the scheduler), so start-up
-   * makes only what it needs, each among its own members:
-   *   - world is MPI_COMM_WORLD itself: gpulaunch is the only MPI user of its process (the program
-   *     it supervises is another process), and every exchange of its own is bounded and in step;
-   *   - ctl is a duplicate (the supervisors probe it with MPI_ANY_TAG and drop what is not
-   *     theirs), made in the background: see below;
-   *   - node_comm and leaders come from the host names (the grouping the reach check used), with
-   *     MPI_Comm_create_group: only a node's ranks (or only the leaders) take part, not the whole
-   *     job as in MPI_Comm_split_type and MPI_Comm_split. */
+  /* No communicator is made: each one MPI makes costs rounds of collectives among its members to
+   * agree on its context id (with many ranks per core each round waits for the scheduler; 0.1-0.3 s
+   * per communicator at 4 hosts x 2 ranks). world is MPI_COMM_WORLD itself (gpulaunch is the only
+   * MPI user of its process: the program it supervises is another process); the node's ranks and
+   * the nodes' first ranks exchange over it as groups with tags of their own (common/mpix.h); the
+   * supervisors' messages have a tag of their own too (launcher/core/ctl.c). */
   job->world = MPI_COMM_WORLD;
-  /* Where a group is the whole job or this rank alone, it is MPI_COMM_WORLD or MPI_COMM_SELF
-   * (nothing to make): one node (node_comm), one rank per node (leaders), a node of one rank.
-   * Every rank then runs the same exchanges on it in the same order, as on a communicator of its
-   * own, and MPI matches them in order. */
-  MPI_Group world_group, group;
-  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
-  if (job->nnodes == 1) {
-    job->node_comm = MPI_COMM_WORLD;
-  } else if (nmem == 1) {
-    job->node_comm = MPI_COMM_SELF;
-  } else {
-    MPI_Group_incl(world_group, nmem, members, &group);
-    MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the ranks of each node)",
-                 MPI_Comm_create_group(MPI_COMM_WORLD, group, 7401, &job->node_comm));
-    MPI_Group_free(&group);
-  }
-  if (job->local_rank == 0) {
-    if (job->nnodes == job->size) {
-      job->leaders = MPI_COMM_WORLD;
-    } else if (job->nnodes == 1) {
-      job->leaders = MPI_COMM_SELF;
-    } else {
-      MPI_Group_incl(world_group, job->nnodes, job->leader_of_node, &group);
-      MPIX_GUARDED(timeout, "start-up: MPI_Comm_create_group (the nodes' first ranks)",
-                   MPI_Comm_create_group(MPI_COMM_WORLD, group, 7402, &job->leaders));
-      MPI_Group_free(&group);
-    }
-  }
-  MPI_Group_free(&world_group);
-  free(members);
-  /* The supervisors' communicator, made here and waited for at once (bounded): left running
-   * in the background, Open MPI's MPI_Comm_idup deadlocked against the communicators that
-   * built-in jobs create next (MPI_Comm_split_type in comm_init; seen in CI, 1 run in ~20). */
-  MPICHECK(MPI_Comm_idup(MPI_COMM_WORLD, &job->ctl, &job->ctl_req));
-  CHECK(job_ctl_ready(job));
+  job->ctl = MPI_COMM_WORLD;
+  job->node_ranks = members;
+  job->node_grp = (mpix_group_t){.comm = MPI_COMM_WORLD, .n = nmem, .me = job->local_rank, .ranks = members, .tag = 16};
+  job->lead_grp = (mpix_group_t){.comm = MPI_COMM_WORLD, .n = job->nnodes, .me = job->local_rank == 0 ? job->node : -1,
+                                 .ranks = job->leader_of_node, .tag = 32};
   LOG_INFO(JOB, "rank %d/%d local %d/%d node %d/%d", job->rank, job->size, job->local_rank,
            job->local_size, job->node, job->nnodes);
   return GPL_OK;
-}
-
-int job_ctl_ready(job_t *job) {
-  if (job->ctl_req == MPI_REQUEST_NULL) return GPL_OK;
-  return mpix_comm_idup_wait(MPI_COMM_WORLD, &job->ctl_req, &job->ctl, job->timeout,
-                             "start-up (the supervisors' communicator)");
 }
 
 void job_finalize(job_t *job) {
@@ -199,16 +167,8 @@ void job_finalize(job_t *job) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   mpix_set_hosts(NULL, 0);
+  mpix_set_nodes(NULL, NULL, 0, 0);
   if (init && !fin) {
-    /* MPI_COMM_WORLD or MPI_COMM_SELF where a group was the whole job or one rank (job_init) */
-    if (job->leaders != MPI_COMM_NULL && job->leaders != MPI_COMM_WORLD && job->leaders != MPI_COMM_SELF)
-      MPI_Comm_free(&job->leaders);
-    if (job->node_comm != MPI_COMM_NULL && job->node_comm != MPI_COMM_WORLD && job->node_comm != MPI_COMM_SELF)
-      MPI_Comm_free(&job->node_comm);
-    if (job->world != MPI_COMM_NULL && job->world != MPI_COMM_WORLD) MPI_Comm_free(&job->world);
-    /* A mode that never supervised still completes the duplicate (every rank started it). */
-    if (job->ctl_req != MPI_REQUEST_NULL && job_ctl_ready(job) < 0) job->ctl = MPI_COMM_NULL;
-    if (job->ctl != MPI_COMM_NULL) MPI_Comm_free(&job->ctl);
     /* Every rank agreed it is done; a host lost just now must not keep this one here. */
     wdog_arm(job->timeout, "MPI_Finalize", "the job had finished; a host was lost at its end", 0);
     MPI_Finalize();
@@ -219,8 +179,9 @@ void job_finalize(job_t *job) {
   free(job->hosts);
   free(job->node_of);
   free(job->leader_of_node);
+  free(job->node_ranks);
   job->hosts = NULL;
-  job->node_of = job->leader_of_node = NULL;
+  job->node_of = job->leader_of_node = job->node_ranks = NULL;
 }
 
 void job_to_comm(const job_t *job, comm_job_t *out) {

@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include "common/mpix.h"
+
 typedef struct job_s {
   int rank, size;             /* world rank and size */
   int local_rank, local_size; /* rank among the ranks of this node, and their count */
@@ -13,10 +15,10 @@ typedef struct job_s {
   int *node_of;               /* node index of each world rank */
   int *leader_of_node;        /* world rank of local rank 0 of each node (nnodes entries) */
   MPI_Comm world;             /* MPI_COMM_WORLD: gpulaunch is the only MPI user of its process */
-  MPI_Comm node_comm;         /* the ranks of this node (same host name) */
-  MPI_Comm leaders;           /* local rank 0 of every node; MPI_COMM_NULL on the others */
-  MPI_Comm ctl;               /* the supervisors' control messages (launcher/core/ctl.h), */
-  MPI_Request ctl_req;        /* ... whose MPI_Comm_idup may still run: job_ctl_ready */
+  int *node_ranks;            /* the world ranks of this node, by local rank */
+  mpix_group_t node_grp;      /* the ranks of this node (same host name), over world */
+  mpix_group_t lead_grp;      /* local rank 0 of every node, in node order (me = -1 elsewhere) */
+  MPI_Comm ctl;               /* the supervisors' control messages (launcher/core/ctl.h): world */
   double timeout;             /* deadline in seconds for every wait on other ranks */
   int under_launcher;         /* 1 under mpirun/srun, 0 for a job of one started alone */
   int lost;                   /* a rank was lost while the job ran: job_exit leaves without MPI */
@@ -26,9 +28,11 @@ typedef struct job_s {
  * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
 int job_env_rank(void);
 
-/* MPI_Init and the exchanges above (each bounded by timeout). A process started alone
- * (job_env_rank() < 0) is a job of one that never initialises MPI: world, node_comm, leaders and
- * ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h take as this process alone. */
+/* MPI_Init and the exchanges above (each bounded by timeout). No communicator is made: every
+ * exchange runs over MPI_COMM_WORLD, the node's and the leaders' as groups (common/mpix.h) with
+ * tags of their own. A process started alone (job_env_rank() < 0) is a job of one that never
+ * initialises MPI: world and ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h
+ * take as this process alone. */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
 /* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
 struct comm_job_s;
@@ -41,10 +45,6 @@ void job_to_comm(const job_t *job, struct comm_job_s *out);
 int job_agree(job_t *job, int rc, const char *what);
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] delays that rank at that stage. */
 void job_test_stall(const job_t *job, const char *stage);
-/* Waits (bounded, the missing ranks named) for job->ctl, which job_init only starts; 0 at once
- * when it is there already or for a job of one. Collective: every rank calls it before its
- * supervisor starts (sup_run does), and job_finalize for modes that never supervise. */
-int job_ctl_ready(job_t *job);
 /* MPI_Finalize and free. */
 void job_finalize(job_t *job);
 /* End this rank with the job's exit code: all ranks agree (bounded) on one code, the first

@@ -34,7 +34,7 @@ typedef struct peer_s {
 struct live_s {
   live_opts_t o;
   int rank, size;
-  lt_shape_t shape;
+  tree_shape_t shape;
   lt_t *core;
   int parent;             /* -1: rank 0 */
   char parent_addr[64];
@@ -433,7 +433,7 @@ static int route_addr(const char *addr, char *out, size_t len) {
 
 static void live_free(live_t *l) {
   lt_free(l->core);
-  lt_shape_free(&l->shape);
+  tree_shape_free(&l->shape);
   free(l->by_kid);
   free(l);
 }
@@ -446,10 +446,10 @@ typedef struct share_s {
   char addr[48];
 } share_t;
 
-/* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default LT_FANOUT_DEFAULT). */
+/* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default TREE_FANOUT_DEFAULT). */
 static int fanout_env(const job_t *job, int *out) {
   const char *v = getenv("GPULAUNCH_LIVE_FANOUT");
-  *out = LT_FANOUT_DEFAULT;
+  *out = TREE_FANOUT_DEFAULT;
   if (!v || !*v) return GPL_OK;
   char *end;
   errno = 0;
@@ -476,15 +476,15 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   l->size = job->size;
   l->listen_fd = -1;
   l->abort_rank = -1;
-  l->shape = (lt_shape_t){job->size, job->nnodes, fanout,
-                          job->node_of, job->leader_of_node, NULL, NULL};
-  int rc = lt_shape_index(&l->shape);
+  l->shape = (tree_shape_t){.size = job->size, .nnodes = job->nnodes, .fanout = fanout,
+                            .node_of = job->node_of, .leader_of_node = job->leader_of_node};
+  int rc = tree_shape_index(&l->shape);
   if (rc < 0) {
     free(l);
     return rc;
   }
-  l->parent = lt_parent(&l->shape, job->rank);
-  int nkids = lt_children(&l->shape, job->rank, NULL, 0);
+  l->parent = tree_parent(&l->shape, job->rank);
+  int nkids = tree_children(&l->shape, job->rank, NULL, 0);
   int v6 = strchr(o->addr, ':') != NULL;
   share_t me;
   memset(&me, 0, sizeof me);

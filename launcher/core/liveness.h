@@ -22,7 +22,7 @@ typedef struct live_event_s {
 typedef struct live_opts_s {
   const char *addr;     /* rank 0's address that every rank can reach (MASTER_ADDR); each other
                          * leader listens on its own address on the route to it */
-  int fanout;           /* leaders per leader (GPULAUNCH_LIVE_FANOUT); <= 0: LT_FANOUT_DEFAULT */
+  int fanout;           /* leaders per leader (GPULAUNCH_LIVE_FANOUT); <= 0: TREE_FANOUT_DEFAULT */
   double interval;      /* seconds between heartbeats */
   double timeout;       /* silence that means lost */
   double connect_s;     /* every rank must have connected within this (start-up deadline) */

@@ -43,94 +43,8 @@ long lt_frame_len(const void *buf, size_t len) {
   return (long)(sizeof h + (size_t)h.n * sizeof(lt_ent_t));
 }
 
-/* ---- the shape ---- */
-
-static int root_node(const lt_shape_t *s) { return s->node_of[0]; }
-static int pos_of(const lt_shape_t *s, int node) {
-  int r = root_node(s);
-  return node == r ? 0 : node < r ? node + 1 : node;
-}
-static int node_at(const lt_shape_t *s, int pos) {
-  int r = root_node(s);
-  return pos == 0 ? r : pos <= r ? pos - 1 : pos;
-}
-static int leader(const lt_shape_t *s, int node) {
-  return node == root_node(s) ? 0 : s->leader_of_node[node];
-}
-
-int lt_parent(const lt_shape_t *s, int rank) {
-  int n = s->node_of[rank], l = leader(s, n);
-  if (rank != l) return l;
-  int p = pos_of(s, n);
-  if (p == 0) return -1;
-  int k = s->fanout > 0 ? s->fanout : LT_FANOUT_DEFAULT;
-  return leader(s, node_at(s, (p - 1) / k));
-}
-
-int lt_shape_index(lt_shape_t *s) {
-  s->node_first = calloc((size_t)s->nnodes + 1, sizeof *s->node_first);
-  s->node_ranks = calloc((size_t)s->size, sizeof *s->node_ranks);
-  int *fill = calloc((size_t)s->nnodes, sizeof *fill);
-  if (!s->node_first || !s->node_ranks || !fill) {
-    free(fill);
-    lt_shape_free(s);
-    return GPL_ENOMEM;
-  }
-  for (int r = 0; r < s->size; r++) s->node_first[s->node_of[r] + 1]++;
-  for (int n = 0; n < s->nnodes; n++) s->node_first[n + 1] += s->node_first[n];
-  for (int r = 0; r < s->size; r++) {
-    int n = s->node_of[r];
-    s->node_ranks[s->node_first[n] + fill[n]++] = r;
-  }
-  free(fill);
-  return GPL_OK;
-}
-
-void lt_shape_free(lt_shape_t *s) {
-  free(s->node_first);
-  free(s->node_ranks);
-  s->node_first = s->node_ranks = NULL;
-}
-
-int lt_children(const lt_shape_t *s, int rank, int *out, int max) {
-  int n = s->node_of[rank], c = 0;
-  if (rank != leader(s, n)) return 0;
-  for (int i = s->node_first[n]; i < s->node_first[n + 1]; i++)
-    if (s->node_ranks[i] != rank) {
-      if (c < max) out[c] = s->node_ranks[i];
-      c++;
-    }
-  int k = s->fanout > 0 ? s->fanout : LT_FANOUT_DEFAULT;
-  long p = pos_of(s, n);
-  for (long q = p * k + 1; q <= p * k + k && q < s->nnodes; q++) {
-    if (c < max) out[c] = leader(s, node_at(s, (int)q));
-    c++;
-  }
-  return c;
-}
-
 /* The ranks below kid (itself included): its node's when it leads one, and so on down. */
-static int subtree(const lt_t *t, int kid, int *out) {
-  const lt_shape_t *s = &t->c.shape;
-  int n = s->node_of[kid];
-  if (kid != leader(s, n)) {
-    out[0] = kid;
-    return 1;
-  }
-  int c = 0;
-  /* breadth first over node positions: p's children are p*k+1 .. p*k+k */
-  int k = s->fanout > 0 ? s->fanout : LT_FANOUT_DEFAULT;
-  long lo = pos_of(s, n), hi = lo;
-  while (lo < s->nnodes) {
-    for (long q = lo; q <= hi && q < s->nnodes; q++) {
-      int m = node_at(s, (int)q);
-      for (int i = s->node_first[m]; i < s->node_first[m + 1]; i++) out[c++] = s->node_ranks[i];
-    }
-    lo = lo * k + 1;
-    hi = hi * k + k;
-  }
-  return c;
-}
+static int subtree(const lt_t *t, int kid, int *out) { return tree_subtree(&t->c.shape, kid, out); }
 
 /* ---- frames ---- */
 
@@ -180,7 +94,7 @@ static void report(lt_t *t, const int *ranks, const int32_t *silent_ms, int n, l
 static void kid_lost(lt_t *t, kid_t *k, live_why_t why, double now) {
   if (k->lost || k->bye) return;
   k->lost = 1;
-  const lt_shape_t *s = &t->c.shape;
+  const tree_shape_t *s = &t->c.shape;
   int n = s->node_of[k->rank];
   int32_t ms = why == LIVE_SILENT ? (int32_t)((now - k->last) * 1e3) : 0;
   int ranks[LT_LIST_MAX];
@@ -188,7 +102,7 @@ static void kid_lost(lt_t *t, kid_t *k, live_why_t why, double now) {
   int c = 0;
   ranks[c] = k->rank;
   sil[c++] = ms;
-  if (why == LIVE_SILENT && k->rank == leader(s, n) && n != s->node_of[t->c.rank])
+  if (why == LIVE_SILENT && k->rank == tree_leader(s, n) && n != s->node_of[t->c.rank])
     for (int i = s->node_first[n]; i < s->node_first[n + 1] && c < LT_LIST_MAX; i++)
       if (s->node_ranks[i] != k->rank) {
         ranks[c] = s->node_ranks[i];
@@ -462,7 +376,7 @@ static int int_cmp(const void *a, const void *b) {
 
 int lt_init(lt_t **out, const lt_cfg_t *cfg, const lt_io_t *io, double now) {
   *out = NULL;
-  const lt_shape_t *s = &cfg->shape;
+  const tree_shape_t *s = &cfg->shape;
   if (s->size < 1 || s->nnodes < 1 || !s->node_first || cfg->rank < 0 || cfg->rank >= s->size)
     return GPL_EINVAL;
   lt_t *t = calloc(1, sizeof *t);
@@ -470,13 +384,13 @@ int lt_init(lt_t **out, const lt_cfg_t *cfg, const lt_io_t *io, double now) {
   t->c = *cfg;
   t->io = *io;
   t->t0 = now;
-  t->parent = lt_parent(s, cfg->rank);
-  int nk = lt_children(s, cfg->rank, NULL, 0);
+  t->parent = tree_parent(s, cfg->rank);
+  int nk = tree_children(s, cfg->rank, NULL, 0);
   int *kr = calloc((size_t)nk + 1, sizeof *kr);
   t->kids = calloc((size_t)nk + 1, sizeof *t->kids);
   int rc = kr && t->kids ? GPL_OK : GPL_ENOMEM;
   if (rc == GPL_OK) {
-    lt_children(s, cfg->rank, kr, nk);
+    tree_children(s, cfg->rank, kr, nk);
     qsort(kr, (size_t)nk, sizeof *kr, int_cmp);
     t->nkids = nk;
     for (int i = 0; i < nk; i++) t->kids[i] = (kid_t){.rank = kr[i], .rest_ms = -1};

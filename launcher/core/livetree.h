@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/tree.h"
+
 /* What a process saw. */
 typedef enum live_why_e {
   LIVE_CLOSED = 1, /* the peer's connection closed without a goodbye: its gpulaunch died */
@@ -15,11 +17,8 @@ typedef enum live_why_e {
   LIVE_ABORT       /* rank 0 ended the job because another rank was lost (lost_rank says which) */
 } live_why_t;
 
-/* The shape. Node leaders (rank 0 for its own node, local rank 0 elsewhere) form a k-ary tree
- * over the nodes (rank 0's node first, then the others in node order): node at position p > 0
- * has the one at (p - 1) / fanout as parent. Every other rank's parent is its node's leader. So
- * a process has at most fanout + (ranks on its node - 1) children and one parent. */
-#define LT_FANOUT_DEFAULT 32
+/* The shape is common/tree.h's (tree_shape_t): node leaders in a k-ary tree, each node's other
+ * ranks below its leader. */
 
 /* Frames: a header, then n entries. */
 #define LT_MAGIC 0x3254484cu /* "LHT2" */
@@ -47,23 +46,6 @@ typedef struct lt_ent_s {
  * that is well formed, 0 when more bytes are needed, -1 when it is not a frame of ours. */
 long lt_frame_len(const void *buf, size_t len);
 
-typedef struct lt_shape_s {
-  int size, nnodes, fanout;
-  const int *node_of;        /* node of each rank (size entries) */
-  const int *leader_of_node; /* local rank 0 of each node (nnodes entries) */
-  int *node_first, *node_ranks; /* lt_shape_index: node n's ranks are node_ranks[node_first[n]
-                                 * .. node_first[n + 1]) */
-} lt_shape_t;
-
-/* Index the ranks by node (once per job: every process's core borrows the shape, which must
- * outlive them); lt_shape_free frees the index. */
-int lt_shape_index(lt_shape_t *s);
-void lt_shape_free(lt_shape_t *s);
-
-/* rank's parent (-1 for rank 0) and its children (out holds lt_nchildren entries). */
-int lt_parent(const lt_shape_t *s, int rank);
-int lt_children(const lt_shape_t *s, int rank, int *out, int max);
-
 /* What the core asks of its driver. */
 typedef struct lt_io_s {
   void *arg;
@@ -80,7 +62,7 @@ typedef struct lt_io_s {
 } lt_io_t;
 
 typedef struct lt_cfg_s {
-  lt_shape_t shape;
+  tree_shape_t shape;
   int rank;
   uint64_t token;
   double interval, timeout, connect_s; /* seconds */

@@ -41,7 +41,7 @@ static int load_topology(launch_t *L, const char *xml, topo_t **t) {
     if (rc == GPL_OK) rc = topo_export(*t, &buf, &len);
   }
   long n = rc == GPL_OK ? (long)len : -1;
-  CHECKGOTO(mpix_bcast(&n, (int)sizeof n, 0, job->node_comm, job->timeout, "start-up (node topology)"), rc, out);
+  CHECKGOTO(mpix_gbcast(&job->node_grp, &n, (int)sizeof n, 0, job->timeout, "start-up (node topology)"), rc, out);
   if (n < 0) {
     if (job->local_rank != 0) LOG_INFO(TOPO, "the node's first rank could not read the topology");
     rc = GPL_ETOPO;
@@ -54,7 +54,7 @@ static int load_topology(launch_t *L, const char *xml, topo_t **t) {
       goto out;
     }
   }
-  CHECKGOTO(mpix_bcast(buf, (int)n, 0, job->node_comm, job->timeout, "start-up (node topology)"), rc, out);
+  CHECKGOTO(mpix_gbcast(&job->node_grp, buf, (int)n, 0, job->timeout, "start-up (node topology)"), rc, out);
   if (job->local_rank != 0) rc = topo_load_shared(t, buf, (size_t)n);
 out:
   free(buf);
@@ -180,8 +180,8 @@ void place_net_job(const launch_t *L, net_job_t *nj) {
   *nj = (net_job_t){
       .rank = job->rank, .size = job->size, .local_rank = job->local_rank, .nnodes = job->nnodes,
       .node_of = job->node_of, .leader_of_node = job->leader_of_node,
-      .hosts = (const char *const *)job->hosts, .comm = job->world, .node_comm = job->node_comm,
-      .leaders = job->leaders, .timeout = job->timeout,
+      .hosts = (const char *const *)job->hosts, .comm = job->world, .node = job->node_grp,
+      .leaders = job->lead_grp, .timeout = job->timeout,
       .family = net_family_parse(place_user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
   };
 }
@@ -249,7 +249,7 @@ static int check_node_uniform(launch_t *L, childenv_t *ce, const place_t *pl) {
   }
   char **all = NULL;
   const char *me = strbuf_str(&mine);
-  int rc = mpix_allgather_str(me, &all, job->node_comm, job->timeout,
+  int rc = mpix_gallgather_str(&job->node_grp, me, &all, job->timeout,
                               "start-up (node-wide CUDA_VISIBLE_DEVICES and NCCL_IB_HCA)");
   if (rc == GPL_OK && strcmp(all[0], me) != 0) {
     /* Say which variable differs from the node's first rank, once per differing rank. */

@@ -1194,7 +1194,6 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     s->out.sink = fwd_sink;
     s->out.sink_arg = s;
   }
-  CHECKGOTO(job_ctl_ready(o->job), rc, fail_ctl);
   CHECKGOTO(ctl_init(&s->ctl, o->job->ctl), rc, fail_ctl);
   if (o->job->rank == 0) {
     s->co.down = calloc((size_t)o->job->size, 1);

@@ -11,13 +11,13 @@
 
 #define SIZE 8
 static int g_me;
-static lt_shape_t g_shape;
+static tree_shape_t g_shape;
 static int g_node_of[SIZE] = {0, 0, 1, 1, 2, 2, 3, 3}, g_leader[4] = {0, 2, 4, 6};
 
 static void on_send(void *arg, int to, const void *frame, size_t len) {
   (void)arg;
   FUZZ_ASSERT(to >= 0 && to < SIZE, "sent to rank %d", to);
-  FUZZ_ASSERT(to == lt_parent(&g_shape, g_me) || lt_parent(&g_shape, to) == g_me, "rank %d is no neighbour of %d", to, g_me);
+  FUZZ_ASSERT(to == tree_parent(&g_shape, g_me) || tree_parent(&g_shape, to) == g_me, "rank %d is no neighbour of %d", to, g_me);
   long n = lt_frame_len(frame, len);
   FUZZ_ASSERT(n > 0 && (size_t)n == len && len <= LT_FRAME_MAX, "sent a frame of %zu bytes (%ld)", len, n);
 }
@@ -40,8 +40,8 @@ static int32_t on_progress(void *arg, int from, int32_t age) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
-  g_shape = (lt_shape_t){SIZE, 4, 2, g_node_of, g_leader, NULL, NULL};
-  return lt_shape_index(&g_shape) == 0 ? 0 : 1;
+  g_shape = (tree_shape_t){.size = SIZE, .nnodes = 4, .fanout = 2, .node_of = g_node_of, .leader_of_node = g_leader};
+  return tree_shape_index(&g_shape) == 0 ? 0 : 1;
 }
 
 static void feed(int me, int peer, const uint8_t *data, size_t size) {
@@ -50,7 +50,7 @@ static void feed(int me, int peer, const uint8_t *data, size_t size) {
   lt_io_t io = {NULL, on_send, on_lost, on_progress};
   lt_t *t;
   if (lt_init(&t, &c, &io, 0) != 0) return;
-  int hello = peer != lt_parent(&g_shape, me); /* a child's first frame is its hello */
+  int hello = peer != tree_parent(&g_shape, me); /* a child's first frame is its hello */
   if (!hello) lt_up(t, peer, 0);
   double now = 0;
   size_t off = 0;

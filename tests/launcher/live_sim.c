@@ -138,9 +138,9 @@ typedef struct fig_s {
 
 enum { FAULT_NONE, FAULT_HOST, FAULT_HANG };
 
-static int depth_of(const lt_shape_t *s, int r) {
+static int depth_of(const tree_shape_t *s, int r) {
   int d = 0;
-  while ((r = lt_parent(s, r)) >= 0) d++;
+  while ((r = tree_parent(s, r)) >= 0) d++;
   return d;
 }
 
@@ -158,8 +158,8 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
   if (!node_of || !leader || !W.p || !W.root_age || !W.root_age_at) return -1;
   for (int r = 0; r < c->size; r++) node_of[r] = r / c->per_node;
   for (int n = 0; n < nnodes; n++) leader[n] = n * c->per_node;
-  lt_shape_t shape = {c->size, nnodes, c->fanout, node_of, leader, NULL, NULL};
-  if (lt_shape_index(&shape) < 0) return -1;
+  tree_shape_t shape = {.size = c->size, .nnodes = nnodes, .fanout = c->fanout, .node_of = node_of, .leader_of_node = leader};
+  if (tree_shape_index(&shape) < 0) return -1;
   for (int r = 0; r < c->size; r++) {
     lt_cfg_t lc = {shape, r, 0x5eed5eedull, c->interval, c->timeout, 10.0};
     lt_io_t io = {(void *)(intptr_t)r, io_send, io_lost, io_progress};
@@ -167,7 +167,7 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
     W.p[r].bound = calloc((size_t)lt_nkids(W.p[r].core) + 1, 1);
     /* ticks at a phase of their own; connections up within the first 0.1 s */
     push((ev_t){c->interval * (double)((unsigned)r * 2654435761u % 1000) / 1000.0, 0, EV_TICK, r, r, NULL, 0});
-    if (r > 0) push((ev_t){0.1 * (double)((unsigned)r * 40503u % 1000) / 1000.0, 0, EV_CONNECT, r, lt_parent(&shape, r), NULL, 0});
+    if (r > 0) push((ev_t){0.1 * (double)((unsigned)r * 40503u % 1000) / 1000.0, 0, EV_CONNECT, r, tree_parent(&shape, r), NULL, 0});
   }
   int slow = c->size - 1; /* one program stops making progress at 1 s: rank 0 must see its age */
   W.p[slow].prog_stop = 1.0;
@@ -286,7 +286,7 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
     lt_free(W.p[r].core);
     free(W.p[r].bound);
   }
-  lt_shape_free(&shape);
+  tree_shape_free(&shape);
   free(W.p);
   free(W.root_age);
   free(W.root_age_at);
@@ -305,7 +305,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
-  cfg_t c = {4096, 8, LT_FANOUT_DEFAULT, 1.0, 5.0, 0.2, 0};
+  cfg_t c = {4096, 8, TREE_FANOUT_DEFAULT, 1.0, 5.0, 0.2, 0};
   int check = 0, star = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

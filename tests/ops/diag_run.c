@@ -46,9 +46,11 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &job.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &job.size);
     MPI_Comm_dup(MPI_COMM_WORLD, &job.world);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &job.node_comm);
-    MPI_Comm_rank(job.node_comm, &job.local_rank);
-    MPI_Comm_size(job.node_comm, &job.local_size);
+    MPI_Comm node_comm;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_comm);
+    MPI_Comm_rank(node_comm, &job.local_rank);
+    MPI_Comm_size(node_comm, &job.local_size);
+    MPI_Comm_free(&node_comm);
     util_strlcpy(job.host, util_hostname(), sizeof job.host);
     job.timeout = 60;
     log_set_identity(job.host, job.rank);
@@ -72,7 +74,6 @@ int main(int argc, char **argv) {
   }
   if (mpi) {
     MPI_Comm_free(&job.world);
-    MPI_Comm_free(&job.node_comm);
     MPI_Finalize();
   }
   return rc < 0 ? 1 : 0;

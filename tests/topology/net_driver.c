@@ -75,14 +75,17 @@ int main(int argc, char **argv) {
   host[sizeof host - 1] = 0;
   log_set_identity(host, job.rank);
   /* Nodes: the ranks sharing memory (one host), or rank % K when faking. */
-  if (fake > 0) MPI_Comm_split(job.comm, job.rank % fake, job.rank, &job.node_comm);
-  else MPI_Comm_split_type(job.comm, MPI_COMM_TYPE_SHARED, job.rank, MPI_INFO_NULL, &job.node_comm);
-  MPI_Comm_rank(job.node_comm, &job.local_rank);
+  /* (the launcher makes no communicator, the driver may: groups over them work alike) */
+  MPI_Comm node_comm, leaders;
+  if (fake > 0) MPI_Comm_split(job.comm, job.rank % fake, job.rank, &node_comm);
+  else MPI_Comm_split_type(job.comm, MPI_COMM_TYPE_SHARED, job.rank, MPI_INFO_NULL, &node_comm);
+  MPI_Comm_rank(node_comm, &job.local_rank);
   int local_size = 0;
-  MPI_Comm_size(job.node_comm, &local_size);
+  MPI_Comm_size(node_comm, &local_size);
+  mpix_group_of(node_comm, &job.node);
   who_t me = {.leader = job.rank};
   util_strlcpy(me.host, host, sizeof me.host);
-  MPI_Bcast(&me.leader, 1, MPI_INT, 0, job.node_comm);
+  MPI_Bcast(&me.leader, 1, MPI_INT, 0, node_comm);
   who_t *all = calloc((size_t)job.size, sizeof *all);
   MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, job.comm);
   int *node_of = calloc((size_t)job.size, sizeof *node_of), *leader_of = calloc((size_t)job.size, sizeof *leader_of);
@@ -99,7 +102,9 @@ int main(int argc, char **argv) {
   job.hosts = hosts;
   job.timeout = timeout;
   job.family = net_family_parse(getenv("NCCL_SOCKET_FAMILY"));
-  MPI_Comm_split(job.comm, job.local_rank == 0 ? 0 : MPI_UNDEFINED, job.rank, &job.leaders);
+  MPI_Comm_split(job.comm, job.local_rank == 0 ? 0 : MPI_UNDEFINED, job.rank, &leaders);
+  if (leaders != MPI_COMM_NULL) mpix_group_of(leaders, &job.leaders);
+  else job.leaders = (mpix_group_t){.comm = MPI_COMM_NULL, .n = job.nnodes, .me = -1};
   mpix_set_hosts(hosts, job.size);
 
   topo_t *t = NULL;
@@ -177,8 +182,8 @@ int main(int argc, char **argv) {
   net_result_free(&net);
   plan_free(p);
   topo_free(t);
-  if (job.leaders != MPI_COMM_NULL) MPI_Comm_free(&job.leaders);
-  MPI_Comm_free(&job.node_comm);
+  if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
+  MPI_Comm_free(&node_comm);
   MPI_Comm_free(&job.comm);
   mpix_set_hosts(NULL, 0);
   free(all);
