@@ -4,20 +4,24 @@
 # against `mpirun mpi_minimal`, alternated R times per shape; median wall times and the ratio
 # (goal <= 1.2), one row per hosts x ranks-per-host. Needs root (ip netns).
 #   benchmarks/run_startup_netns.sh [--build DIR] [--reps R] [--shapes "2x2 4x2 8x2 1x8 1x16 1x32"]
+#                                   [--before DIR]
+# --before DIR: also another build's gpulaunch (an earlier commit), in the same alternation, with
+# its own ratio column: before and after measured side by side on the same hosts.
 # shellcheck source=benchmarks/lib.sh
 source "$(dirname "$0")/lib.sh"
 parse_build_arg "$@"
-REPS=7 SHAPES="2x2 4x2 8x2 1x8 1x16 1x32"
+REPS=7 SHAPES="2x2 4x2 8x2 1x8 1x16 1x32" BEFORE=""
 set -- "${ARGS[@]+"${ARGS[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --reps) REPS=$2; shift 2 ;;
     --shapes) SHAPES=$2; shift 2 ;;
+    --before) BEFORE=$2/launcher/gpulaunch; shift 2 ;;
     *) echo "run_startup_netns: unknown option $1" >&2; exit 64 ;;
   esac
 done
 MIN="$BUILD/benchmarks/mpi_minimal"
-need "$GPULAUNCH" "$MIN"
+need "$GPULAUNCH" "$MIN" ${BEFORE:+"$BEFORE"}
 unset NCCL_SOCKET_IFNAME
 # shellcheck source=tests/netns/netns.sh
 . "$ROOT/tests/netns/netns.sh"
@@ -44,19 +48,33 @@ clock() { # clock OUTFILE CMD...: append the wall seconds of CMD
   t1=$(date +%s%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }' >>"$out"
 }
-echo "| hosts x ranks/host | ranks | gpulaunch (s) | mpi_minimal (s) | ratio |"
-echo "|---|---:|---:|---:|---:|"
+if [[ -n $BEFORE ]]; then
+  echo "- before: $BEFORE"
+  echo
+  echo "| hosts x ranks/host | ranks | gpulaunch (s) | mpi_minimal (s) | ratio | before (s) | before ratio |"
+  echo "|---|---:|---:|---:|---:|---:|---:|"
+else
+  echo "| hosts x ranks/host | ranks | gpulaunch (s) | mpi_minimal (s) | ratio |"
+  echo "|---|---:|---:|---:|---:|"
+fi
 for s in $SHAPES; do
   nh=${s%x*} k=${s#*x} hl=""
   for ((i = 0; i < nh; i++)); do hl+="${hl:+,}h$i:$k"; done
   np=$((nh * k))
-  rm -f "$TMP/g" "$TMP/m"
+  rm -f "$TMP/g" "$TMP/m" "$TMP/b"
   g() { clock "$TMP/${1:-g}" netns_mpirun -np "$np" --host "$hl" "$GPULAUNCH" -- /bin/true; }
   m() { clock "$TMP/${1:-m}" netns_mpirun -np "$np" --host "$hl" "$MIN"; }
-  g warm; m warm
+  b() { [[ -z $BEFORE ]] || clock "$TMP/${1:-b}" netns_mpirun -np "$np" --host "$hl" "$BEFORE" -- /bin/true; }
+  g warm; m warm; b warm
   for r in $(seq "$REPS"); do
-    if ((r % 2)); then g; m; else m; g; fi
+    if ((r % 2)); then g; m; b; else b; m; g; fi
   done
   gm=$(median <"$TMP/g") mm=$(median <"$TMP/m")
-  printf '| %s x %s | %s | %.3f | %.3f | %.2f |\n' "$nh" "$k" "$np" "$gm" "$mm" "$(awk -v a="$gm" -v b="$mm" 'BEGIN { print a / b }')"
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { print a / b }'; }
+  if [[ -n $BEFORE ]]; then
+    bm=$(median <"$TMP/b")
+    printf '| %s x %s | %s | %.3f | %.3f | %.2f | %.3f | %.2f |\n' "$nh" "$k" "$np" "$gm" "$mm" "$(ratio "$gm" "$mm")" "$bm" "$(ratio "$bm" "$mm")"
+  else
+    printf '| %s x %s | %s | %.3f | %.3f | %.2f |\n' "$nh" "$k" "$np" "$gm" "$mm" "$(ratio "$gm" "$mm")"
+  fi
 done

@@ -427,6 +427,13 @@ static int load_from(topo_t **out, const char *xml_path, const char *buf, size_t
     rc = GPL_EHWLOC;
     goto fail;
   }
+  /* A live load needs the CPUs, NUMA nodes and PCI devices only (GPUs come from PCI and our own
+   * NVML probe): hwloc's plugins that open GPU runtimes to name their devices (OpenCL, CUDA,
+   * NVML, ROCm SMI, Level Zero) or an X display (GL) cost start-up time on GPU servers, where
+   * initialising a driver takes a good part of a second. */
+  if (!xml_path && !buf)
+    for (const char *const *c = (const char *const[]){"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl", NULL}; *c; c++)
+      (void)hwloc_topology_set_components(t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, *c);
   /* hwloc parses the bytes that were checked, not the path again (which may have changed). */
   if (xml_path && (file_len >= INT_MAX ||
                    hwloc_topology_set_xmlbuffer(t->hw, file_text, (int)file_len + 1) < 0)) {

@@ -74,13 +74,16 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   int provided;
   wdog_arm(timeout + 5.0, "MPI_Init", "a rank of the job did not start, or mpirun's/srun's daemons cannot "
            "reach each other", GPL_EXIT_TIMEOUT);
+  double t_init = util_now();
   int mrc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   wdog_disarm();
+  t_init = util_now() - t_init;
   MPICHECK(mrc);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &job->rank));
   MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &job->size));
   log_set_identity(job->host, job->rank);
+  LOG_DEBUG(JOB, "start-up: MPI_Init took %.1f ms", t_init * 1e3);
   job_test_stall(job, "init");
 
   /* Everyone must be here before the communicator calls below, and their host names known so
@@ -101,6 +104,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   free(names);
   CHECK(rc);
   mpix_set_hosts((const char *const *)job->hosts, job->size);
+  LOG_DEBUG(JOB, "start-up: host names gathered");
   job_test_stall(job, "dup");
 
   /* Nodes by host name, numbered in the order of their first rank (so node 0 holds rank 0). */
@@ -143,7 +147,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
     free(members);
     return rc;
   }
-  LOG_DEBUG(JOB, "start-up: %d host names gathered, %d nodes reach each other", job->size, job->nnodes);
+  LOG_DEBUG(JOB, "start-up: %d nodes reach each other", job->nnodes);
 
   /* No communicator is made: each one MPI makes costs rounds of collectives among its members to
    * agree on its context id (with many ranks per core each round waits for the scheduler; 0.1-0.3 s
@@ -222,8 +226,10 @@ void job_exit(job_t *job, int code) {
   int agreed = 0;
   for (int r = 0; r < job->size && !agreed; r++) agreed = codes[r];
   free(codes);
+  LOG_DEBUG(JOB, "exit: every rank agreed on status %d", agreed);
   if (agreed == 0) {
     job_finalize(job);
+    LOG_DEBUG(JOB, "exit: MPI_Finalize done");
     exit(0);
   }
   _exit(agreed);

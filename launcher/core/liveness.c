@@ -356,6 +356,15 @@ static void on_bye_sent(uv_timer_t *t) {
   uv_walk(t->loop, close_all, NULL);
 }
 
+/* The goodbye to the parent went out, and after it our end of the connection (libuv shuts the
+ * socket down once every queued write is in the kernel): the parent reads BYE then EOF in that
+ * order, so closing now cannot look like a loss. */
+static void on_up_shut(uv_shutdown_t *req, int status) {
+  uv_loop_t *loop = req->handle->loop;
+  free(req);
+  if (status != UV_ECANCELED) uv_walk(loop, close_all, NULL); /* (cancelled: closed already) */
+}
+
 static void on_wake(uv_async_t *a) {
   live_t *l = a->data;
   uv_mutex_lock(&l->mu);
@@ -378,8 +387,11 @@ static void on_wake(uv_async_t *a) {
     l->stop_at = util_now();
     uv_timer_stop(&l->timer);
     if (lt_nkids(l->core) == 0) {
-      /* Say goodbye, give it a moment on the wire, close. A process with children waits for
-       * theirs (its timer, at a faster pace now) so that none mistakes its closing for a loss. */
+      /* Say goodbye, shut our end down behind it, close once that is done (50 ms at most). A
+       * process with children waits for theirs (its timer, at a faster pace now) so that none
+       * mistakes its closing for a loss. */
+      uv_shutdown_t *req = l->up && !l->up->closing ? malloc(sizeof *req) : NULL;
+      if (req && uv_shutdown(req, (uv_stream_t *)&l->up->tcp, on_up_shut) < 0) free(req);
       uv_timer_start(&l->retry, on_bye_sent, 50, 0);
     } else {
       uv_timer_start(&l->timer, on_timer, 10, 10);
