@@ -253,6 +253,7 @@ int mode_run(launch_t *L) {
   o.hang_timeout = conf_duration(c, "job", "hang_timeout");
   o.hang_report_only = strcmp(conf_str(c, "job", "hang_action"), "report") == 0;
   o.hang_dir = hang_dir;
+  o.node_addrs = (const char *const *)pl.net.node_addrs;
   proxy_hook_t ph = {L, &ce, NULL, prog};
   o.hooks.attach_arg = &ph;
   o.hooks.attach = proxy_attach;

@@ -81,9 +81,61 @@ void net_inv_free(net_inv_t *inv) {
 }
 
 void net_result_free(net_result_t *r) {
+  if (r->node_addrs)
+    for (int n = 0; n < r->nnodes; n++) free(r->node_addrs[n]);
+  free(r->node_addrs);
   free(r->nodes);
   free(r->ranks);
   r->nodes = r->ranks = NULL;
+  r->node_addrs = NULL;
+}
+
+/* Each node's own addresses (those no other node has: docker0's 172.17.0.1 is everywhere), for
+ * what needs to recognise a node's connections later (launcher/core/lostpeer.c). Sorted once,
+ * so that thousands of nodes cost n log n, not n squared. */
+typedef struct addr_ref_s {
+  const char *text;
+  int node;
+} addr_ref_t;
+
+static int addr_ref_cmp(const void *x, const void *y) {
+  const addr_ref_t *a = x, *b = y;
+  int c = strcmp(a->text, b->text);
+  return c ? c : (a->node > b->node) - (a->node < b->node);
+}
+
+static void keep_addrs(const net_inv_t *inv, int nnodes, net_result_t *out) {
+  size_t total = 0, k = 0;
+  for (int n = 0; n < nnodes; n++)
+    for (int i = 0; i < inv[n].n; i++) total += (size_t)inv[n].v[i].naddrs;
+  addr_ref_t *all = calloc(total + 1, sizeof *all);
+  strbuf_t *per = calloc((size_t)nnodes, sizeof *per);
+  out->node_addrs = calloc((size_t)nnodes, sizeof *out->node_addrs);
+  if (!all || !per || !out->node_addrs) {
+    free(all), free(per), free(out->node_addrs);
+    out->node_addrs = NULL;
+    return;
+  }
+  for (int n = 0; n < nnodes; n++)
+    for (int i = 0; i < inv[n].n; i++)
+      for (int q = 0; q < inv[n].v[i].naddrs; q++) {
+        const iface_addr_t *a = &inv[n].v[i].addrs[q];
+        if (!a->loopback && !a->link_local && a->text[0]) all[k++] = (addr_ref_t){a->text, n};
+      }
+  qsort(all, k, sizeof *all, addr_ref_cmp);
+  for (size_t i = 0; i < k;) {
+    size_t j = i + 1;
+    int other = 0;
+    while (j < k && strcmp(all[j].text, all[i].text) == 0) other |= all[j++].node != all[i].node;
+    if (!other) strbuf_printf(&per[all[i].node], "%s%s", per[all[i].node].len ? " " : "", all[i].text);
+    i = j;
+  }
+  for (int n = 0; n < nnodes; n++) {
+    out->node_addrs[n] = strbuf_take(&per[n]);
+    strbuf_free(&per[n]);
+  }
+  free(all);
+  free(per);
 }
 
 /* ---- leaders: inventories of every node ----------------------------------------------------- */
@@ -336,6 +388,7 @@ int net_agree(const net_job_t *job, const topo_t *t, plan_rank_t *me, const char
   }
   if (job->rank == 0 && rc == 0) log_summary(job, out);
   if (inv) {
+    if (job->nnodes > 1) keep_addrs(inv, job->nnodes, out);
     for (int n = 0; n < job->nnodes; n++) net_inv_free(&inv[n]);
     free(inv);
   }

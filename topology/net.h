@@ -140,6 +140,8 @@ typedef struct net_result_s {
   int nnodes, size;
   net_choice_t *nodes;         /* each node's leader's choice (nnodes entries) */
   net_choice_t *ranks;         /* each world rank's choice (size entries) */
+  char **node_addrs;           /* node leaders: each node's addresses no other node has (not
+                                * loopback or link-local), blank-separated (nnodes entries) */
   double seconds;              /* wall time of the agreement on this rank */
 } net_result_t;
 

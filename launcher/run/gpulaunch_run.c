@@ -9,7 +9,13 @@
  * Rank 0 sends the job's exit status once it is decided; gpulaunch-run exits with it once mpirun
  * is gone, ending mpirun when it does not go by itself (a lost host: mpirun waits for its daemon,
  * and may crash in PMIx_Finalize). SIGUSR1/SIGUSR2 go to mpirun, which passes them to every rank.
- * Libc only. */
+ *
+ * The launcher may be srun too (GPULAUNCH_MPIRUN=srun): the channel then reaches the ranks in the
+ * environment srun passes on, and a lost host ends srun 5 s after rank 0 named it, where srun
+ * itself waits for the lost node's tasks until Slurm's KillWait has passed (or the node is
+ * declared down). GPULAUNCH_RUN_SIGNALS=0 leaves SIGTERM/SIGINT/SIGHUP to the caller (a batch
+ * script that passes them on through Slurm); GPULAUNCH_RUN_LD_PRELOAD is the launcher's LD_PRELOAD
+ * (gpulaunch-srun.sbatch's shim). Libc only. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +47,9 @@ static const char g_usage[] =
     "Starts mpirun (GPULAUNCH_MPIRUN, default mpirun) so that a SIGTERM or SIGINT to this command\n"
     "gives every program [job] preempt_signal at once and the full [job] grace, and this command\n"
     "exits with the job's status (75 preempted, 130 SIGINT, 68 a rank or host lost, ...) once every\n"
-    "program is done, within seconds also when a host is lost.\n";
+    "program is done, within seconds also when a host is lost.\n"
+    "GPULAUNCH_MPIRUN=srun: the same around srun (gpulaunch-run -N 2 --ntasks-per-node 8 --mpi=pmix\n"
+    "gpulaunch train.conf).\n";
 
 static int g_pipe[2] = {-1, -1};
 
@@ -129,6 +137,10 @@ int main(int argc, char **argv) {
   }
   const char *mpirun = getenv("GPULAUNCH_MPIRUN");
   if (!mpirun || !*mpirun) mpirun = "mpirun";
+  const char *base = strrchr(mpirun, '/');
+  int srun = strcmp(base ? base + 1 : mpirun, "srun") == 0;
+  const char *sigs = getenv("GPULAUNCH_RUN_SIGNALS");
+  int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
   /* The channel: any address of this host, a port the kernel picks. */
   int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -153,25 +165,37 @@ int main(int argc, char **argv) {
   int merged = fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
   setenv("GPULAUNCH_FRONTEND_MERGED", merged ? "1" : "0", 1);
 
-  /* mpirun -x the channel, the keepalive (unless given), then the user's words. */
+  /* mpirun -x the channel, the keepalive (unless given), then the user's words. srun passes the
+   * environment on by itself; a --export list of the user's gets the channel's names added. */
   char **av = calloc((size_t)argc + 20, sizeof *av);
   if (!av) return 70;
   int n = 0;
   av[n++] = (char *)mpirun;
-  av[n++] = "-x";
-  av[n++] = FRONTCH_ENV;
-  av[n++] = "-x";
-  av[n++] = FRONTCH_TOKEN_ENV;
-  av[n++] = "-x";
-  av[n++] = "GPULAUNCH_FRONTEND_MERGED";
-  static const char *const ka[][2] = {{"oob_tcp_keepalive_time", "10"},
-                                      {"oob_tcp_keepalive_intvl", "2"},
-                                      {"oob_tcp_keepalive_probes", "5"}};
-  for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++) {
-    if (mca_given(argc, argv, ka[i][0])) continue;
-    av[n++] = "--mca";
-    av[n++] = (char *)ka[i][0];
-    av[n++] = (char *)ka[i][1];
+  if (srun) {
+    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED";
+    for (int i = 1; i < argc; i++) {
+      if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
+      char *e = malloc(strlen(argv[i]) + sizeof names);
+      if (!e) return 70;
+      strcpy(e, argv[i]);
+      strcat(e, names); /* also NONE,NAMES: these and Slurm's own */
+      argv[i] = e;
+    }
+  } else {
+    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, "GPULAUNCH_FRONTEND_MERGED"};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+      av[n++] = "-x";
+      av[n++] = (char *)xs[i];
+    }
+    static const char *const ka[][2] = {{"oob_tcp_keepalive_time", "10"},
+                                        {"oob_tcp_keepalive_intvl", "2"},
+                                        {"oob_tcp_keepalive_probes", "5"}};
+    for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++) {
+      if (mca_given(argc, argv, ka[i][0])) continue;
+      av[n++] = "--mca";
+      av[n++] = (char *)ka[i][0];
+      av[n++] = (char *)ka[i][1];
+    }
   }
   for (int i = 1; i < argc; i++) av[n++] = argv[i];
   av[n] = NULL;
@@ -180,9 +204,15 @@ int main(int argc, char **argv) {
   struct sigaction act = {.sa_handler = on_sig};
   sigemptyset(&act.sa_mask);
   act.sa_flags = SA_RESTART;
-  sigaction(SIGTERM, &act, NULL);
-  sigaction(SIGINT, &act, NULL);
-  sigaction(SIGHUP, &act, NULL);
+  if (own_signals) {
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+    sigaction(SIGHUP, &act, NULL);
+  } else { /* the caller passes them on (and must not end this command with them) */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+  }
   sigaction(SIGCHLD, &act, NULL);
   sigaction(SIGUSR1, &act, NULL);
   sigaction(SIGUSR2, &act, NULL);
@@ -206,6 +236,8 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    const char *pre = getenv("GPULAUNCH_RUN_LD_PRELOAD");
+    if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
     execvp(av[0], av);
     say("cannot run %s: %s", av[0], strerror(errno));
     _exit(127);
@@ -304,7 +336,7 @@ int main(int argc, char **argv) {
     }
     double t = now();
     if (verdict >= 0 && t > deadline) {
-      say("the job ended (exit status %d) but mpirun did not exit within %.0f s: ending it", verdict,
+      say("the job ended (exit status %d) but %s did not exit within %.0f s: ending it", verdict, av[0],
           verdict == 68 ? LINGER_LOST_S : LINGER_S);
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
@@ -329,7 +361,7 @@ int main(int argc, char **argv) {
   if (cfd >= 0) close(cfd);
   int code = verdict >= 0 ? verdict : mpirun_status;
   if (verdict >= 0 && mpirun_status != verdict && mpirun_status >= 0)
-    fprintf(stderr, "gpulaunch-run: exit status %d (the job's; mpirun's was %d)\n", code, mpirun_status);
+    fprintf(stderr, "gpulaunch-run: exit status %d (the job's; %s's was %d)\n", code, av[0], mpirun_status);
   free(av);
   return code;
 }

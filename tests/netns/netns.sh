@@ -28,6 +28,8 @@
 #     host, reaches nobody), both created before the fabric link; and a docker0 bridge with
 #     172.17.0.1/16 and no ports (docker with no container running) when NETNS_DECOYS=0 leaves
 #     it out. A job can be told to pin MPI to the fabric (netns_mpirun does, by subnet).
+#   - NETNS_KEEPALIVE=0: netns_mpirun leaves out its short Open MPI OOB keepalive (what a user's
+#     plain mpirun has: Open MPI's default of 300 s + 9 x 20 s).
 #
 # Names: namespaces are "<NETNS_ID>-hN" and "<NETNS_ID>-sw"; NETNS_ID is unique per run
 # (gpl<pid><random>), so parallel ctest runs never collide. Host names (mpirun --host, the UTS
@@ -66,6 +68,7 @@ NETNS_SKIP=77
 : "${NETNS_IFNAMES:=eth0}"
 : "${NETNS_DECOYS:=1}"
 : "${NETNS_RICH:=0}"
+: "${NETNS_KEEPALIVE:=1}"
 : "${NETNS_DECOY_IF:=eth9}"
 : "${NETNS_HOST_PREFIX:=h}"
 NETNS_ID="gpl$$$((RANDOM % 1000))"
@@ -200,10 +203,12 @@ netns_setup() {
   NETNS_MPI_ARGS=(--mca plm_rsh_agent "$NETNS_AGENT" --mca plm_rsh_no_tree_spawn 1
     --mca oob_tcp_if_include "$NETNS_SUBNET.0/24" --mca btl_tcp_if_include "$NETNS_SUBNET.0/24"
     --mca btl "tcp,vader,self" --mca btl_tcp_port_min_v4 41000 --mca btl_tcp_port_range_v4 1000
-    --mca oob_tcp_dynamic_ipv4_ports 42000-42999 --bind-to none --oversubscribe
-    # What README ("When a host is lost") recommends for every mpirun: without it mpirun waits
-    # ~8 minutes (Open MPI's default OOB keepalive) for a lost host's daemon after the ranks left.
-    --mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3)
+    --mca oob_tcp_dynamic_ipv4_ports 42000-42999 --bind-to none --oversubscribe)
+  # Without it mpirun waits ~8 minutes (Open MPI's default OOB keepalive) for a lost host's daemon
+  # after the ranks left, where gpulaunch cannot close mpirun's connection to it itself (README,
+  # "When a host is lost"); NETNS_KEEPALIVE=0 leaves it out, as a user's plain mpirun would.
+  [ "$NETNS_KEEPALIVE" = 0 ] || NETNS_MPI_ARGS+=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 1
+    --mca oob_tcp_keepalive_probes 3)
   export NETNS_MAP
   echo "netns: ${NETNS_HOSTS[*]} in namespaces $NETNS_ID-h*, switch $NETNS_ID-sw"
   # Wait until every routable link has carrier (veth: immediate, bridges: a moment).
