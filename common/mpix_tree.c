@@ -30,10 +30,12 @@ static void miss_add(miss_t *m, int r) {
   m->n++;
 }
 
+/* A child's notice (bounded: it came over the wire). */
 static void miss_merge(miss_t *m, const miss_t *o) {
-  int shown = o->n < MISS_MAX ? o->n : MISS_MAX;
+  int n = o->n < 0 ? 0 : o->n > (1 << 24) ? 1 << 24 : o->n;
+  int shown = n < MISS_MAX ? n : MISS_MAX;
   for (int i = 0; i < shown; i++) miss_add(m, o->r[i]);
-  m->n += o->n - shown; /* those not listed still count */
+  if (m->n < (1 << 24)) m->n += n - shown; /* those not listed still count */
 }
 
 /* ---- the world's shape (nodes known) ---- */

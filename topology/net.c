@@ -3,6 +3,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,7 +15,11 @@
 
 /* What a leader sends: this header, then n iface_t as raw bytes (iface.h keeps them flat). */
 #define NET_WIRE_MAGIC 0x4e4c5047u /* "GPLN" */
-#define NET_WIRE_VERSION ((2u << 16) | IFACE_WIRE_VERSION)
+#define NET_WIRE_VERSION ((3u << 16) | IFACE_WIRE_VERSION)
+/* On the wire an interface is its fixed part (iface_t up to its addresses) and then only the
+ * addresses it has: a third of the whole struct, which carries 8 address slots, for the usual
+ * one or two (every leader receives every node's inventory). */
+#define IFACE_FIXED offsetof(iface_t, addrs)
 /* Nodes explained in full in one message; the rest are only named. */
 #define NET_MSG_NODES 8
 
@@ -140,8 +145,9 @@ static void keep_addrs(const net_inv_t *inv, int nnodes, net_result_t *out) {
 
 /* ---- leaders: inventories of every node ----------------------------------------------------- */
 
-static char *inv_encode(const net_inv_t *inv, int *len) {
-  size_t bytes = sizeof(wire_head_t) + (size_t)inv->n * sizeof(iface_t);
+char *net_inv_encode(const net_inv_t *inv, int *len) {
+  size_t bytes = sizeof(wire_head_t);
+  for (int i = 0; i < inv->n; i++) bytes += IFACE_FIXED + (size_t)inv->v[i].naddrs * sizeof(iface_addr_t);
   char *buf = calloc(1, bytes);
   if (!buf) return NULL;
   wire_head_t h;
@@ -157,13 +163,21 @@ static char *inv_encode(const net_inv_t *inv, int *len) {
   util_strlcpy(h.user, inv->user, sizeof h.user);
   util_strlcpy(h.source, inv->user_source, sizeof h.source);
   memcpy(buf, &h, sizeof h);
-  if (inv->n) memcpy(buf + sizeof h, inv->v, (size_t)inv->n * sizeof(iface_t));
+  size_t off = sizeof h;
+  for (int i = 0; i < inv->n; i++) {
+    const iface_t *f = &inv->v[i];
+    memcpy(buf + off, f, IFACE_FIXED);
+    off += IFACE_FIXED;
+    memcpy(buf + off, f->addrs, (size_t)f->naddrs * sizeof(iface_addr_t));
+    off += (size_t)f->naddrs * sizeof(iface_addr_t);
+  }
   *len = (int)bytes;
   return buf;
 }
 
-static int inv_decode(const char *buf, int len, net_inv_t *inv) {
+int net_inv_decode(const char *buf, int len, net_inv_t *inv) {
   wire_head_t h;
+  memset(inv, 0, sizeof *inv);
   if (len < (int)sizeof h) return GPL_EPROTO;
   memcpy(&h, buf, sizeof h);
   if (h.magic != NET_WIRE_MAGIC || h.version != NET_WIRE_VERSION) {
@@ -171,8 +185,7 @@ static int inv_decode(const char *buf, int len, net_inv_t *inv) {
              h.magic, h.version, NET_WIRE_MAGIC, NET_WIRE_VERSION);
     return GPL_EPROTO;
   }
-  if (h.n < 0 || h.n > NET_WIRE_IFACES || len < (int)(sizeof h + (size_t)h.n * sizeof(iface_t))) return GPL_EPROTO;
-  memset(inv, 0, sizeof *inv);
+  if (h.n < 0 || h.n > NET_WIRE_IFACES) return GPL_EPROTO;
   inv->node = h.node;
   inv->status = h.status;
   inv->family = h.family;
@@ -183,15 +196,25 @@ static int inv_decode(const char *buf, int len, net_inv_t *inv) {
   util_strlcpy(inv->user_source, h.source, sizeof inv->user_source);
   inv->v = calloc((size_t)(h.n ? h.n : 1), sizeof *inv->v);
   if (!inv->v) return GPL_ENOMEM;
-  memcpy(inv->v, buf + sizeof h, (size_t)h.n * sizeof(iface_t));
-  inv->n = h.n;
-  for (int i = 0; i < inv->n; i++) { /* strings from the wire: terminate them */
+  size_t off = sizeof h, total = (size_t)len;
+  for (int i = 0; i < h.n; i++) {
     iface_t *f = &inv->v[i];
+    if (total - off < IFACE_FIXED) goto bad;
+    memcpy(f, buf + off, IFACE_FIXED);
+    off += IFACE_FIXED;
+    if (f->naddrs < 0 || f->naddrs > IFACE_MAX_ADDRS || total - off < (size_t)f->naddrs * sizeof(iface_addr_t)) goto bad;
+    memcpy(f->addrs, buf + off, (size_t)f->naddrs * sizeof(iface_addr_t));
+    off += (size_t)f->naddrs * sizeof(iface_addr_t);
+    /* strings from the wire: terminate them */
     f->name[IFACE_NAME_LEN - 1] = f->master[IFACE_NAME_LEN - 1] = f->pci[sizeof f->pci - 1] = f->driver[sizeof f->driver - 1] = 0;
-    if (f->naddrs < 0 || f->naddrs > IFACE_MAX_ADDRS) f->naddrs = 0;
     for (int k = 0; k < f->naddrs; k++) f->addrs[k].text[sizeof f->addrs[k].text - 1] = 0;
   }
+  inv->n = h.n;
   return 0;
+bad:
+  free(inv->v);
+  inv->v = NULL;
+  return GPL_EPROTO;
 }
 
 /* Allgather of the leaders' inventories (variable size: lengths first, then padded blocks).
@@ -203,7 +226,7 @@ static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **
     LOG_WARN("%d node leaders for %d nodes", nl, job->nnodes);
     return GPL_EINVAL;
   }
-  char *blob = inv_encode(mine, &len);
+  char *blob = net_inv_encode(mine, &len);
   ALLOCCHECK(blob);
   int *lens = calloc((size_t)nl, sizeof *lens);
   char *pad = NULL, *blocks = NULL;
@@ -225,7 +248,7 @@ static int gather_invs(const net_job_t *job, const net_inv_t *mine, net_inv_t **
   CHECKGOTO(mpix_gallgather(&job->leaders, pad, max, blocks, job->timeout, "network agreement (interfaces)"), rc, out);
   for (int i = 0; i < nl && rc == 0; i++) {
     net_inv_t one;
-    rc = inv_decode(blocks + (size_t)i * (size_t)max, lens[i], &one);
+    rc = net_inv_decode(blocks + (size_t)i * (size_t)max, lens[i], &one);
     if (rc < 0) break;
     if (one.node < 0 || one.node >= nl || inv[one.node].host[0]) {
       LOG_WARN("leader %d sent the inventory of node %d (of %d), already had it: %d", i, one.node, nl,

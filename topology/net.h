@@ -95,6 +95,13 @@ typedef struct net_eval_s {
  * its interfaces with their state). \return out->status. */
 int net_eval_node(const net_inv_t *inv, int nnodes, int node, net_eval_t *out, strbuf_t *msg);
 
+/** An inventory in the agreement's wire format (malloc'd; *len its bytes), or NULL. */
+char *net_inv_encode(const net_inv_t *inv, int *len);
+/** An inventory as another node's leader sent it (the agreement's wire format), checked: every
+ * length, count and string from the bytes is bounded. \return 0 (free inv->v) or GPL_EPROTO /
+ * GPL_ENOMEM (nothing to free). */
+int net_inv_decode(const char *buf, int len, net_inv_t *inv);
+
 /** Among ev's candidates, the one nearest the rank's GPU (its PCI path to the interface's PCI
  * device in \p t: PIX < PXB < PHB < NODE < SYS, then NUMA distance, then bridges); interfaces
  * without a PCI device in t rank after; \p r NULL or without GPU/NUMA: the first. why
