@@ -143,7 +143,7 @@ GPULAUNCH_EXCLUDE=$dir/bad MPIRUN_ARGS="--mca btl_tcp_if_include eth0" \
 [[ $(cat "$dir/hostfile.seen") == "node01 slots=8
 node03 slots=8" ]] || fail "hostfile: $(cat "$dir/hostfile.seen")"
 args=$(tr '\n' ' ' <"$dir/mpirun.args")
-[[ $args == "-np 16 --hostfile "*" --map-by slot --bind-to none --mca orte_launch_agent $src/scripts/slurm/nosig TERM,INT,HUP,USR1,USR2 orted --mca btl_tcp_if_include eth0 gpulaunch train.conf " ]] ||
+[[ $args == "-np 16 --hostfile "*" --map-by slot --bind-to none --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 5 --mca orte_launch_agent $src/scripts/slurm/nosig TERM,INT,HUP,USR1,USR2 orted --mca btl_tcp_if_include eth0 gpulaunch train.conf " ]] ||
   fail "mpirun arguments: $args"
 if ! grep -qx -- --overlap "$dir/relay.args" 2>/dev/null || ! grep -qx -- --nodelist=node01 "$dir/relay.args"; then
   fail "mpirun script: no signal relay step on the batch host: $(cat "$dir/relay.args" 2>/dev/null)"
