@@ -1,6 +1,7 @@
 /* Bounded MPI: waits with a deadline that name the missing ranks, the collectives built on the
  * tree exchange (common/mpix_tree.c), the reach check, bounded communicator duplicates. */
 #include "common/mpix.h"
+#include "common/mpix_int.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -47,30 +48,31 @@ double mpix_default_timeout(void) {
   return 60.0;
 }
 
-/* Poll until every request is done (1) or the deadline passes (0): the first few milliseconds
- * yield and poll again (start-up exchanges complete in microseconds once everyone is there, and
- * oversubscribed ranks still get the CPU); after that, sleep, longer and longer, so a long wait
- * does not burn a core. */
-static int wait_until(MPI_Request *reqs, int n, double deadline) {
-  double start = util_now(), nap = 5e-5;
+void mpix__nap(mpix__nap_t *z) {
+  double now = util_now();
+  if (z->start == 0) z->start = now, z->nap = 5e-5;
+  if (now - z->start < 5e-3) {
+    sched_yield();
+    return;
+  }
+  util_sleep(z->nap);
+  if (z->nap < 2e-3) z->nap *= 2;
+}
+
+int mpix__wait_until(MPI_Request *reqs, int n, double deadline) {
+  mpix__nap_t z = {0};
   for (;;) {
     int done = 0;
     if (MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) return -1;
     if (done) return 1;
-    double now = util_now();
-    if (now >= deadline) return 0;
-    if (now - start < 5e-3) {
-      sched_yield();
-      continue;
-    }
-    util_sleep(nap);
-    if (nap < 2e-3) nap *= 2;
+    if (util_now() >= deadline) return 0;
+    mpix__nap(&z);
   }
 }
 
 int mpix_wait(MPI_Request *reqs, int n, const int *peers, MPI_Comm comm, double timeout_s,
               const char *what) {
-  int done = wait_until(reqs, n, util_now() + timeout_s);
+  int done = mpix__wait_until(reqs, n, util_now() + timeout_s);
   if (done < 0) return GPL_EMPI;
   if (done) return GPL_OK;
   strbuf_t msg = STRBUF_INIT;
@@ -217,7 +219,7 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
     MPI_Irecv(&in[i], 1, MPI_BYTE, probers[part[i]], TAG_PROBE, comm, &reqs[2 * i]);
     MPI_Isend(&one, 1, MPI_BYTE, probers[part[i]], TAG_PROBE, comm, &reqs[2 * i + 1]);
   }
-  int clean = np == 0 || wait_until(reqs, 2 * np, probe_end) == 1;
+  int clean = np == 0 || mpix__wait_until(reqs, 2 * np, probe_end) == 1;
   /* My record: bit 0, I did not hear my left partner; bit 1, my right one; bit 7, I probe. */
   unsigned char rec = 0;
   if (me >= 0) rec |= 0x80;
@@ -255,7 +257,7 @@ int mpix_reach_check(MPI_Comm comm, const int *probers, int nprobers, double tim
 }
 
 int mpix_comm_idup_wait(MPI_Comm comm, MPI_Request *req, MPI_Comm *out, double timeout_s, const char *what) {
-  int done = wait_until(req, 1, util_now() + timeout_s);
+  int done = mpix__wait_until(req, 1, util_now() + timeout_s);
   if (done == 1) return GPL_OK;
   if (done < 0) return GPL_EMPI;
   LOG_ERROR("timed out after %.1f s in %s: MPI_Comm_idup did not complete although every rank had arrived; "

@@ -66,8 +66,6 @@ int mpix_group_of(MPI_Comm comm, mpix_group_t *g);
 /* The rank in g->comm of member i. */
 static inline int mpix_group_rank(const mpix_group_t *g, int i) { return g->ranks ? g->ranks[i] : i; }
 
-/* How many ranks this one waits on in an exchange over g (its children in the tree). */
-int mpix_tree_fanin(const mpix_group_t *g);
 
 /* Wait for n requests until timeout_s seconds have passed. peers[i] is the rank of the
  * communicator that reqs[i] depends on (or -1). On timeout, logs which ranks did not answer in

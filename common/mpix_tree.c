@@ -1,11 +1,11 @@
 /* Bounded allgather and broadcast over the job's tree (common/tree.h): no process waits on more
  * than fanout + its node's ranks, a missing rank is named by the parent that waited for it. */
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/mpix.h"
+#include "common/mpix_int.h"
 #include "common/strbuf.h"
 #include "common/tree.h"
 #include "common/util.h"
@@ -56,44 +56,29 @@ int mpix_set_nodes(const int *node_of, const int *leader_of_node, int nnodes, in
 /* ---- one exchange ---- */
 
 typedef struct tx_s {
-  MPI_Comm comm;
-  const int *ranks;        /* the group's members' ranks in comm (NULL: every rank, in order) */
-  int tag;                 /* the group's tag offset */
-  int n, root, me;         /* members, the root's and my index; the tree is over (i - root) mod n */
+  mpix_group_t g;          /* the members (a copy); the tree's root is member 0 */
   tree_shape_t flat;       /* the shape when the world's does not apply */
   const tree_shape_t *shape;
-  int *order, *pos, *sub, *height; /* tree_preorder, by tree index */
-  int *kids, *kidt, nkids, parent; /* children: ranks of comm, tree indices; parent rank (-1: root) */
+  int *order, *pos, *sub, *height; /* tree_preorder, by member index */
+  int *kids, *kidt, nkids, parent; /* children: ranks of comm, member indices; parent rank (-1: root) */
 } tx_t;
-
-static int tx_member(const tx_t *x, int t) { return (t + x->root) % x->n; }
-static int tx_rank(const tx_t *x, int t) {
-  int i = tx_member(x, t);
-  return x->ranks ? x->ranks[i] : i;
-}
-static int tx_index(const tx_t *x, int i) { return (i - x->root + x->n) % x->n; }
 
 static void tx_free(tx_t *x) {
   free(x->order), free(x->pos), free(x->sub), free(x->height), free(x->kids), free(x->kidt);
   tree_shape_free(&x->flat);
 }
 
-static int tx_init(tx_t *x, const mpix_group_t *g, int root) {
+static int tx_init(tx_t *x, const mpix_group_t *g) {
   memset(x, 0, sizeof *x);
-  x->comm = g->comm;
-  x->ranks = g->ranks;
-  x->tag = g->tag;
-  x->n = g->n;
-  x->me = g->me;
-  x->root = root;
-  if (x->me < 0 || x->n < 1) return GPL_EINVAL;
-  if (g->comm == MPI_COMM_WORLD && !g->ranks && root == 0 && g_world_set && g_world.size == x->n) {
+  x->g = *g;
+  if (g->me < 0 || g->n < 1) return GPL_EINVAL;
+  if (g->comm == MPI_COMM_WORLD && !g->ranks && g_world_set && g_world.size == g->n) {
     x->shape = &g_world;
   } else {
-    CHECK(tree_shape_flat(&x->flat, x->n, tree_fanout_env()));
+    CHECK(tree_shape_flat(&x->flat, g->n, tree_fanout_env()));
     x->shape = &x->flat;
   }
-  size_t n = (size_t)x->n;
+  size_t n = (size_t)g->n;
   x->order = malloc(n * sizeof *x->order);
   x->pos = malloc(n * sizeof *x->pos);
   x->sub = malloc(n * sizeof *x->sub);
@@ -105,27 +90,11 @@ static int tx_init(tx_t *x, const mpix_group_t *g, int root) {
     tx_free(x);
     return GPL_ENOMEM;
   }
-  int t = tx_index(x, x->me);
-  x->nkids = tree_children(x->shape, t, x->kidt, x->n);
-  for (int i = 0; i < x->nkids; i++) x->kids[i] = tx_rank(x, x->kidt[i]);
-  int p = tree_parent(x->shape, t);
-  x->parent = p < 0 ? -1 : tx_rank(x, p);
+  x->nkids = tree_children(x->shape, g->me, x->kidt, g->n);
+  for (int i = 0; i < x->nkids; i++) x->kids[i] = mpix_group_rank(g, x->kidt[i]);
+  int p = tree_parent(x->shape, g->me);
+  x->parent = p < 0 ? -1 : mpix_group_rank(g, p);
   return GPL_OK;
-}
-
-/* Polls like mpix_wait: yield for the first few milliseconds, then sleep longer and longer. */
-typedef struct nap_s {
-  double start, nap;
-} nap_t;
-static void nap(nap_t *z) {
-  double now = util_now();
-  if (z->start == 0) z->start = now, z->nap = 5e-5;
-  if (now - z->start < 5e-3) {
-    sched_yield();
-    return;
-  }
-  util_sleep(z->nap);
-  if (z->nap < 2e-3) z->nap *= 2;
 }
 
 /* Drop a request nobody will complete now. Its buffer must stay (MPI may still use it), so a
@@ -157,7 +126,7 @@ struct mpix_tx_s {
   miss_t *kf;              /* the children's failure notices, then mine, then the parent's */
   char *state, *late;      /* per child: 1 data in, 2 failure notice in; send not taken */
   int left, phase, rc, clean, sent_up;
-  nap_t z;
+  mpix__nap_t z;
 };
 
 static void log_missing(const tx_t *x, const miss_t *m, double timeout_s, const char *what) {
@@ -165,7 +134,7 @@ static void log_missing(const tx_t *x, const miss_t *m, double timeout_s, const 
   int shown = m->n < MISS_MAX ? m->n : MISS_MAX;
   for (int i = 0; i < shown; i++) {
     char name[300];
-    strbuf_printf(&b, "%s%s", i ? ", " : "", mpix_rank_name(mpix_world_rank(x->comm, m->r[i]), name, sizeof name));
+    strbuf_printf(&b, "%s%s", i ? ", " : "", mpix_rank_name(mpix_world_rank(x->g.comm, m->r[i]), name, sizeof name));
   }
   if (m->n > shown) strbuf_printf(&b, " and %d more", m->n - shown);
   LOG_ERROR("timed out after %.1f s in %s: no answer from %s", timeout_s, what,
@@ -176,7 +145,7 @@ static void log_missing(const tx_t *x, const miss_t *m, double timeout_s, const 
 /* A failure notice to every child (their exchange ends at once instead of at its deadline). */
 static void fail_down(mpix_tx_t *t, const miss_t *m) {
   tx_t *x = &t->x;
-  for (int i = 0; i < x->nkids; i++) MPI_Isend(m, (int)sizeof *m, MPI_BYTE, x->kids[i], TAG_DOWNFAIL + x->tag, x->comm, &t->snd[i]);
+  for (int i = 0; i < x->nkids; i++) MPI_Isend(m, (int)sizeof *m, MPI_BYTE, x->kids[i], TAG_DOWNFAIL + x->g.tag, x->g.comm, &t->snd[i]);
   t->phase = PH_SEND;
   t->rc = GPL_ETIMEDOUT;
   t->clean = 0;
@@ -185,7 +154,7 @@ static void fail_down(mpix_tx_t *t, const miss_t *m) {
 
 static void send_down(mpix_tx_t *t, const void *buf) {
   tx_t *x = &t->x;
-  for (int i = 0; i < x->nkids; i++) MPI_Isend(buf, t->down_bytes, MPI_BYTE, x->kids[i], TAG_DOWN + x->tag, x->comm, &t->snd[i]);
+  for (int i = 0; i < x->nkids; i++) MPI_Isend(buf, t->down_bytes, MPI_BYTE, x->kids[i], TAG_DOWN + x->g.tag, x->g.comm, &t->snd[i]);
   t->phase = PH_SEND;
   t->down_end = util_now() + t->timeout;
 }
@@ -224,9 +193,9 @@ static void poll_up(mpix_tx_t *t) {
       t->clean = 0;
     }
   if (x->parent >= 0) {
-    if (miss->n) MPI_Isend(miss, (int)sizeof *miss, MPI_BYTE, x->parent, TAG_UPFAIL + x->tag, x->comm, &t->up);
-    else MPI_Isend(t->full + (size_t)x->pos[x->me] * (size_t)t->bytes, t->bytes * x->sub[x->me], MPI_BYTE, x->parent,
-                   TAG_UP + x->tag, x->comm, &t->up);
+    if (miss->n) MPI_Isend(miss, (int)sizeof *miss, MPI_BYTE, x->parent, TAG_UPFAIL + x->g.tag, x->g.comm, &t->up);
+    else MPI_Isend(t->full + (size_t)x->pos[x->g.me] * (size_t)t->bytes, t->bytes * x->sub[x->g.me], MPI_BYTE, x->parent,
+                   TAG_UP + x->g.tag, x->g.comm, &t->up);
     t->sent_up = 1;
     t->phase = PH_DOWN;
     return;
@@ -237,7 +206,7 @@ static void poll_up(mpix_tx_t *t) {
     return;
   }
   if (t->kind == MPIX_TX_GATHER) {
-    t->verdict = t->decide ? t->decide(t->decide_arg, t->full, x->n) : 0;
+    t->verdict = t->decide ? t->decide(t->decide_arg, t->full, x->g.n) : 0;
     send_down(t, &t->verdict);
   } else {
     send_down(t, t->full);
@@ -308,13 +277,13 @@ int mpix_tx_start(mpix_tx_t **out, const mpix_group_t *g, mpix_tx_kind_t kind, c
   *out = NULL;
   mpix_tx_t *t = calloc(1, sizeof *t);
   ALLOCCHECK(t);
-  int rc = tx_init(&t->x, g, 0);
+  int rc = tx_init(&t->x, g);
   if (rc < 0) {
     free(t);
     return rc;
   }
   tx_t *x = &t->x;
-  int n = x->n;
+  int n = x->g.n;
   t->kind = kind;
   t->bytes = bytes;
   t->t0 = util_now();
@@ -343,11 +312,11 @@ int mpix_tx_start(mpix_tx_t **out, const mpix_group_t *g, mpix_tx_kind_t kind, c
   for (int i = 0; i < 2 * x->nkids + 2; i++) t->rq[i] = MPI_REQUEST_NULL;
   for (int i = 0; i < x->nkids + 1; i++) t->snd[i] = MPI_REQUEST_NULL;
   int depth = 0, rh = x->height[0];
-  for (int q = tx_index(x, x->me); (q = tree_parent(x->shape, q)) >= 0;) depth++;
+  for (int q = x->g.me; (q = tree_parent(x->shape, q)) >= 0;) depth++;
   /* The way down's receives first (into a buffer of its own: my report up may still be read). */
   if (x->parent >= 0) {
-    MPI_Irecv(t->down, t->down_bytes, MPI_BYTE, x->parent, TAG_DOWN + x->tag, x->comm, &t->rq[2 * x->nkids]);
-    MPI_Irecv(&t->kf[x->nkids + 1], (int)sizeof(miss_t), MPI_BYTE, x->parent, TAG_DOWNFAIL + x->tag, x->comm,
+    MPI_Irecv(t->down, t->down_bytes, MPI_BYTE, x->parent, TAG_DOWN + x->g.tag, x->g.comm, &t->rq[2 * x->nkids]);
+    MPI_Irecv(&t->kf[x->nkids + 1], (int)sizeof(miss_t), MPI_BYTE, x->parent, TAG_DOWNFAIL + x->g.tag, x->g.comm,
               &t->rq[2 * x->nkids + 1]);
   }
   if (kind == MPIX_TX_BCAST) {
@@ -356,21 +325,20 @@ int mpix_tx_start(mpix_tx_t **out, const mpix_group_t *g, mpix_tx_kind_t kind, c
     if (x->parent < 0) {
       memcpy(t->down, data, b);
       send_down(t, t->down);
-      t->down_end = t->t0 + timeout_s;
     } else {
       t->phase = PH_DOWN;
     }
     *out = t;
     return GPL_OK;
   }
-  memcpy(t->full + (size_t)x->pos[x->me] * b, data, b);
+  memcpy(t->full + (size_t)x->pos[x->g.me] * b, data, b);
   for (int i = 0; i < x->nkids; i++) {
     int k = x->kids[i], kt = x->kidt[i];
-    MPI_Irecv(t->full + (size_t)x->pos[kt] * b, bytes * x->sub[kt], MPI_BYTE, k, TAG_UP + x->tag, x->comm, &t->rq[2 * i]);
-    MPI_Irecv(&t->kf[i], (int)sizeof t->kf[i], MPI_BYTE, k, TAG_UPFAIL + x->tag, x->comm, &t->rq[2 * i + 1]);
+    MPI_Irecv(t->full + (size_t)x->pos[kt] * b, bytes * x->sub[kt], MPI_BYTE, k, TAG_UP + x->g.tag, x->g.comm, &t->rq[2 * i]);
+    MPI_Irecv(&t->kf[i], (int)sizeof t->kf[i], MPI_BYTE, k, TAG_UPFAIL + x->g.tag, x->g.comm, &t->rq[2 * i + 1]);
   }
   /* The parent of a missing rank times out first: half a second per level below. */
-  int h = x->height[x->me];
+  int h = x->height[x->g.me];
   t->up_end = t->t0 + timeout_s + LEVEL_S * (h > 0 ? h - 1 : 0);
   t->down_end = t->t0 + timeout_s + LEVEL_S * rh + DOWN_EXTRA_S;
   t->left = x->nkids;
@@ -393,7 +361,7 @@ int mpix_tx_poll(mpix_tx_t *t) {
 
 int mpix_tx_wait(mpix_tx_t *t) {
   int rc;
-  while ((rc = mpix_tx_poll(t)) == 1) nap(&t->z);
+  while ((rc = mpix_tx_poll(t)) == 1) mpix__nap(&t->z);
   return rc;
 }
 
@@ -405,11 +373,11 @@ int mpix_tx_result(const mpix_tx_t *t, void *out) {
     if (x->parent >= 0) memcpy(out, t->down, b);
   } else if (t->kind == MPIX_TX_GATHER) {
     if (x->parent < 0 && out) /* the root: the table */
-      for (int p = 0; p < x->n; p++) memcpy((char *)out + (size_t)x->order[p] * b, t->full + (size_t)p * b, b);
+      for (int p = 0; p < x->g.n; p++) memcpy((char *)out + (size_t)x->order[p] * b, t->full + (size_t)p * b, b);
     return t->verdict;
   } else {
     const char *tab = x->parent >= 0 ? t->down : t->full;
-    for (int p = 0; p < x->n; p++) memcpy((char *)out + (size_t)x->order[p] * b, tab + (size_t)p * b, b);
+    for (int p = 0; p < x->g.n; p++) memcpy((char *)out + (size_t)x->order[p] * b, tab + (size_t)p * b, b);
   }
   return GPL_OK;
 }
@@ -448,14 +416,6 @@ int mpix_gallgather(const mpix_group_t *g, const void *send, int bytes, void *re
 int mpix_gbcast(const mpix_group_t *g, void *buf, int bytes, int root, double timeout_s, const char *what) {
   if (root != 0) return GPL_EINVAL; /* the tree's root is member 0 */
   return tx_run(g, MPIX_TX_BCAST, buf, bytes, buf, timeout_s, what);
-}
-
-int mpix_tree_fanin(const mpix_group_t *g) {
-  tx_t x;
-  if (tx_init(&x, g, 0) < 0) return -1;
-  int k = x.nkids;
-  tx_free(&x);
-  return k;
 }
 
 int mpix_group_of(MPI_Comm comm, mpix_group_t *g) {

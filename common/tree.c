@@ -19,14 +19,13 @@ static int node_at(const tree_shape_t *s, int pos) {
 int tree_leader(const tree_shape_t *s, int node) {
   return node == root_node(s) ? 0 : s->leader_of_node[node];
 }
-static int leader(const tree_shape_t *s, int node) { return tree_leader(s, node); }
 
 int tree_parent(const tree_shape_t *s, int rank) {
-  int n = s->node_of[rank], l = leader(s, n);
+  int n = s->node_of[rank], l = tree_leader(s, n);
   if (rank != l) return l;
   int p = pos_of(s, n);
   if (p == 0) return -1;
-  return leader(s, node_at(s, (p - 1) / fanout_of(s)));
+  return tree_leader(s, node_at(s, (p - 1) / fanout_of(s)));
 }
 
 int tree_shape_index(tree_shape_t *s) {
@@ -66,7 +65,7 @@ void tree_shape_free(tree_shape_t *s) {
 
 int tree_children(const tree_shape_t *s, int rank, int *out, int max) {
   int n = s->node_of[rank], c = 0;
-  if (rank != leader(s, n)) return 0;
+  if (rank != tree_leader(s, n)) return 0;
   for (int i = s->node_first[n]; i < s->node_first[n + 1]; i++)
     if (s->node_ranks[i] != rank) {
       if (c < max) out[c] = s->node_ranks[i];
@@ -75,7 +74,7 @@ int tree_children(const tree_shape_t *s, int rank, int *out, int max) {
   int k = fanout_of(s);
   long p = pos_of(s, n);
   for (long q = p * k + 1; q <= p * k + k && q < s->nnodes; q++) {
-    if (c < max) out[c] = leader(s, node_at(s, (int)q));
+    if (c < max) out[c] = tree_leader(s, node_at(s, (int)q));
     c++;
   }
   return c;
@@ -83,7 +82,7 @@ int tree_children(const tree_shape_t *s, int rank, int *out, int max) {
 
 int tree_subtree(const tree_shape_t *s, int rank, int *out) {
   int n = s->node_of[rank];
-  if (rank != leader(s, n)) {
+  if (rank != tree_leader(s, n)) {
     out[0] = rank;
     return 1;
   }

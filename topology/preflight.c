@@ -65,7 +65,7 @@ typedef struct xchg_s {
   pf_report_t *mine;
   pf_report_t *all;  /* root: every leader's report */
   mpix_tx_t *tx;
-  int n, verdict, started;
+  int verdict, started;
   void (*fill)(struct xchg_s *);
   const pf_addrs_t *addrs;
   int *probe_to;     /* node, address index of each probe */
@@ -287,7 +287,6 @@ verdict:;
   x.net = net;
   x.pf = pf;
   x.mine = report;
-  x.n = n;
   x.fill = fill_report;
   x.addrs = addrs;
   x.probe_to = probe_to;

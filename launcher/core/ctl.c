@@ -19,7 +19,6 @@ enum { CTL_KIND_EV = 1, CTL_KIND_CMD, CTL_KIND_OUT };
 typedef struct ctl_send_s {
   MPI_Request req;
   size_t out_bytes; /* program output carried (for flow control) */
-  int kind;         /* CTL_KIND_*: also the message's first int */
   size_t len;       /* bytes in buf */
   struct ctl_send_s *next;
   char buf[];       /* the message */
@@ -71,7 +70,6 @@ static int post(ctl_t *c, int dest, int kind, const void *a, size_t alen, const 
   memcpy(s->buf + sizeof k, a, alen);
   if (blen) memcpy(s->buf + sizeof k + alen, b, blen);
   s->out_bytes = kind == CTL_KIND_OUT ? blen : 0;
-  s->kind = kind;
   s->len = len;
   if (c->comm == MPI_COMM_NULL) { /* to this rank itself, the only one */
     append(&c->local, s);

@@ -68,13 +68,8 @@ static int listed(const char *list, const char *addr) {
 
 static void comm_of(int pid, char *comm, size_t len) {
   char path[64];
-  comm[0] = 0;
   snprintf(path, sizeof path, "/proc/%d/comm", pid);
-  FILE *f = fopen(path, "re");
-  if (f) {
-    if (fgets(comm, (int)len, f)) comm[strcspn(comm, "\n")] = 0;
-    fclose(f);
-  }
+  (void)util_read_small(path, comm, len); /* "" when it cannot be read */
 }
 
 int lostpeer_cut(int pid, const char *addrs, char *why, size_t len) {

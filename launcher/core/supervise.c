@@ -101,7 +101,6 @@ typedef struct sup_s {
   live_t *live;         /* heartbeats with the other supervisors (launcher/core/liveness.c) */
   uv_async_t live_async;
   int live_lost;        /* a rank was lost: ending the job without MPI */
-  int live_lost_rank;   /* ... which (-1: its gpulaunch died, its host lives) */
   char live_what[1024];
   outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
   int reap_asked;       /* the reaper was asked to kill the program's whole tree */
@@ -1100,12 +1099,34 @@ static int live_says_loss(const sup_t *s, const live_event_t *ev) {
   return j->rank == 1;
 }
 
+/* Open MPI's mpirun waits for a lost host's daemon minutes after every rank has left: a node
+ * leader leaves a helper that closes its connections to that host once this rank is gone
+ * (lostpeer.h), or rank 0 says how to shorten the wait. */
+static void leave_lost_helper(sup_t *s, int lost_rank) {
+  const job_t *j = s->job;
+  if (lost_rank < 0 || lost_rank >= j->size || !s->o->node_addrs) return;
+  strbuf_t others = STRBUF_INIT;
+  for (int n = 0; n < j->nnodes; n++)
+    if (n != j->node && s->o->node_addrs[n] && *s->o->node_addrs[n])
+      strbuf_printf(&others, "%s%s", others.len ? " " : "", s->o->node_addrs[n]);
+  char why[512];
+  int h = lostpeer_spawn("/proc/self/exe", s->o->node_addrs[j->node_of[lost_rank]], strbuf_str(&others), why,
+                         sizeof why);
+  strbuf_free(&others);
+  const char *ka = getenv("OMPI_MCA_oob_tcp_keepalive_time");
+  if (h == -1 && j->rank == 0 && (!ka || atoi(ka) > 60))
+    log_print("gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon (%s): "
+              "start it with --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 "
+              "--mca oob_tcp_keepalive_probes 5, or with gpulaunch-run (README, \"When a host is lost\")\n", why);
+  else if (h != -2)
+    LOG_INFO(SUP, "lost host: %s", why);
+}
+
 static void on_live(uv_async_t *a) {
   sup_t *s = a->data;
   live_event_t ev;
   if (s->done || s->live_lost || !live_event(s->live, &ev)) return;
   s->live_lost = 1;
-  s->live_lost_rank = ev.why == LIVE_CLOSED ? -1 : ev.lost_rank;
   live_describe(s, &ev, s->live_what, sizeof s->live_what);
   /* The root cause is said once per job: rank 0 names the lost ranks; when rank 0 itself is
    * lost, one other rank says so (live_says_loss). A rank that was already told to stop (mpirun's
@@ -1117,26 +1138,8 @@ static void on_live(uv_async_t *a) {
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
   else
     LOG_INFO(SUP, "%s; ending the job (exit status %d)", s->live_what, GPL_EXIT_TIMEOUT);
-  /* Open MPI's mpirun then waits for the lost host's daemon, minutes after every rank has left:
-   * a helper closes its connections to that host once this rank is gone (lostpeer.h). */
-  if (s->live_lost_rank >= 0 && s->o->node_addrs) {
-    const job_t *j = s->job;
-    const char *addrs = s->o->node_addrs[j->node_of[s->live_lost_rank]];
-    strbuf_t others = STRBUF_INIT;
-    for (int n = 0; n < j->nnodes; n++)
-      if (n != j->node && s->o->node_addrs[n] && *s->o->node_addrs[n])
-        strbuf_printf(&others, "%s%s", others.len ? " " : "", s->o->node_addrs[n]);
-    char why[512];
-    int h = lostpeer_spawn("/proc/self/exe", addrs, strbuf_str(&others), why, sizeof why);
-    strbuf_free(&others);
-    const char *ka = getenv("OMPI_MCA_oob_tcp_keepalive_time");
-    if (h == -1 && s->job->rank == 0 && (!ka || atoi(ka) > 60))
-      log_print("gpulaunch: every rank ends now, but mpirun may wait minutes for the lost host's daemon (%s): "
-                "start it with --mca oob_tcp_keepalive_time 10 --mca oob_tcp_keepalive_intvl 2 "
-                "--mca oob_tcp_keepalive_probes 5, or with gpulaunch-run (README, \"When a host is lost\")\n", why);
-    else if (h != -2)
-      LOG_INFO(SUP, "lost host: %s", why);
-  }
+  /* (a gpulaunch that died leaves its host alive: mpirun sees its end) */
+  if (ev.why != LIVE_CLOSED) leave_lost_helper(s, ev.lost_rank);
   if (s->job->rank == 0) {
     live_abort_all(s->live, ev.lost_rank);
     /* gpulaunch-run ends mpirun, which could wait minutes for a lost host's daemon. */
@@ -1171,7 +1174,6 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->front.fd = -1;
   memset(res, 0, sizeof *res);
   res->failed_rank = -1;
-  res->lost_rank = -1;
   s->o = o;
   s->job = o->job;
   s->t0 = util_now();
@@ -1293,7 +1295,6 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   util_strlcpy(res->hang_report, s->hang_report, sizeof res->hang_report);
   res->failed_rank = s->exit_msg.rank;
   res->lost = s->live_lost;
-  res->lost_rank = s->live_lost ? s->live_lost_rank : -1;
   if (s->live_lost) {
     util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
     util_strlcpy(res->root_cause, s->live_what, sizeof res->root_cause);

@@ -65,8 +65,6 @@ typedef struct sup_result_s {
   int interrupted;      /* ended by SIGINT */
   int lost;             /* ended because a rank's supervisor died or its host was lost
                          * (exit_code 68; MPI may not work any more) */
-  int lost_rank;        /* lost: the (first) rank whose host went silent or that rank 0 lost; -1
-                         * when its gpulaunch died with its host alive (or nothing was lost) */
   int cancelled;        /* ended by Slurm's SIGTERM for a cancel (scancel): not a preemption */
   int hung;             /* ended by the hang watchdog (exit_code 77) */
   char hang_report[512];/* rank 0: the last hang report written (text; .json beside it), or "" */
