@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A node lost mid-job under Slurm (issue 17): node1's link goes down while 4 ranks run on 2 nodes.
 # gpulaunch names it and every rank on node0 leaves with 68, but srun waits for node1's tasks
-# until Slurm's KillWait has passed (--kill-on-bad-exit) or node1 is declared down. Checked:
-#   - plain `srun --kill-on-bad-exit`: 68, bounded by liveness_timeout + KillWait + 2 s (Slurm's);
+# until Slurm's KillWait has passed (--kill-on-bad-exit) or, as often, until slurmctld declares
+# node1 down (SlurmdTimeout, 300 s: seen 403 s; not a bound to test). Checked:
 #   - gpulaunch-run around srun (GPULAUNCH_MPIRUN=srun): 68 within 30 s of the loss;
 #   - scripts/slurm/gpulaunch-srun.sbatch (srun through gpulaunch-run): the batch job ends with
 #     exit code 68 within 30 s of the loss.
@@ -54,7 +54,6 @@ srun_case() {
   slurm_stop
 }
 
-srun_case "plain srun --kill-on-bad-exit" $((5 + KW + 2 + 5)) srun --mpi=pmix --kill-on-bad-exit=1
 srun_case "gpulaunch-run srun" 30 env GPULAUNCH_MPIRUN=srun "$RUN" --mpi=pmix --kill-on-bad-exit=1
 
 # The srun template, as a batch job.
