@@ -27,6 +27,7 @@ typedef struct ctl_msg_s {
   int signo;    /* killed by this signal (0: exited) / received signal for CTL_EV_SIGNAL */
   int flags;    /* CTL_F_* */
   double peak_mem_mib; /* from the GPU monitor when known (-1 otherwise) */
+  double t_fail; /* CTL_EV_EXIT: when the program failed (wall clock: its last line or its end) */
   char host[64];
   char tail[3072]; /* last stderr lines of the program */
 } ctl_msg_t;

@@ -33,6 +33,9 @@
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
 #define HOT_S 0.5
+#define SETTLE_S 1.0         /* after a rank fails, wait this long for others failing too (the
+                              * first of them is the cause) before stopping the rest */
+#define FAIL_WINDOW_S 5.0    /* a last output line this close to a program's end says when it failed */
 #define DRAIN_MS 500         /* after exit, wait this long for the pipes' EOF (grandchildren) */
 #define STOP_MARGIN_S 5.0    /* coordinator: extra time for ranks to report a stop */
 #define FWD_CHUNK (64 << 10) /* forwarded output is sent in messages of up to this size */
@@ -52,8 +55,9 @@ typedef struct co_s {
   char *down;       /* per rank: program ended in this attempt */
   int ndown, nok;
   int failing;      /* stopping everyone */
+  double settle_until; /* > 0: a rank failed; until then others that fail too are heard first */
   int have_cause;
-  ctl_msg_t cause;  /* first failure */
+  ctl_msg_t cause;  /* the first failure: of those reported, the program that ended first */
   double deadline;  /* all ranks must have reported the stop by then */
   int finished;
   int sig;          /* first terminating signal reported (SIGTERM, SIGINT), 0: none */
@@ -89,6 +93,8 @@ typedef struct sup_s {
   int pending_start;    /* a START arrived while handles were still closing */
   int64_t status;
   int term_signal;
+  double t_end;         /* when the program ended (wall clock) */
+  double t_line;        /* when its last output line came (wall clock, 0: none yet) */
   pid_t pid;
   co_t co;
   int done, exit_code;
@@ -195,6 +201,15 @@ static void kill_group(sup_t *s, int sig) {
 
 static void poll_pace(sup_t *s, int busy);
 
+/* When this rank's program failed, as far as can be seen from here: the time of its last output
+ * line when that came shortly before its end (a program says why it fails, then tears down:
+ * Python's finalisation, CUDA's and NCCL's teardown close its connections only afterwards, and
+ * its peers fail of that at once, often ending before it), else the time it ended. */
+static double fail_time(const sup_t *s) {
+  if (s->t_line > 0 && s->t_line <= s->t_end && s->t_end - s->t_line <= FAIL_WINDOW_S) return s->t_line;
+  return s->t_end;
+}
+
 static void send_event(sup_t *s, int type, int flags) {
   ctl_msg_t m;
   memset(&m, 0, sizeof m);
@@ -204,6 +219,7 @@ static void send_event(sup_t *s, int type, int flags) {
   m.status = (int)s->status;
   m.signo = s->term_signal;
   m.flags = flags;
+  m.t_fail = fail_time(s);
   m.peak_mem_mib = s->o->hooks.peak_mem_mib ? s->o->hooks.peak_mem_mib(s->o->hooks.arg) : -1;
   util_strlcpy(m.host, s->job->host, sizeof m.host);
   output_tail(&s->out, m.tail, sizeof m.tail);
@@ -322,6 +338,7 @@ static void on_child_exit(uv_process_t *p, int64_t status, int term_signal) {
   sup_t *s = p->loop->data;
   s->running = 0;
   s->exited = 1;
+  s->t_end = util_wall_now();
   s->status = status;
   s->term_signal = term_signal;
   uv_timer_stop(&s->kill_timer);
@@ -379,6 +396,7 @@ static void on_tick(uv_timer_t *t) {
 
 static void on_line(void *arg, int is_err, const char *line, size_t len) {
   sup_t *s = arg;
+  s->t_line = util_wall_now();
   prog_line(s->o->progress, line, len);
   if (s->o->hooks.line) s->o->hooks.line(s->o->hooks.arg, is_err, line, len);
 }
@@ -392,6 +410,7 @@ static void spawn(sup_t *s) {
   s->paused = 0;
   s->status = 0;
   s->term_signal = 0;
+  s->t_end = s->t_line = 0;
   s->pid = 0;
   output_clear_tail(&s->out);
   prog_reset(s->o->progress);
@@ -452,6 +471,7 @@ static void spawn(sup_t *s) {
     close_if_open(s, (uv_handle_t *)&s->pipes[1]);
     s->spawn_failed = 1;
     s->exited = 1;
+    s->t_end = util_wall_now();
     s->status = 127;
     report(s);
   }
@@ -766,18 +786,41 @@ static void co_event(sup_t *s, const ctl_msg_t *m) {
   co->down[m->rank] = 1;
   co->ndown++;
   int clean = m->status == 0 && m->signo == 0 && !(m->flags & CTL_F_SPAWN_FAILED);
-  if (m->type == CTL_EV_EXIT) {
-    if (clean) co->nok++;
-    if (!clean && !co->failing && !co->sig) { /* a program ending of a signal the job got is no cause */
+  if (m->type == CTL_EV_EXIT && clean) co->nok++;
+  /* A program ending of a signal the job got (or one the coordinator sent) is no cause. */
+  if (m->type == CTL_EV_EXIT && !clean && !co->sig && !(m->flags & CTL_F_AFTER_SIGNAL)) {
+    if (!co->have_cause && !co->failing) {
       co->cause = *m;
       co->have_cause = 1;
-      char what[1400];
-      describe(m, what, sizeof what);
-      LOG_INFO(SUP, "%s: stopping every rank", what);
-      co_stop_all(s, SIGTERM, 0);
+      co->settle_until = util_now() + SETTLE_S;
+    } else if (co->have_cause && !(co->cause.flags & CTL_F_HANG) && m->t_fail < co->cause.t_fail) {
+      /* Failures on their own, reported in another order than they happened: a crash makes its
+       * peers fail ("connection closed by peer") within milliseconds, and as the crashed program
+       * is still tearing down, they often end and report first. The cause is the program that
+       * failed first (fail_time). */
+      LOG_INFO(SUP, "rank %d failed %.3f s before rank %d: it is the first failure", m->rank,
+               co->cause.t_fail - m->t_fail, co->cause.rank);
+      co->cause = *m;
     }
   }
-  if (co->ndown == s->job->size) co_finish_attempt(s);
+  if (co->ndown == s->job->size) {
+    co->settle_until = 0;
+    co_finish_attempt(s);
+  }
+}
+
+/* The first failure was reported SETTLE_S ago: the ranks not yet down are stopped; the cause is
+ * the earliest failure heard of by the end. */
+static void co_check_settled(sup_t *s) {
+  co_t *co = &s->co;
+  if (co->settle_until <= 0 || co->finished) return;
+  if (util_now() < co->settle_until) return;
+  co->settle_until = 0;
+  if (co->failing) return;
+  char what[1400];
+  describe(&co->cause, what, sizeof what);
+  LOG_INFO(SUP, "%s: stopping every rank", what);
+  co_stop_all(s, SIGTERM, 0);
 }
 
 static void co_check_deadline(sup_t *s) {
@@ -881,8 +924,8 @@ static void hang_free_texts(sup_t *s) {
 /* Rank 0: a rank without progress for hang_timeout declares the hang; every rank collects. */
 static void co_hang_check(sup_t *s) {
   co_t *co = &s->co;
-  if (s->hang_timeout <= 0 || s->hang_active || co->failing || co->finished || co->sig || !s->running ||
-      s->exited)
+  if (s->hang_timeout <= 0 || s->hang_active || co->failing || co->have_cause || co->finished ||
+      co->sig || !s->running || s->exited)
     return;
   int size = s->job->size;
   uint64_t now = util_now_ns();
@@ -954,7 +997,8 @@ static void co_hang_finish(sup_t *s) {
     return;
   }
   co_t *co = &s->co;
-  if (co->failing || co->finished || co->sig) return; /* it ends for another reason already */
+  if (co->failing || co->have_cause || co->finished || co->sig)
+    return; /* it ends for another reason already */
   memset(&co->cause, 0, sizeof co->cause);
   co->cause.type = CTL_EV_EXIT;
   co->cause.rank = who;
@@ -972,7 +1016,9 @@ static void co_hang_finish(sup_t *s) {
 static void on_command(sup_t *s, const ctl_msg_t *m) {
   switch (m->type) {
     case CTL_STOP: {
-      s->stop_requested = 1;
+      /* A program that had already ended on its own when the stop came is reported as it ended
+       * (its output may still be draining): its failure may be the job's first. */
+      if (!s->exited) s->stop_requested = 1;
       if (s->running && !s->exited) {
         double t = (m->flags & CTL_F_USE_GRACE) ? s->o->grace : s->o->stop_timeout;
         int sig = m->signo ? m->signo : SIGTERM;
@@ -1054,6 +1100,7 @@ static void on_poll(uv_timer_t *t) {
     else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) co_hang_finish(s);
     if (s->co.sig && !s->co.verdict) co_verdict(s);
     if (s->co.finish_pending && co_verdict(s)) co_finish_attempt(s);
+    co_check_settled(s);
     co_check_deadline(s);
   }
   if ((s->o->forward_output || s->q) && s->spawned && !s->reported) fwd_throttle(s);

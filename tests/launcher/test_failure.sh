@@ -17,6 +17,14 @@ took=$(elapsed "$(cat "$T/failtime.2")" "$end")
 assert_le "$took" 3.0 "time from the failure to the end of mpirun"
 pass "rank 2 exits 7: job ended ${took}s after the failure with the root cause"
 
+# A failure that makes its peers fail: the one that failed first is the cause, though its peers
+# end and report before it (rank 1 tears down for 0.5 s after its connections close).
+run_mpi 4 "$GPULAUNCH" -- "$PROG" cascade 1 7
+assert_eq "$RC" 7 "exit status of the first failure, not of its peers'"
+assert_grep "$T/err" "^gpulaunch: rank 1 \(host $host\) exited with status 7\$" "the first failure named"
+assert_grep "$T/err" "^    crashing on purpose with 7\$" "its last line quoted"
+pass "peers fail of rank 1 and end first: rank 1 (status 7) is the cause"
+
 run_mpi 4 "$GPULAUNCH" -- "$PROG" killself 1 9
 assert_eq "$RC" 137 "exit status after SIGKILL"
 assert_grep "$T/err" "^gpulaunch: rank 1 \(host $host\) killed by signal SIGKILL\$" "killed-by-signal root cause"

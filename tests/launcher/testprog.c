@@ -34,7 +34,8 @@ static void on_sig(int s) {
 
 static int usage(void) {
   fprintf(stderr,
-          "testprog env | burst N | fail RANK CODE DELAY | signals [SECONDS] | restart RANK |\n"
+          "testprog env | burst N | fail RANK CODE DELAY | cascade RANK CODE | signals [SECONDS] |\n"
+          "         restart RANK |"
           "         orphan RANK | killself RANK SIGNO | sleep SECONDS | flood | tree [SECONDS] |\n"
           "         longline N | pieces N   (files go to $GPL_TEST_DIR)\n");
   return 2;
@@ -74,6 +75,25 @@ int main(int argc, char **argv) {
     }
     sleep(60);
     return 0;
+  }
+  if (strcmp(cmd, "cascade") == 0 && argc > 3) {
+    /* RANK says why it fails, then "tears down" for 0.6 s (as Python, CUDA and NCCL do); its
+     * connections close 0.1 s into that (the failtime file), and every other rank fails of it at
+     * once with 1 ("connection closed by peer"), ending and reporting before RANK does. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/failtime.%d", g_dir, atoi(argv[2]));
+    if (g_rank == atoi(argv[2])) {
+      usleep(300000);
+      fprintf(stderr, "crashing on purpose with %s\n", argv[3]);
+      fflush(stderr);
+      usleep(100000);
+      stamp("failtime");
+      usleep(500000);
+      return atoi(argv[3]);
+    }
+    for (int i = 0; i < 600 && access(path, F_OK) != 0; i++) usleep(5000);
+    fprintf(stderr, "rank %d: connection closed by peer\n", g_rank);
+    return 1;
   }
   if (strcmp(cmd, "signals") == 0) {
     signal(SIGTERM, on_sig);
