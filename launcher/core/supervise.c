@@ -54,6 +54,7 @@ typedef struct co_s {
   int attempt;
   char *down;       /* per rank: program ended in this attempt */
   int ndown, nok;
+  int nfailed;      /* ranks whose program failed on its own (the cause among them) */
   int failing;      /* stopping everyone */
   double settle_until; /* > 0: a rank failed; until then others that fail too are heard first */
   int have_cause;
@@ -741,7 +742,7 @@ static void co_finish_attempt(sup_t *s) {
     print_tail(&co->cause);
     co->attempt++;
     memset(co->down, 0, (size_t)size);
-    co->ndown = co->nok = 0;
+    co->ndown = co->nok = co->nfailed = 0;
     co->failing = 0;
     co->have_cause = 0;
     co_broadcast(s, CTL_START, 0, 0, 0);
@@ -751,7 +752,12 @@ static void co_finish_attempt(sup_t *s) {
   int code = job_code(&co->cause);
   log_print("gpulaunch: %s\n", what);
   print_tail(&co->cause);
-  if (size > 1)
+  int also = co->nfailed > 1 ? co->nfailed - 1 : 0, stopped = size - 1 - also - co->nok;
+  if (size > 1 && also)
+    log_print("gpulaunch: job failed after %d attempt%s (exit status %d); %d other rank%s failed after "
+              "it, %d %s stopped\n", co->attempt + 1, co->attempt ? "s" : "", code, also,
+              also == 1 ? "" : "s", stopped < 0 ? 0 : stopped, stopped == 1 ? "was" : "were");
+  else if (size > 1)
     log_print("gpulaunch: job failed after %d attempt%s (exit status %d); the other %d rank%s stopped\n",
             co->attempt + 1, co->attempt ? "s" : "", code, size - 1, size == 2 ? " was" : "s were");
   else
@@ -789,6 +795,7 @@ static void co_event(sup_t *s, const ctl_msg_t *m) {
   if (m->type == CTL_EV_EXIT && clean) co->nok++;
   /* A program ending of a signal the job got (or one the coordinator sent) is no cause. */
   if (m->type == CTL_EV_EXIT && !clean && !co->sig && !(m->flags & CTL_F_AFTER_SIGNAL)) {
+    co->nfailed++;
     if (!co->have_cause && !co->failing) {
       co->cause = *m;
       co->have_cause = 1;

@@ -23,6 +23,7 @@ run_mpi 4 "$GPULAUNCH" -- "$PROG" cascade 1 7
 assert_eq "$RC" 7 "exit status of the first failure, not of its peers'"
 assert_grep "$T/err" "^gpulaunch: rank 1 \(host $host\) exited with status 7\$" "the first failure named"
 assert_grep "$T/err" "^    crashing on purpose with 7\$" "its last line quoted"
+assert_grep "$T/err" "exit status 7\); 3 other ranks failed after it, 0 were stopped\$" "the others counted"
 pass "peers fail of rank 1 and end first: rank 1 (status 7) is the cause"
 
 run_mpi 4 "$GPULAUNCH" -- "$PROG" killself 1 9
