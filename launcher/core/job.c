@@ -1,5 +1,5 @@
-/* Who am I: MPI start-up, host names of all ranks, nodes by host name, the few communicators;
- * every step bounded by a deadline (exchanges of our own, or the watchdog around MPI's). */
+/* Who am I: MPI start-up, host names of all ranks, nodes by host name, the node's and the leaders'
+ * groups; every step bounded by a deadline (exchanges of our own, or the watchdog around MPI's). */
 #include "launcher/core/job.h"
 
 #include <stdio.h>
@@ -232,6 +232,11 @@ void job_exit(job_t *job, int code) {
     LOG_DEBUG(JOB, "exit: MPI_Finalize done");
     exit(0);
   }
+  /* Every rank leaves with the status at once. mpirun 4.1 then ends at once or, about one time in
+   * four, 1 or 2 s later: it aborts the job at the first non-zero status it
+   * reaps and sends SIGCONT, SIGTERM and SIGKILL a second apart to ranks it has not yet marked
+   * dead, even ones that have exited. Orders tried (rank 0 last, rank 0 first and the others
+   * after MPI_Finalize) were no better: 2 s always, or 1 time in 20 for 0.1 s more each time. */
   _exit(agreed);
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A failing rank ends the whole job within 3 s with one root-cause line; signals, a missing
+# A failing rank ends the whole job within 5 s (1 s of it waiting for others that fail too, up to
+# 2 s mpirun's own kill sequence at times: launcher/core/job.c) with one root-cause line; the rank that failed first is the cause; signals, a missing
 # program and left-behind children are handled.
 source "$(dirname "$0")/../lib.sh"
 PROG="$1"
@@ -14,7 +15,7 @@ assert_grep "$T/err" "^    fatal: giving up with 7\$" "last stderr lines quoted"
 assert_grep "$T/err" "^    first complaint of rank 2\$" "earlier stderr lines quoted"
 [[ $(grep -c "^gpulaunch: rank .* exited with status" "$T/err") == 1 ]] || fail "exactly one root cause"
 took=$(elapsed "$(cat "$T/failtime.2")" "$end")
-assert_le "$took" 3.0 "time from the failure to the end of mpirun"
+assert_le "$took" 5.0 "time from the failure to the end of mpirun"
 pass "rank 2 exits 7: job ended ${took}s after the failure with the root cause"
 
 # A failure that makes its peers fail: the one that failed first is the cause, though its peers
