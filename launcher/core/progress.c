@@ -23,12 +23,6 @@ struct prog_s {
   int nsteps, head;  /* steps kept, next slot */
 };
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Perl's \d \s \w (which users write, as in `step (\d+)`) in POSIX ERE spelling. */
 static char *to_ere(const char *re) {
   size_t n = strlen(re);
@@ -143,7 +137,7 @@ void prog_touch(prog_t *p) {
 void prog_step(prog_t *p, double step) {
   if (!p) return;
   prog_touch(p);
-  p->ring[p->head] = (prog_step_t){step, wall_now()};
+  p->ring[p->head] = (prog_step_t){step, util_wall_now()};
   p->head = (p->head + 1) % PROG_MAX_STEPS;
   if (p->nsteps < PROG_MAX_STEPS) p->nsteps++;
 }

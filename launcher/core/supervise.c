@@ -58,7 +58,7 @@ typedef struct co_s {
   int failing;      /* stopping everyone */
   double settle_until; /* > 0: a rank failed; until then others that fail too are heard first */
   int have_cause;
-  ctl_msg_t cause;  /* the first failure: of those reported, the program that ended first */
+  ctl_msg_t cause;  /* the first failure: of those reported, the program that failed first */
   double deadline;  /* all ranks must have reported the stop by then */
   int finished;
   int sig;          /* first terminating signal reported (SIGTERM, SIGINT), 0: none */
@@ -823,7 +823,6 @@ static void co_check_settled(sup_t *s) {
   if (co->settle_until <= 0 || co->finished) return;
   if (util_now() < co->settle_until) return;
   co->settle_until = 0;
-  if (co->failing) return;
   char what[1400];
   describe(&co->cause, what, sizeof what);
   LOG_INFO(SUP, "%s: stopping every rank", what);
