@@ -4,9 +4,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "launcher/core/conf.h"
-#include "launcher/core/exitcode.h"
-#include "launcher/core/job.h"
+#include "launcher/conf/conf.h"
+#include "launcher/exitcode.h"
+#include "launcher/job/job.h"
 
 typedef struct launch_s {
   job_t *job;               /* initialised (MPI up) before a mode runs, except `check`/`help` */
@@ -21,7 +21,7 @@ typedef struct launch_s {
   char root_cause[512];     /* why the job failed, when a mode knows (the audit log's end line) */
 } launch_t;
 
-/* Each mode returns a process exit code (launcher/core/exitcode.h). */
+/* Each mode returns a process exit code (launcher/exitcode.h). */
 typedef int (*mode_fn)(launch_t *L);
 
 int mode_run(launch_t *L);    /* wrap and supervise [job] command, or run [job] builtin */
@@ -31,7 +31,7 @@ int mode_topo(launch_t *L);   /* topology matrix and placement plan (topology/) 
 int mode_bench(launch_t *L);  /* collective bandwidth benchmark (nccl-tests compatible) */
 int mode_accept(launch_t *L); /* cluster acceptance checks */
 int mode_diag(launch_t *L);   /* diagnostics bundle */
-/* The options of the modes that take their own (launcher/core/cli.h); main applies the global
+/* The options of the modes that take their own (launcher/cli.h); main applies the global
  * ones among them before the mode runs, the mode parses the rest. */
 struct cli_spec_s;
 extern const struct cli_spec_s mode_topo_cli, mode_bench_cli, mode_accept_cli, mode_diag_cli;

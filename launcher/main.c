@@ -12,8 +12,8 @@
 #include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
 #include "common/util.h"
-#include "launcher/core/cli.h"
-#include "launcher/core/lostpeer.h"
+#include "launcher/cli.h"
+#include "launcher/live/lostpeer.h"
 #include "launcher/launcher.h"
 
 static const char g_usage[] =
@@ -265,7 +265,7 @@ static int check_output(const char *what, const char *path, int print) {
 }
 
 int main(int argc, char **argv) {
-  /* Internal: the helper a rank leaves behind after a lost host (launcher/core/lostpeer.h). */
+  /* Internal: the helper a rank leaves behind after a lost host (launcher/live/lostpeer.h). */
   if (argc > 1 && strcmp(argv[1], LOSTPEER_HELPER_ARG) == 0) return lostpeer_helper_main(argc, argv);
   log_init();
   log_set_identity(util_hostname(), job_env_rank());

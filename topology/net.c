@@ -96,7 +96,7 @@ void net_result_free(net_result_t *r) {
 }
 
 /* Each node's own addresses (those no other node has: docker0's 172.17.0.1 is everywhere), for
- * what needs to recognise a node's connections later (launcher/core/lostpeer.c). Sorted once,
+ * what needs to recognise a node's connections later (launcher/live/lostpeer.c). Sorted once,
  * so that thousands of nodes cost n log n, not n squared. */
 typedef struct addr_ref_s {
   const char *text;

@@ -10,7 +10,7 @@
 #include "common/util.h"
 #include "gpulaunch/comm.h"
 #include "launcher/accept/accept.h"
-#include "launcher/core/job.h"
+#include "launcher/job/job.h"
 
 /* ---- the job-wide allreduce ---- */
 

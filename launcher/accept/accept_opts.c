@@ -7,8 +7,8 @@
 #include "common/check.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
-#include "launcher/core/cli.h"
-#include "launcher/core/conf.h"
+#include "launcher/cli.h"
+#include "launcher/conf/conf.h"
 
 static const char g_accept_usage[] =
       "usage: mpirun -np N gpulaunch accept [CONFIG] [options]\n"

@@ -6,8 +6,8 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
-#include "launcher/core/job.h"
-#include "launcher/core/place.h"
+#include "launcher/job/job.h"
+#include "launcher/job/place.h"
 
 /* A veth's, bridge's or tunnel's speed (veth says 10000) is a number its driver made up, not a
  * link: min_busbw = auto must not derive a threshold from it (a bond's or vlan's is real). */

@@ -9,7 +9,7 @@
 #include "common/check.h"
 #include "gpulaunch/version.h"
 #include "launcher/accept/accept.h"
-#include "launcher/core/exitcode.h"
+#include "launcher/exitcode.h"
 
 static const char *const g_status[ACCEPT_NSTATUS] = {"pass", "warn", "fail", "skipped", "error"};
 

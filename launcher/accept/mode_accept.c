@@ -15,7 +15,7 @@
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 #include "launcher/launcher.h"
-#include "launcher/core/place.h"
+#include "launcher/job/place.h"
 #include "topology/plan.h"
 #include "topology/topo.h"
 

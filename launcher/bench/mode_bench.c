@@ -16,9 +16,9 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/bench/bench.h"
-#include "launcher/core/cli.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
-#include "launcher/core/place.h"
+#include "launcher/job/place.h"
 
 static const char g_bench_usage[] =
     "usage: mpirun -np N gpulaunch bench [CONFIG] [options]\n"

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "launcher/ops/audit.h"
-#include "launcher/core/exitcode.h"
+#include "launcher/exitcode.h"
 #include "launcher/launcher.h"
 
 static audit_info_t g_info;

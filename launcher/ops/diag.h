@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "common/strbuf.h"
-#include "launcher/core/job.h"
+#include "launcher/job/job.h"
 
 /* ---- Verdicts: the short list at the top of SUMMARY.txt ---------------------------------- */
 

@@ -6,7 +6,7 @@
 #include "common/log.h"
 #include "gpulaunch/error.h"
 #include "launcher/ops/diag.h"
-#include "launcher/core/cli.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
 
 static void write_conf(FILE *f, void *ctx) { conf_print(f, (const conf_t *)ctx); }

@@ -135,7 +135,7 @@ void mon_opts_default(mon_opts_t *o);
  * into gpulaunch only (the gpl_ops library does not need conf.c). Returns 0. */
 struct conf_s;
 int mon_opts_from_conf(mon_opts_t *o, const struct conf_s *c);
-/* Point the supervisor's hooks (launcher/core/supervise.h) at a monitor: tick -> mon_tick, each
+/* Point the supervisor's hooks (launcher/sup/supervise.h) at a monitor: tick -> mon_tick, each
  * output line -> mon_note_line, oom_seen -> mon_oom_seen, peak_mem_mib -> mon_peak_mem_mib,
  * interval from the monitor's options (0 when it is off: no timer). attach/detach are left as
  * they were. In monitor_hooks.c, built into gpulaunch only. */

@@ -1,5 +1,5 @@
 /* The monitor's options from the config file ([monitor]; --metrics/--prom arrive through conf_set). */
-#include "launcher/core/conf.h"
+#include "launcher/conf/conf.h"
 #include "launcher/ops/monitor.h"
 
 #include "common/util.h"

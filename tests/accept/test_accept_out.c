@@ -14,7 +14,7 @@
 
 #include "common/util.h"
 #include "launcher/accept/accept.h"
-#include "launcher/core/exitcode.h"
+#include "launcher/exitcode.h"
 
 static void add(accept_report_t *r, const char *name, const char *host, int node, accept_status_t st,
                 const char *detail) {

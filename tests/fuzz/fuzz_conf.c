@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "launcher/core/conf.h"
+#include "launcher/conf/conf.h"
 
 #define SECRET "Zq7xK9pW3mRt"
 

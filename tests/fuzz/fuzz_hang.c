@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "launcher/core/hang.h"
-#include "launcher/core/progress.h"
+#include "launcher/hang/hang.h"
+#include "launcher/hang/progress.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;

@@ -1,4 +1,4 @@
-/* Fuzz target: the liveness tree's frames (launcher/core/livetree.c) as a byte stream from a
+/* Fuzz target: the liveness tree's frames (launcher/live/livetree.c) as a byte stream from a
  * peer, the way liveness.c's reader splits it: lt_frame_len, then the first frame through
  * lt_hello_rank, then lt_on_frame, into rank 0 and into a leader in the middle of a small tree
  * (4 nodes of 2 ranks, fanout 2), with ticks between frames. Oracles: a frame's length is a header
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "launcher/core/livetree.h"
+#include "launcher/live/livetree.h"
 
 #define SIZE 8
 static int g_me;

@@ -1,4 +1,4 @@
-/* Unit tests of the hang watchdog's verdict (launcher/core/hang_report.c), the straggler view's
+/* Unit tests of the hang watchdog's verdict (launcher/hang/hang_report.c), the straggler view's
  * arithmetic (straggler.c) and the progress tracker's step regex (progress.c). */
 #include <math.h>
 #include <setjmp.h>
@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "launcher/core/hang.h"
-#include "launcher/core/progress.h"
-#include "launcher/core/straggler.h"
+#include "launcher/hang/hang.h"
+#include "launcher/hang/progress.h"
+#include "launcher/hang/straggler.h"
 
 static char *text_of(int pid, const char *frames) {
   static char buf[16][512];

@@ -1,4 +1,4 @@
-/* Liveness at scale, simulated: N supervisors' real protocol cores (launcher/core/livetree.c) in
+/* Liveness at scale, simulated: N supervisors' real protocol cores (launcher/live/livetree.c) in
  * one process, an in-memory transport with per-link latency, a simulated clock. Kills one host
  * (all its ranks silent) and, in a second run, hangs one supervisor (it stops beating); reports
  * detection times, the busiest process's fan-in, messages and bytes per interval, and totals.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/core/livetree.h"
+#include "launcher/live/livetree.h"
 
 /* ---- the simulated world ---- */
 

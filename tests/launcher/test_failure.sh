@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A failing rank ends the whole job within 5 s (1 s of it waiting for others that fail too, up
-# to 2 s mpirun's own kill sequence at times: launcher/core/job.c) with one root-cause line; the
+# to 2 s mpirun's own kill sequence at times: launcher/job/job.c) with one root-cause line; the
 # rank that failed first is the cause; signals, a missing program and left-behind children are
 # handled.
 source "$(dirname "$0")/../lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Liveness of the supervisors (launcher/core/liveness.c) on one host under mpirun: a supervisor
+# Liveness of the supervisors (launcher/live/liveness.c) on one host under mpirun: a supervisor
 # that stops (SIGSTOP: a hung gpulaunch) is named by rank 0 after liveness_timeout and the whole
 # job ends with 68, no program left; a supervisor killed outright (SIGKILL) is named at once;
 # liveness_timeout = 0 turns it off (the stopped supervisor then goes unnoticed until mpirun's

@@ -16,10 +16,10 @@
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/core/childenv.h"
-#include "launcher/core/conf.h"
-#include "launcher/core/envset.h"
-#include "launcher/core/output.h"
+#include "launcher/job/childenv.h"
+#include "launcher/conf/conf.h"
+#include "launcher/conf/envset.h"
+#include "launcher/sup/output.h"
 #include "common/safefile.h"
 
 static char g_dir[64];

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A host lost mid-job under the user's plain mpirun (issue 17): no keepalive options, 4
 # interface-rich hosts x 2 ranks. gpulaunch names the lost host and every rank leaves with 68; a
-# helper then closes mpirun's connection to the lost host's daemon (launcher/core/lostpeer.c), so
+# helper then closes mpirun's connection to the lost host's daemon (launcher/live/lostpeer.c), so
 # the user's mpirun returns 68 within 30 s of the loss instead of waiting minutes for Open MPI's
 # keepalive. Cases: a host in the middle (default liveness_timeout, 10 s), and rank 0's own host
 # (the one mpirun runs on) cut off from all the others.

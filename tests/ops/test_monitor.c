@@ -18,7 +18,7 @@
 #include "gpulaunch/error.h"
 #include "launcher/ops/monitor.h"
 #include "launcher/ops/monitor_int.h"
-#include "launcher/core/supervise.h"
+#include "launcher/sup/supervise.h"
 
 static const char *g_data; /* tests/ops/data */
 static char g_tmp[256];    /* a fresh folder per run */

@@ -1,4 +1,4 @@
-/* Unit tests of launcher/core/slurm.c and sigorigin.c: Slurm's reason for a signal from real
+/* Unit tests of launcher/job/slurm.c and sigorigin.c: Slurm's reason for a signal from real
  * `scontrol show job -o` lines, the program's SLURM_* variables, who sent a signal. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <uv.h>
 
 #include "gpulaunch/error.h"
-#include "launcher/core/sigorigin.h"
-#include "launcher/core/slurm.h"
+#include "launcher/sup/sigorigin.h"
+#include "launcher/job/slurm.h"
 
 /* Lines as scontrol 22.05 prints them (shortened to the fields that matter and their neighbours). */
 #define HEAD "JobId=17 JobName=low UserId=root(0) GroupId=root(0) Priority=1 Nice=0 "

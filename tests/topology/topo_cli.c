@@ -1,10 +1,10 @@
 /* Test driver for `gpulaunch topo`: runs mode_topo with a launch_t of its own (no MPI, no config),
- * applying --topology as gpulaunch's main does (an option every mode takes, launcher/core/cli.h). */
+ * applying --topology as gpulaunch's main does (an option every mode takes, launcher/cli.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "launcher/core/cli.h"
+#include "launcher/cli.h"
 #include "launcher/launcher.h"
 
 int main(int argc, char **argv) {

@@ -1,0 +1,272 @@
+/* Hang diagnosis, on rank 0: which ranks' stacks differ from the majority's (the ones not in the
+ * collective), and the report of every rank's stacks as text and JSON. */
+#include "launcher/hang/hang.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/safefile.h"
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "gpulaunch/error.h"
+
+#define SIG_FRAMES 8 /* outermost frames compared: the program's own code, not a wait's innards */
+#define MAX_FRAMES 64
+
+typedef struct frames_s {
+  int n;
+  char f[MAX_FRAMES][128]; /* outermost first */
+} frames_t;
+
+/* The value of the first "@@key value" line of text (up to its newline), or "". */
+static void header(const char *text, const char *key, char *out, size_t len) {
+  out[0] = 0;
+  if (!text) return;
+  char want[32];
+  snprintf(want, sizeof want, "@@%s ", key);
+  for (const char *p = text; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    if (strncmp(p, want, strlen(want)) == 0) {
+      p += strlen(want);
+      size_t n = strcspn(p, "\n");
+      if (n >= len) n = len - 1;
+      memcpy(out, p, n);
+      out[n] = 0;
+      return;
+    }
+    if (strncmp(p, "@@stack-begin", 13) == 0) return; /* the first process only */
+  }
+}
+
+/* The first process's main-thread frames, outermost first. */
+static void frames_of(const char *text, frames_t *fr) {
+  char line[8192];
+  header(text, "frames", line, sizeof line);
+  char *v[MAX_FRAMES];
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(line, ";", &save); t && n < MAX_FRAMES; t = strtok_r(NULL, ";", &save))
+    v[n++] = t;
+  fr->n = n;
+  for (int i = 0; i < n; i++) util_strlcpy(fr->f[i], v[n - 1 - i], sizeof fr->f[i]);
+}
+
+static int same_prefix(const frames_t *a, const frames_t *b, int k) {
+  int na = GPL_MIN(a->n, k), nb = GPL_MIN(b->n, k);
+  if (na != nb) return 0;
+  for (int i = 0; i < na; i++)
+    if (strcmp(a->f[i], b->f[i]) != 0) return 0;
+  return 1;
+}
+
+/* A frame that waits for the other ranks (a collective, a barrier, a wait on a peer). */
+static int waits(const frames_t *fr) {
+  static const char *const words[] = {"all_reduce", "allreduce", "barrier", "Barrier", "all_gather",
+                                      "allgather", "broadcast", "reduce_scatter", "alltoall", "Allreduce",
+                                      "Bcast", "wait", "Wait"};
+  for (int i = 0; i < fr->n; i++)
+    for (size_t w = 0; w < GPL_ARRAY_LEN(words); w++)
+      if (strstr(fr->f[i], words[w])) return 1;
+  return 0;
+}
+
+void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
+  memset(v, 0, sizeof *v);
+  v->first_odd = -1;
+  frames_t *fr = calloc((size_t)(n > 0 ? n : 1), sizeof *fr);
+  if (!fr) return;
+  for (int i = 0; i < n; i++) {
+    odd[i] = 0;
+    frames_of(ranks[i].text, &fr[i]);
+  }
+  /* The majority: the most common signature among the ranks that gave a stack, held by more
+   * than half of them (three ranks at least); the outermost SIG_FRAMES frames, then 3. */
+  int best = -1, bestc = 0, have = 0, k = SIG_FRAMES;
+  for (int pass = 0; pass < 2; pass++) {
+    k = pass ? 3 : SIG_FRAMES;
+    best = -1;
+    have = bestc = 0;
+    for (int i = 0; i < n; i++) {
+      if (!fr[i].n) continue;
+      have++;
+      int c = 0;
+      for (int j = 0; j < n; j++) c += fr[j].n && same_prefix(&fr[i], &fr[j], k);
+      if (c > bestc) {
+        bestc = c;
+        best = i;
+      }
+    }
+    if (have && bestc == have) break;             /* everyone alike */
+    if (have >= 3 && bestc * 2 > have) break;     /* a majority */
+    best = -1;
+  }
+  if (best >= 0 && bestc < have) {
+    for (int i = 0; i < n; i++) odd[i] = fr[i].n && !same_prefix(&fr[i], &fr[best], k);
+  } else if (best < 0) {
+    /* No majority (two ranks, or all different): the ones not waiting for a peer are odd, when
+     * some are waiting. */
+    int nw = 0;
+    for (int i = 0; i < n; i++) nw += fr[i].n && waits(&fr[i]);
+    if (nw > 0 && nw < have)
+      for (int i = 0; i < n; i++) odd[i] = fr[i].n && !waits(&fr[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!odd[i]) continue;
+    v->nodd++;
+    if (v->first_odd < 0) v->first_odd = i;
+  }
+  strbuf_t s = STRBUF_INIT;
+  if (v->first_odd >= 0) {
+    const frames_t *o = &fr[v->first_odd];
+    /* where it left the others' path: the first (outermost) frame that differs */
+    int d = 0;
+    if (best >= 0)
+      while (d < o->n && d < fr[best].n && strcmp(o->f[d], fr[best].f[d]) == 0) d++;
+    else
+      d = o->n > 1 ? 1 : 0; /* past main */
+    if (d >= o->n) d = o->n - 1;
+    util_strlcpy(v->func, o->f[d], sizeof v->func);
+    for (int i = 0; i < n; i++) {
+      if (!odd[i]) continue;
+      char pid[32];
+      header(ranks[i].text, "pid", pid, sizeof pid);
+      /* its own path from where it left the others' to its innermost frame: the function that
+       * matters may be anywhere on it (data -> stuck_in_data_loader -> sleep) */
+      int from = i == v->first_odd ? d : GPL_MAX(fr[i].n - 1, 0);
+      strbuf_printf(&s, "%srank %d (host %s, pid %s) is in %s", s.len ? "; " : "", ranks[i].rank, ranks[i].host,
+                    pid, fr[i].n ? fr[i].f[from] : "?");
+      for (int q = from + 1; q < fr[i].n; q++) {
+        if (q - from > 4 && q < fr[i].n - 1) {
+          strbuf_append(&s, " > ...");
+          q = fr[i].n - 2;
+          continue;
+        }
+        strbuf_printf(&s, " > %s", fr[i].f[q]);
+      }
+    }
+    if (best >= 0) {
+      int bd = GPL_MIN(d, fr[best].n - 1);
+      strbuf_printf(&s, "; the other %d rank%s are in %s (innermost %s)", bestc, bestc == 1 ? "" : "s",
+                    bd >= 0 ? fr[best].f[bd] : "?", fr[best].n ? fr[best].f[fr[best].n - 1] : "?");
+    }
+  } else if (have && best >= 0 && bestc == have) {
+    strbuf_printf(&s, "every rank has the same stack (innermost %s): nobody stands out",
+                  fr[best].f[fr[best].n - 1]);
+  } else {
+    strbuf_printf(&s, "no majority stack among %d rank%s: see the report", have, have == 1 ? "" : "s");
+  }
+  int missing = 0;
+  for (int i = 0; i < n; i++) missing += !ranks[i].text;
+  if (missing) strbuf_printf(&s, "; %d rank%s sent no stack in time", missing, missing == 1 ? "" : "s");
+  util_strlcpy(v->summary, strbuf_str(&s), sizeof v->summary);
+  strbuf_free(&s);
+  free(fr);
+}
+
+/* One rank's text as JSON: its processes with their threads, frames and the tools' output. */
+static cJSON *rank_json(const hang_rank_t *r, int odd) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "rank", r->rank);
+  cJSON_AddStringToObject(o, "host", r->host ? r->host : "");
+  cJSON_AddBoolToObject(o, "odd", odd);
+  cJSON_AddNumberToObject(o, "silent_s", r->silent_s);
+  cJSON *procs = cJSON_AddArrayToObject(o, "processes");
+  if (!r->text) {
+    cJSON_AddStringToObject(o, "error", "no stack arrived in time");
+    return o;
+  }
+  cJSON *p = NULL, *threads = NULL;
+  const char *line = r->text;
+  while (line && *line) {
+    const char *eol = strchr(line, '\n');
+    size_t n = eol ? (size_t)(eol - line) : strlen(line);
+    char buf[8192];
+    size_t m = GPL_MIN(n, sizeof buf - 1);
+    memcpy(buf, line, m);
+    buf[m] = 0;
+    const char *next = eol ? eol + 1 : NULL;
+    if (strncmp(buf, "@@pid ", 6) == 0) {
+      p = cJSON_CreateObject();
+      cJSON_AddItemToArray(procs, p);
+      cJSON_AddNumberToObject(p, "pid", atoi(buf + 6));
+      threads = cJSON_AddArrayToObject(p, "threads");
+    } else if (p && strncmp(buf, "@@thread ", 9) == 0) {
+      char tid[32], st[8], wchan[128], comm[64] = "";
+      if (sscanf(buf + 9, "%31s %7s %127s %63[^\n]", tid, st, wchan, comm) >= 3) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "tid", atoi(tid));
+        cJSON_AddStringToObject(t, "state", st);
+        cJSON_AddStringToObject(t, "wchan", wchan);
+        cJSON_AddStringToObject(t, "comm", comm);
+        cJSON_AddItemToArray(threads, t);
+      }
+    } else if (p && strncmp(buf, "@@frames ", 9) == 0) {
+      cJSON *fa = cJSON_AddArrayToObject(p, "frames"); /* innermost first */
+      for (char *save = NULL, *t = strtok_r(buf + 9, ";", &save); t; t = strtok_r(NULL, ";", &save))
+        cJSON_AddItemToArray(fa, cJSON_CreateString(t));
+    } else if (p && strncmp(buf, "@@stack-begin", 13) == 0) {
+      const char *end = next ? strstr(next, "\n@@stack-end") : NULL;
+      size_t len = end ? (size_t)(end - next) : next ? strlen(next) : 0;
+      char *raw = malloc(len + 1);
+      if (raw) {
+        memcpy(raw, next ? next : "", len);
+        raw[len] = 0;
+        cJSON_AddStringToObject(p, "stack", raw);
+        free(raw);
+      }
+      next = end ? end + 1 : NULL;
+      if (next) next = strchr(next, '\n') ? strchr(next, '\n') + 1 : NULL;
+    } else if (p && strncmp(buf, "@@", 2) == 0) {
+      char *sp = strchr(buf + 2, ' ');
+      if (sp) {
+        *sp = 0;
+        cJSON_AddStringToObject(p, buf + 2, sp + 1);
+      }
+    } else if (!p && strncmp(buf, "@@none ", 7) == 0) {
+      cJSON_AddStringToObject(o, "error", buf + 7);
+    }
+    line = next;
+  }
+  return o;
+}
+
+int hang_write_report(const char *dir, const hang_rank_t *ranks, int n, const int *odd,
+                      const hang_verdict_t *v, double timeout_s, char *txt, char *json, size_t len) {
+  const char *d = dir && *dir ? dir : ".";
+  snprintf(txt, len, "%s/gpulaunch-hang.txt", d);
+  snprintf(json, len, "%s/gpulaunch-hang.json", d);
+  strbuf_t t = STRBUF_INIT;
+  char when[64];
+  util_iso_time(when, sizeof when);
+  strbuf_printf(&t, "gpulaunch hang report, %s\nno progress for %.0f s ([job] hang_timeout)\n%s\n", when,
+                timeout_s, v->summary);
+  strbuf_append(&t, "odd ranks (stack not the majority's):");
+  for (int i = 0; i < n; i++)
+    if (odd[i]) strbuf_printf(&t, " %d", ranks[i].rank);
+  strbuf_append(&t, v->nodd ? "\n" : " none\n");
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "time", when);
+  cJSON_AddNumberToObject(root, "hang_timeout_s", timeout_s);
+  cJSON_AddStringToObject(root, "summary", v->summary);
+  cJSON *oa = cJSON_AddArrayToObject(root, "odd_ranks");
+  cJSON_AddStringToObject(root, "odd_function", v->func);
+  cJSON *ra = cJSON_AddArrayToObject(root, "ranks");
+  for (int i = 0; i < n; i++) {
+    if (odd[i]) cJSON_AddItemToArray(oa, cJSON_CreateNumber(ranks[i].rank));
+    cJSON_AddItemToArray(ra, rank_json(&ranks[i], odd[i]));
+    strbuf_printf(&t, "\n==== rank %d (host %s)%s, silent %.1f s\n", ranks[i].rank, ranks[i].host ? ranks[i].host : "?",
+                  odd[i] ? " ODD" : "", ranks[i].silent_s);
+    strbuf_append(&t, ranks[i].text ? ranks[i].text : "(no stack arrived in time)\n");
+  }
+  char *js = cJSON_Print(root);
+  cJSON_Delete(root);
+  char err[512];
+  int rc = safefile_write_text(txt, strbuf_str(&t), err, sizeof err);
+  if (rc < 0) LOG_WARN("hang report: %s", err);
+  int rc2 = js ? safefile_write_text(json, js, err, sizeof err) : GPL_ENOMEM;
+  if (rc2 < 0 && js) LOG_WARN("hang report: %s", err);
+  free(js);
+  strbuf_free(&t);
+  return rc < 0 ? rc : rc2;
+}

@@ -1,0 +1,74 @@
+/* MASTER_ADDR/MASTER_PORT/run id: chosen on rank 0 (a free port on its node), broadcast with a
+ * deadline, identical on every attempt. */
+#include "launcher/job/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/mpix.h"
+#include "common/util.h"
+
+/* First IPv4 address that is up, not loopback and not link-local. */
+static int first_routable_ipv4(char *out, size_t len) {
+  struct ifaddrs *ifs, *i;
+  if (getifaddrs(&ifs) < 0) return GPL_ESYS;
+  int rc = GPL_ENOENT;
+  for (i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    struct in_addr a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+    uint32_t h = ntohl(a.s_addr);
+    if ((h >> 16) == 0xA9FE) continue; /* 169.254/16 */
+    inet_ntop(AF_INET, &a, out, (socklen_t)len);
+    rc = GPL_OK;
+    break;
+  }
+  freeifaddrs(ifs);
+  return rc;
+}
+
+/* A port that is free on this node now (the kernel's choice), as torchrun does. */
+static int free_port(const char *addr) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = 0;
+  if (!addr || inet_pton(AF_INET, addr, &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t sl = sizeof sa;
+  int port = -1;
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+    port = ntohs(sa.sin_port);
+  close(fd);
+  return port;
+}
+
+int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
+  memset(out, 0, sizeof *out);
+  if (job->rank == 0) {
+    /* One node: loopback works whatever the interfaces do. */
+    if (job->nnodes == 1) util_strlcpy(out->master_addr, "127.0.0.1", sizeof out->master_addr);
+    else if (addr && *addr) util_strlcpy(out->master_addr, addr, sizeof out->master_addr);
+    else if (first_routable_ipv4(out->master_addr, sizeof out->master_addr) != GPL_OK)
+      util_strlcpy(out->master_addr, job->host, sizeof out->master_addr);
+    out->master_port = port > 0 ? port : free_port(NULL);
+    if (out->master_port <= 0) {
+      LOG_ERROR("cannot find a free TCP port on %s for MASTER_PORT", job->host);
+      out->master_port = 29500;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(out->run_id, sizeof out->run_id, "gpl-%lx-%x", (unsigned long)ts.tv_sec,
+             (unsigned)(ts.tv_nsec ^ (unsigned)getpid()) & 0xffffffu);
+  }
+  CHECK(mpix_bcast(out, (int)sizeof *out, 0, job->world, job->timeout, "start-up (MASTER_ADDR/PORT)"));
+  return GPL_OK;
+}
