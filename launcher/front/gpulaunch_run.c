@@ -15,76 +15,51 @@
  * itself waits for the lost node's tasks until Slurm's KillWait has passed (or the node is
  * declared down). GPULAUNCH_RUN_SIGNALS=0 leaves SIGTERM/SIGINT/SIGHUP to the caller (a batch
  * script that passes them on through Slurm); GPULAUNCH_RUN_LD_PRELOAD is the launcher's LD_PRELOAD
- * (gpulaunch-srun.sbatch's shim). Libc only. */
+ * (gpulaunch-srun.sbatch's shim).
+ *
+ * Elastic (--nodes MIN:MAX with --hostfile FILE or --host-discovery-script SCRIPT): the job runs on
+ * the hosts the source lists, and a lost host, a host's interruption notice, a host that leaves
+ * the list or (not more often than --scale-up-interval) hosts that join end the launch with the
+ * grace and start a new one on the hosts there are then (launcher/front/front_elastic.c). Libc and
+ * pthreads only. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "launcher/front/front_elastic.h"
+#include "launcher/front/front_hosts.h"
+#include "launcher/front/front_job.h"
 #include "launcher/sup/frontch.h"
 
-#define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
-#define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
-#define ORPHAN_S 30.0     /* rank 0's channel closed without a status: its gpulaunch is gone */
-#define UNHEARD_S 5.0     /* a stop before rank 0 connected: then mpirun's own SIGINT ends it */
-
 static const char g_usage[] =
-    "usage: gpulaunch-run [mpirun options] gpulaunch [gpulaunch options] CONFIG | -- PROGRAM...\n"
+    "usage: gpulaunch-run [elastic options] [mpirun options] gpulaunch [gpulaunch options] CONFIG | -- PROGRAM...\n"
     "  e.g. gpulaunch-run -np 8 --hostfile hosts gpulaunch train.conf\n"
     "Starts mpirun (GPULAUNCH_MPIRUN, default mpirun) so that a SIGTERM or SIGINT to this command\n"
     "gives every program [job] preempt_signal at once and the full [job] grace, and this command\n"
     "exits with the job's status (75 preempted, 130 SIGINT, 68 a rank or host lost, ...) once every\n"
     "program is done, within seconds also when a host is lost.\n"
     "GPULAUNCH_MPIRUN=srun: the same around srun (gpulaunch-run -N 2 --ntasks-per-node 8 --mpi=pmix\n"
-    "gpulaunch train.conf).\n";
-
-static int g_pipe[2] = {-1, -1};
-
-static void on_sig(int sig) {
-  int e = errno;
-  unsigned char b = (unsigned char)sig;
-  if (write(g_pipe[1], &b, 1) < 0) { /* the pipe is full: a wake-up is pending anyway */
-  }
-  errno = e;
-}
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void say(const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  if ((size_t)n > sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  if (write(2, "gpulaunch-run: ", 15) < 0 || write(2, buf, (size_t)n) < 0) {
-  }
-}
-
-static int send_line(int fd, const char *line) {
-  size_t n = strlen(line);
-  return send(fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
-}
+    "gpulaunch train.conf).\n"
+    "Elastic options (before the mpirun options; the ranks follow the hosts' slots, no -np/--host):\n"
+    "  --nodes MIN:MAX                 run on MIN to MAX hosts; a lost host or one that announces its\n"
+    "                                  interruption ends the launch with the grace and the job starts\n"
+    "                                  again on the hosts that remain (TORCHELASTIC_RESTART_COUNT + 1)\n"
+    "  --hostfile FILE                 the hosts (`host slots=N` or `host:N` lines), re-read every poll\n"
+    "  --host-discovery-script SCRIPT  prints one `host:slots` line per usable host (horovodrun's)\n"
+    "  --discovery-interval SECONDS    poll the host source this often (default 5)\n"
+    "  --cooldown SECONDS              leave a lost or noticed host out this long (default 300)\n"
+    "  --scale-up-interval SECONDS     grow back at most this often (default 60)\n"
+    "  --min-wait SECONDS              below MIN hosts wait this long, then exit 78 (default 600)\n"
+    "  --max-restarts N                membership restarts allowed (default: no limit)\n";
 
 /* 1 when an mpirun option (or OMPI_MCA_ variable) already sets this MCA parameter. */
 static int mca_given(int argc, char **argv, const char *name) {
@@ -124,10 +99,87 @@ static int make_token(char *out, size_t len) {
   return 0;
 }
 
-static int status_of(int st) {
-  if (WIFEXITED(st)) return WEXITSTATUS(st);
-  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-  return 1;
+/* A number of seconds >= 0 (or a whole number when whole). */
+static int number_arg(const char *opt, const char *v, int whole, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double x = v ? strtod(v, &end) : 0;
+  if (!v || end == v || *end || errno || x < 0 || (whole && x != (double)(long)x) || x > 1e9) {
+    front_say("%s needs %s, got '%s'", opt, whole ? "a whole number >= 0" : "seconds >= 0", v ? v : "");
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+/* The elastic options at the front of argv; the index of the first other word, or -1 (said). */
+static int is_gpulaunch(const char *w) {
+  const char *b = strrchr(w, '/');
+  return strcmp(b ? b + 1 : w, "gpulaunch") == 0;
+}
+
+static int elastic_args(int argc, char **argv, front_elastic_t *e, int *elastic) {
+  double d;
+  int i = 1;
+  for (int k = 1; k < argc && !is_gpulaunch(argv[k]); k++)
+    if (strcmp(argv[k], "--nodes") == 0) *elastic = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--nodes") == 0) {
+      char *colon = v ? strchr(v, ':') : NULL;
+      char *end1 = NULL, *end2 = NULL;
+      long mn = v ? strtol(v, &end1, 10) : 0, mx = colon ? strtol(colon + 1, &end2, 10) : mn;
+      if (!v || end1 == v || (colon ? (end1 != colon || end2 == colon + 1 || *end2) : *end1) || mn < 1 || mx < mn ||
+          mx > FRONT_HOST_MAX) {
+        front_say("--nodes needs MIN:MAX (1 <= MIN <= MAX <= %d) or N, got '%s'", FRONT_HOST_MAX, v ? v : "");
+        return -1;
+      }
+      e->min = (int)mn;
+      e->max = (int)mx;
+    } else if (strcmp(a, "--hostfile") == 0 && *elastic) {
+      e->hostfile = v;
+    } else if (strcmp(a, "--host-discovery-script") == 0) {
+      e->script = v;
+    } else if (strcmp(a, "--discovery-interval") == 0) {
+      if (number_arg(a, v, 0, &e->interval) < 0) return -1;
+    } else if (strcmp(a, "--cooldown") == 0) {
+      if (number_arg(a, v, 0, &e->cooldown) < 0) return -1;
+    } else if (strcmp(a, "--scale-up-interval") == 0) {
+      if (number_arg(a, v, 0, &e->scale_up_every) < 0) return -1;
+    } else if (strcmp(a, "--min-wait") == 0) {
+      if (number_arg(a, v, 0, &e->min_wait) < 0) return -1;
+    } else if (strcmp(a, "--max-restarts") == 0) {
+      if (number_arg(a, v, 1, &d) < 0) return -1;
+      e->max_restarts = (int)d;
+    } else {
+      break;
+    }
+    if (!v) {
+      front_say("%s needs a value", a);
+      return -1;
+    }
+    i++;
+  }
+  if (!*elastic && (e->script || i > 1)) {
+    front_say("%s is an elastic option: give --nodes MIN:MAX first", e->script ? "--host-discovery-script" : argv[1]);
+    return -1;
+  }
+  if (*elastic && !!e->hostfile == !!e->script) {
+    front_say("--nodes needs the hosts from --hostfile FILE or --host-discovery-script SCRIPT (one of them)");
+    return -1;
+  }
+  if (*elastic && e->interval < 0.5) e->interval = 0.5;
+  for (int k = i; *elastic && k < argc; k++) {
+    static const char *const taken[] = {"-np", "-n", "-c", "--np", "--host", "-H", "--hostfile", "--machinefile",
+                                        "-hostfile", "-machinefile", NULL};
+    if (is_gpulaunch(argv[k])) break;
+    for (int t = 0; taken[t]; t++)
+      if (strcmp(argv[k], taken[t]) == 0) {
+        front_say("%s: an elastic job's ranks follow its hosts' slots; leave %s out", argv[k], argv[k]);
+        return -1;
+      }
+  }
+  return i;
 }
 
 int main(int argc, char **argv) {
@@ -135,6 +187,10 @@ int main(int argc, char **argv) {
     fputs(g_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 64 : 0;
   }
+  front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1};
+  int elastic = 0;
+  int first = elastic_args(argc, argv, &el, &elastic);
+  if (first < 0) return 64;
   const char *mpirun = getenv("GPULAUNCH_MPIRUN");
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
@@ -148,12 +204,12 @@ int main(int argc, char **argv) {
   socklen_t sl = sizeof sa;
   if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 8) < 0 ||
       getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
-    say("cannot open the channel for rank 0: %s", strerror(errno));
+    front_say("cannot open the channel for rank 0: %s", strerror(errno));
     return 70;
   }
   char token[40], addrs[1024];
   if (make_token(token, sizeof token) < 0) {
-    say("cannot read /dev/urandom: %s", strerror(errno));
+    front_say("cannot read /dev/urandom: %s", strerror(errno));
     return 70;
   }
   addresses(ntohs(sa.sin_port), addrs, sizeof addrs);
@@ -197,171 +253,33 @@ int main(int argc, char **argv) {
       av[n++] = (char *)ka[i][1];
     }
   }
+  if (front_signals_init(own_signals) < 0) return 70;
+  front_job_t job = {.token = token, .lfd = lfd};
+  int code;
+  if (elastic) {
+    if (srun) {
+      front_say("--nodes: elastic jobs run under mpirun here (under Slurm, one srun step per launch is not "
+                "supported yet)");
+      return 64;
+    }
+    el.head = av;
+    el.nhead = n;
+    el.tail = argv + first;
+    el.ntail = argc - first;
+    code = front_elastic_run(&el, &job);
+    free(av);
+    return code;
+  }
   for (int i = 1; i < argc; i++) av[n++] = argv[i];
   av[n] = NULL;
-
-  if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) < 0) return 70;
-  struct sigaction act = {.sa_handler = on_sig};
-  sigemptyset(&act.sa_mask);
-  act.sa_flags = SA_RESTART;
-  if (own_signals) {
-    sigaction(SIGTERM, &act, NULL);
-    sigaction(SIGINT, &act, NULL);
-    sigaction(SIGHUP, &act, NULL);
-  } else { /* the caller passes them on (and must not end this command with them) */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-  }
-  sigaction(SIGCHLD, &act, NULL);
-  sigaction(SIGUSR1, &act, NULL);
-  sigaction(SIGUSR2, &act, NULL);
-
-  pid_t pid = fork();
-  if (pid < 0) {
-    say("fork: %s", strerror(errno));
+  job.av = av;
+  if (front_job_run(&job, NULL, NULL) < 0) {
+    free(av);
     return 70;
   }
-  if (pid == 0) {
-    setpgid(0, 0);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGUSR1, SIG_DFL);
-    signal(SIGUSR2, SIG_DFL);
-    /* Blocked, the signals stay pending in mpirun (gpulaunch unblocks them for itself). */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    const char *pre = getenv("GPULAUNCH_RUN_LD_PRELOAD");
-    if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
-    execvp(av[0], av);
-    say("cannot run %s: %s", av[0], strerror(errno));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-
-  int cfd = -1, authed = 0, stop_sig = 0, stop_sent = 0, nint = 0, verdict = -1, mpirun_status = -1;
-  double stop_at = 0, deadline = 0, orphan_at = 0;
-  char cbuf[256];
-  size_t clen = 0;
-  while (mpirun_status < 0) {
-    struct pollfd pf[3] = {{.fd = g_pipe[0], .events = POLLIN},
-                           {.fd = cfd < 0 ? lfd : -1, .events = POLLIN},
-                           {.fd = cfd, .events = POLLIN}};
-    int rc = poll(pf, 3, 200);
-    if (rc < 0 && errno != EINTR) break;
-    if (pf[0].revents & POLLIN) {
-      unsigned char b[16];
-      ssize_t r = read(g_pipe[0], b, sizeof b);
-      for (ssize_t i = 0; i < r; i++) {
-        int sig = b[i];
-        if (sig == SIGCHLD) continue;
-        if (sig == SIGUSR1 || sig == SIGUSR2) { /* mpirun passes them to every rank */
-          kill(pid, sig);
-          continue;
-        }
-        if (sig == SIGHUP) sig = SIGTERM; /* the terminal is gone: stop as for a SIGTERM */
-        if (sig == SIGINT && ++nint >= 3) {
-          say("SIGINT a third time: killing mpirun and every rank now");
-          kill(-pid, SIGKILL);
-          continue;
-        }
-        if (!stop_sig) {
-          stop_sig = sig;
-          stop_at = now();
-          say("%s received: telling the job to stop (every program gets [job] preempt_signal now "
-              "and [job] grace to finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
-        } else if (sig != SIGINT) {
-          continue; /* repeated SIGTERMs keep the grace */
-        }
-        if (authed) send_line(cfd, sig == SIGINT ? "stop INT\n" : "stop TERM\n");
-        stop_sent = authed;
-      }
-    }
-    if (cfd < 0 && (pf[1].revents & POLLIN)) {
-      cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-      clen = 0;
-    }
-    if (cfd >= 0 && (pf[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t r = recv(cfd, cbuf + clen, sizeof cbuf - 1 - clen, MSG_DONTWAIT);
-      if (r <= 0 && !(r < 0 && (errno == EAGAIN || errno == EINTR))) {
-        close(cfd);
-        cfd = -1;
-        if (authed && verdict < 0 && !orphan_at) {
-          orphan_at = now();
-          say("rank 0's gpulaunch left without the job's status: waiting up to %.0f s for mpirun", ORPHAN_S);
-        }
-        authed = 0;
-      } else if (r > 0) {
-        clen += (size_t)r;
-        cbuf[clen] = 0;
-        char *nl;
-        while ((nl = strchr(cbuf, '\n'))) {
-          *nl = 0;
-          if (!authed) {
-            /* Another job's rank 0 (or anything else) on this port: not ours. */
-            if (strncmp(cbuf, "hello ", 6) == 0 && strcmp(cbuf + 6, token) == 0) {
-              authed = 1;
-              send_line(cfd, "ok\n");
-              if (stop_sig && !stop_sent) {
-                send_line(cfd, stop_sig == SIGINT ? "stop INT\n" : "stop TERM\n");
-                stop_sent = 1;
-              }
-            } else {
-              close(cfd);
-              cfd = -1;
-              clen = 0;
-              break;
-            }
-          } else if (strncmp(cbuf, "exit ", 5) == 0 && verdict < 0) {
-            verdict = atoi(cbuf + 5);
-            deadline = now() + (verdict == 68 ? LINGER_LOST_S : LINGER_S);
-          }
-          size_t used = (size_t)(nl + 1 - cbuf);
-          memmove(cbuf, nl + 1, clen - used + 1);
-          clen -= used;
-        }
-        if (clen >= sizeof cbuf - 1) clen = 0;
-      }
-    }
-    int st;
-    pid_t w = waitpid(pid, &st, WNOHANG);
-    if (w == pid) {
-      mpirun_status = status_of(st);
-      break;
-    }
-    double t = now();
-    if (verdict >= 0 && t > deadline) {
-      say("the job ended (exit status %d) but %s did not exit within %.0f s: ending it", verdict, av[0],
-          verdict == 68 ? LINGER_LOST_S : LINGER_S);
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      deadline = t + 3600;
-    }
-    if (orphan_at && verdict < 0 && t - orphan_at > ORPHAN_S) {
-      say("mpirun did not exit within %.0f s of losing rank 0: ending it (exit status 68)", ORPHAN_S);
-      verdict = 68;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      orphan_at = 0;
-    }
-    if (stop_sig && !stop_sent && t - stop_at > UNHEARD_S) {
-      /* Still starting up: no program runs yet, nothing to checkpoint. mpirun's SIGINT ends it. */
-      say("rank 0 has not connected yet (the job is still starting): ending mpirun");
-      kill(pid, SIGINT);
-      stop_sent = 1;
-      if (verdict < 0) verdict = stop_sig == SIGINT ? 128 + SIGINT : 75;
-      deadline = t + LINGER_S;
-    }
-  }
-  if (cfd >= 0) close(cfd);
-  int code = verdict >= 0 ? verdict : mpirun_status;
-  if (verdict >= 0 && mpirun_status != verdict && mpirun_status >= 0)
-    fprintf(stderr, "gpulaunch-run: exit status %d (the job's; %s's was %d)\n", code, av[0], mpirun_status);
+  code = job.code;
+  if (job.verdict >= 0 && job.launcher_status != job.verdict && job.launcher_status >= 0)
+    fprintf(stderr, "gpulaunch-run: exit status %d (the job's; %s's was %d)\n", code, av[0], job.launcher_status);
   free(av);
   return code;
 }

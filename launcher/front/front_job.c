@@ -1,0 +1,319 @@
+/* One launch of the job by gpulaunch-run (front_job.h): mpirun started with SIGTERM and SIGHUP
+ * blocked in a process group of its own, the user's signals passed to rank 0 through the channel,
+ * the job's status and the hosts it names lost, mpirun ended when it lingers. Libc only. */
+#include "launcher/front/front_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
+#define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
+#define ORPHAN_S 30.0     /* rank 0's channel closed without a status: its gpulaunch is gone */
+#define UNHEARD_S 5.0     /* a stop before rank 0 connected: then mpirun's own SIGINT ends it */
+#define NCONN 8           /* rank 0's connection and short ones of ranks that report a loss */
+
+static int g_pipe[2] = {-1, -1};
+
+static void on_sig(int sig) {
+  int e = errno;
+  unsigned char b = (unsigned char)sig;
+  if (write(g_pipe[1], &b, 1) < 0) { /* the pipe is full: a wake-up is pending anyway */
+  }
+  errno = e;
+}
+
+double front_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void front_say(const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof buf - 2) n = (int)sizeof buf - 2;
+  buf[n++] = '\n';
+  if (write(2, "gpulaunch-run: ", 15) < 0 || write(2, buf, (size_t)n) < 0) {
+  }
+}
+
+static int send_line(int fd, const char *line) {
+  size_t n = strlen(line);
+  return send(fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
+}
+
+static int status_of(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return 1;
+}
+
+int front_signals_init(int own_signals) {
+  if (pipe2(g_pipe, O_CLOEXEC | O_NONBLOCK) < 0) return -1;
+  struct sigaction act = {.sa_handler = on_sig};
+  sigemptyset(&act.sa_mask);
+  act.sa_flags = SA_RESTART;
+  if (own_signals) {
+    sigaction(SIGTERM, &act, NULL);
+    sigaction(SIGINT, &act, NULL);
+    sigaction(SIGHUP, &act, NULL);
+  } else { /* the caller passes them on (and must not end this command with them) */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+  }
+  sigaction(SIGCHLD, &act, NULL);
+  sigaction(SIGUSR1, &act, NULL);
+  sigaction(SIGUSR2, &act, NULL);
+  return 0;
+}
+
+static pid_t start_launcher(char **av) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    front_say("fork: %s", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL);
+    signal(SIGUSR2, SIG_DFL);
+    /* Blocked, the signals stay pending in mpirun (gpulaunch unblocks them for itself). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    const char *pre = getenv("GPULAUNCH_RUN_LD_PRELOAD");
+    if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
+    execvp(av[0], av);
+    front_say("cannot run %s: %s", av[0], strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+typedef struct conn_s {
+  int fd;
+  int authed;    /* 1: rank 0 ("hello TOKEN"), 2: a rank that tells a loss ("tell TOKEN") */
+  size_t len;
+  char buf[256];
+} conn_t;
+
+/* A host named in a "lost HOST" / "notice HOST" line, once. */
+static void add_named(char (*list)[64], int *n, const char *host) {
+  if (!*host || strlen(host) >= 64) return;
+  for (int i = 0; i < *n; i++)
+    if (strcmp(list[i], host) == 0) return;
+  if (*n < FRONT_MAX_NAMED) strcpy(list[(*n)++], host);
+}
+
+typedef struct run_s {
+  front_job_t *j;
+  pid_t pid;
+  conn_t c[NCONN];
+  int stop_sig, stop_sent, nint, rank0_seen;
+  double stop_at, deadline, orphan_at;
+} run_t;
+
+static void send_stop(run_t *r, int sig) {
+  int any = 0;
+  for (int i = 0; i < NCONN; i++)
+    if (r->c[i].fd >= 0 && r->c[i].authed == 1) {
+      send_line(r->c[i].fd, sig == SIGINT ? "stop INT\n" : "stop TERM\n");
+      any = 1;
+    }
+  r->stop_sent = any;
+}
+
+static void conn_close(run_t *r, conn_t *c) {
+  if (c->authed == 1 && r->j->verdict < 0 && !r->orphan_at) {
+    r->orphan_at = front_now();
+    front_say("rank 0's gpulaunch left without the job's status: waiting up to %.0f s for mpirun", ORPHAN_S);
+  }
+  close(c->fd);
+  c->fd = -1;
+  c->authed = 0;
+  c->len = 0;
+}
+
+/* One line from a connection; 0 to go on, -1 when the connection was closed. */
+static int conn_line(run_t *r, conn_t *c, char *line) {
+  front_job_t *j = r->j;
+  if (!c->authed) {
+    /* Another job's rank 0 (or anything else) on this port: not ours. */
+    int hello = strncmp(line, "hello ", 6) == 0, tell = strncmp(line, "tell ", 5) == 0;
+    if ((hello && strcmp(line + 6, j->token) == 0) || (tell && strcmp(line + 5, j->token) == 0)) {
+      c->authed = hello ? 1 : 2;
+      send_line(c->fd, "ok\n");
+      if (hello) r->rank0_seen = 1;
+      if (hello && r->stop_sig && !r->stop_sent) send_stop(r, r->stop_sig);
+      return 0;
+    }
+    conn_close(r, c);
+    return -1;
+  }
+  if (strncmp(line, "exit ", 5) == 0 && c->authed == 1 && j->verdict < 0) {
+    j->verdict = atoi(line + 5);
+    r->deadline = front_now() + (j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
+  } else if (strncmp(line, "lost ", 5) == 0) {
+    add_named(j->lost, &j->nlost, line + 5);
+  } else if (strncmp(line, "notice ", 7) == 0) {
+    add_named(j->notice, &j->nnotice, line + 7);
+  }
+  return 0;
+}
+
+static void conn_read(run_t *r, conn_t *c) {
+  ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n <= 0) {
+    conn_close(r, c);
+    return;
+  }
+  c->len += (size_t)n;
+  c->buf[c->len] = 0;
+  char *nl;
+  while ((nl = strchr(c->buf, '\n'))) {
+    *nl = 0;
+    if (conn_line(r, c, c->buf) < 0) return;
+    size_t used = (size_t)(nl + 1 - c->buf);
+    memmove(c->buf, nl + 1, c->len - used + 1);
+    c->len -= used;
+  }
+  if (c->len >= sizeof c->buf - 1) c->len = 0;
+}
+
+static void on_signals(run_t *r) {
+  unsigned char b[16];
+  ssize_t n = read(g_pipe[0], b, sizeof b);
+  for (ssize_t i = 0; i < n; i++) {
+    int sig = b[i];
+    if (sig == SIGCHLD) continue;
+    if (sig == SIGUSR1 || sig == SIGUSR2) { /* mpirun passes them to every rank */
+      kill(r->pid, sig);
+      continue;
+    }
+    if (sig == SIGHUP) sig = SIGTERM; /* the terminal is gone: stop as for a SIGTERM */
+    if (sig == SIGINT && ++r->nint >= 3) {
+      front_say("SIGINT a third time: killing mpirun and every rank now");
+      kill(-r->pid, SIGKILL);
+      continue;
+    }
+    int first = !r->j->user_stop;
+    r->j->user_stop = 1;
+    if (first) { /* a stop of ours (a membership change) may be under way: this one ends the job */
+      if (!r->stop_sig) r->stop_sig = sig, r->stop_at = front_now();
+      front_say("%s received: telling the job to stop (every program gets [job] preempt_signal now "
+                "and [job] grace to finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    } else if (sig != SIGINT) {
+      continue; /* repeated SIGTERMs keep the grace */
+    }
+    send_stop(r, sig);
+  }
+}
+
+static run_t *g_run; /* the launch front_job_stop acts on */
+
+void front_job_stop(front_job_t *j) {
+  run_t *r = g_run;
+  if (!r || r->j != j || r->stop_sig) return;
+  j->asked_stop = 1;
+  j->stop_asked_at = front_now();
+  r->stop_sig = SIGTERM;
+  r->stop_at = j->stop_asked_at;
+  send_stop(r, SIGTERM);
+}
+
+/* What the lingering launcher, a silent rank 0 or a stop before start-up call for. */
+static void check_timers(run_t *r) {
+  front_job_t *j = r->j;
+  double t = front_now();
+  if (j->verdict >= 0 && t > r->deadline) {
+    front_say("the job ended (exit status %d) but %s did not exit within %.0f s: ending it", j->verdict,
+              j->av[0], j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
+    kill(-r->pid, SIGKILL);
+    kill(r->pid, SIGKILL);
+    r->deadline = t + 3600;
+  }
+  if (r->orphan_at && j->verdict < 0 && t - r->orphan_at > ORPHAN_S) {
+    front_say("mpirun did not exit within %.0f s of losing rank 0: ending it (exit status 68)", ORPHAN_S);
+    j->verdict = 68;
+    kill(-r->pid, SIGKILL);
+    kill(r->pid, SIGKILL);
+    r->orphan_at = 0;
+  }
+  if (r->stop_sig && !r->stop_sent && t - r->stop_at > UNHEARD_S) {
+    /* Still starting up: no program runs yet, nothing to checkpoint. mpirun's SIGINT ends it. */
+    front_say("rank 0 has not connected yet (the job is still starting): ending mpirun");
+    kill(r->pid, SIGINT);
+    r->stop_sent = 1;
+    if (j->verdict < 0) j->verdict = r->stop_sig == SIGINT ? 128 + SIGINT : 75;
+    r->deadline = t + LINGER_S;
+  }
+}
+
+int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
+  run_t r = {.j = j};
+  j->verdict = j->launcher_status = -1;
+  j->user_stop = j->asked_stop = j->nlost = j->nnotice = 0;
+  j->stop_asked_at = 0;
+  j->started = front_now();
+  for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
+  r.pid = start_launcher(j->av);
+  if (r.pid < 0) return -1;
+  g_run = &r;
+  double next_tick = j->started + 0.2;
+  while (j->launcher_status < 0) {
+    struct pollfd pf[NCONN + 2] = {{.fd = g_pipe[0], .events = POLLIN}, {.fd = j->lfd, .events = POLLIN}};
+    for (int i = 0; i < NCONN; i++) pf[i + 2] = (struct pollfd){.fd = r.c[i].fd, .events = POLLIN};
+    int rc = poll(pf, NCONN + 2, 200);
+    if (rc < 0 && errno != EINTR) break;
+    if (pf[0].revents & POLLIN) on_signals(&r);
+    if (pf[1].revents & POLLIN) {
+      int fd = accept4(j->lfd, NULL, NULL, SOCK_CLOEXEC);
+      int slot = -1;
+      for (int i = 0; i < NCONN && slot < 0; i++)
+        if (r.c[i].fd < 0) slot = i;
+      if (fd >= 0 && slot < 0) close(fd);
+      else if (fd >= 0) r.c[slot] = (conn_t){.fd = fd};
+    }
+    for (int i = 0; i < NCONN; i++)
+      if (r.c[i].fd >= 0 && (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) conn_read(&r, &r.c[i]);
+    int st;
+    pid_t w = waitpid(r.pid, &st, WNOHANG);
+    if (w == r.pid) {
+      j->launcher_status = status_of(st);
+      break;
+    }
+    check_timers(&r);
+    if (tick && front_now() >= next_tick) {
+      next_tick = front_now() + 0.2;
+      tick(arg, j);
+    }
+  }
+  g_run = NULL;
+  for (int i = 0; i < NCONN; i++)
+    if (r.c[i].fd >= 0) close(r.c[i].fd);
+  j->code = j->verdict >= 0 ? j->verdict : j->launcher_status;
+  return 0;
+}
