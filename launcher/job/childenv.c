@@ -44,6 +44,15 @@ int childenv_add(childenv_t *ce, const char *key, const char *value) {
 
 static int set_kv(void *kv, const char *key, const char *value) { return kv_set(kv, key, value); }
 
+/* Restarts before this job's first attempt: an elastic gpulaunch-run starts the job again on other
+ * hosts and counts on (GPULAUNCH_RESTART_BASE); 0 otherwise. */
+static int restart_base(void) {
+  const char *b = getenv("GPULAUNCH_RESTART_BASE");
+  char *end = NULL;
+  long v = b && *b ? strtol(b, &end, 10) : 0;
+  return b && *b && !*end && v > 0 && v < 1000000 ? (int)v : 0;
+}
+
 /* Fill kv with gpulaunch's own variables (not the inherited ones). */
 static int ours(const childenv_t *ce, int attempt, envset_t *kv, const envset_t *inherited) {
   const job_t *j = ce->job;
@@ -61,6 +70,7 @@ static int ours(const childenv_t *ce, int attempt, envset_t *kv, const envset_t 
   CHECK(kv_set(kv, "MASTER_ADDR", ce->master_addr));
   SETI("MASTER_PORT", ce->master_port);
   CHECK(kv_set(kv, "TORCHELASTIC_RUN_ID", ce->run_id));
+  attempt += restart_base();
   SETI("TORCHELASTIC_RESTART_COUNT", attempt);
   SETI("TORCHELASTIC_MAX_RESTARTS", ce->max_restarts);
   SETI("GPULAUNCH_RESTART_COUNT", attempt);

@@ -7,6 +7,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -64,9 +65,14 @@ int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
       LOG_ERROR("cannot find a free TCP port on %s for MASTER_PORT", job->host);
       out->master_port = 29500;
     }
+    /* An elastic gpulaunch-run keeps one run id across its launches. */
+    const char *id = getenv("GPULAUNCH_RUN_ID");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(out->run_id, sizeof out->run_id, "gpl-%lx-%x", (unsigned long)ts.tv_sec,
+    if (id && *id && strlen(id) < sizeof out->run_id && strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(id))
+      util_strlcpy(out->run_id, id, sizeof out->run_id);
+    else
+      snprintf(out->run_id, sizeof out->run_id, "gpl-%lx-%x", (unsigned long)ts.tv_sec,
              (unsigned)(ts.tv_nsec ^ (unsigned)getpid()) & 0xffffffu);
   }
   CHECK(mpix_bcast(out, (int)sizeof *out, 0, job->world, job->timeout, "start-up (MASTER_ADDR/PORT)"));

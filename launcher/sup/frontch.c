@@ -64,18 +64,19 @@ fail:
   return -1;
 }
 
-int frontch_open(frontch_t *f, double timeout_s) {
-  memset(f, 0, sizeof *f);
-  f->fd = -1;
+/* Connect to the front end named in the environment and say "VERB TOKEN"; the fd once it
+ * answered "ok", 0 when no front end is named, -1 (said on stderr when loud) when none answered. */
+static int connect_front(const char *verb, double timeout_s, int loud) {
   const char *list = getenv(FRONTCH_ENV), *token = getenv(FRONTCH_TOKEN_ENV);
   if (!list || !*list) return 0;
   if (!token || !*token || strlen(token) > 64) {
-    log_print("gpulaunch: %s is set without %s: not under gpulaunch-run's control\n", FRONTCH_ENV,
-              FRONTCH_TOKEN_ENV);
+    if (loud)
+      log_print("gpulaunch: %s is set without %s: not under gpulaunch-run's control\n", FRONTCH_ENV,
+                FRONTCH_TOKEN_ENV);
     return -1;
   }
   char line[96];
-  snprintf(line, sizeof line, "hello %s\n", token);
+  snprintf(line, sizeof line, "%s %s\n", verb, token);
   char copy[1024];
   util_strlcpy(copy, list, sizeof copy);
   char *save = NULL;
@@ -99,14 +100,50 @@ int frontch_open(frontch_t *f, double timeout_s) {
     }
     if (got == 3 && memcmp(ok, "ok\n", 3) == 0) {
       LOG_INFO(SUP, "connected to gpulaunch-run at %s", ap);
-      f->fd = fd;
-      return 1;
+      return fd;
     }
     close(fd);
   }
-  log_print("gpulaunch: cannot reach gpulaunch-run at %s: a SIGTERM to it cannot stop the job "
-            "with the grace\n", list);
+  if (loud)
+    log_print("gpulaunch: cannot reach gpulaunch-run at %s: a SIGTERM to it cannot stop the job "
+              "with the grace\n", list);
   return -1;
+}
+
+int frontch_open(frontch_t *f, double timeout_s) {
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  int fd = connect_front("hello", timeout_s, 1);
+  if (fd <= 0) return fd;
+  f->fd = fd;
+  return 1;
+}
+
+/* "lost HOST" for every "(host NAME)" in who (mpix_rank_name's words), each host once. */
+static void send_lost(int fd, const char *who) {
+  char seen[1024] = " ";
+  for (const char *p = strstr(who, "(host "); p; p = strstr(p, "(host ")) {
+    p += 6;
+    size_t n = strcspn(p, ")");
+    char line[96], key[80];
+    if (n == 0 || n > 63) continue;
+    snprintf(key, sizeof key, " %.*s ", (int)n, p);
+    if (strstr(seen, key) || strlen(seen) + strlen(key) >= sizeof seen) continue;
+    strcat(seen, key + 1);
+    snprintf(line, sizeof line, "lost %.*s\n", (int)n, p);
+    if (write_all(fd, line, strlen(line)) < 0) return;
+  }
+}
+
+void frontch_lost(frontch_t *f, const char *who) {
+  if (f->fd >= 0 && !f->exit_sent) send_lost(f->fd, who);
+}
+
+void frontch_tell_lost(const char *who, double timeout_s) {
+  int fd = connect_front("tell", timeout_s, 0);
+  if (fd <= 0) return;
+  send_lost(fd, who);
+  close(fd);
 }
 
 int frontch_read(frontch_t *f) {

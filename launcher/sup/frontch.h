@@ -4,7 +4,9 @@
  *
  * gpulaunch-run exports GPULAUNCH_FRONTEND ("ADDR:PORT[,ADDR:PORT...]", tried in order) and
  * GPULAUNCH_FRONTEND_TOKEN (hex) with mpirun -x. The protocol is lines of text:
- *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n"
+ *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n", before it "lost HOST\n" for each host
+ *                         whose ranks were lost (an elastic front end goes on without them)
+ *   another rank:         "tell TOKEN\n", "lost HOST\n"..., then it closes (rank 0's host was lost)
  *   front end -> rank 0:  "stop TERM\n" or "stop INT\n" */
 #ifndef GPL_LAUNCHER_FRONTCH_H
 #define GPL_LAUNCHER_FRONTCH_H
@@ -31,6 +33,12 @@ int frontch_read(frontch_t *f);
 /* Tell the front end the job's exit status (once; later calls do nothing). */
 void frontch_exit(frontch_t *f, int code);
 void frontch_close(frontch_t *f);
+/* Name the hosts of the lost ranks (every "(host NAME)" in who, "rank 4 (host h2), ...") before
+ * the exit status. */
+void frontch_lost(frontch_t *f, const char *who);
+/* The same from a rank other than rank 0, when rank 0's host is the one lost: a connection of its
+ * own, bounded by timeout_s per address, closed at once. Nothing when there is no front end. */
+void frontch_tell_lost(const char *who, double timeout_s);
 /* 1 when this process runs under gpulaunch-run (the variable is set). */
 int frontch_present(void);
 

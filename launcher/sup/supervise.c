@@ -1187,15 +1187,19 @@ static void on_live(uv_async_t *a) {
    * dead gpulaunch: the stop was said already. */
   if (s->sig_received)
     LOG_INFO(SUP, "%s, after the job was told to stop (%s)", s->live_what, util_signal_name(s->sig_received));
-  else if (live_says_loss(s, &ev))
+  else if (live_says_loss(s, &ev)) {
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
-  else
+    /* rank 0's host is the one lost: an elastic gpulaunch-run hears which from here */
+    if (s->job->rank != 0 && ev.why != LIVE_ABORT) frontch_tell_lost(ev.who, 1.0);
+  } else
     LOG_INFO(SUP, "%s; ending the job (exit status %d)", s->live_what, GPL_EXIT_TIMEOUT);
   /* (a gpulaunch that died leaves its host alive: mpirun sees its end) */
   if (ev.why != LIVE_CLOSED) leave_lost_helper(s, ev.lost_rank);
   if (s->job->rank == 0) {
     live_abort_all(s->live, ev.lost_rank);
-    /* gpulaunch-run ends mpirun, which could wait minutes for a lost host's daemon. */
+    /* gpulaunch-run ends mpirun, which could wait minutes for a lost host's daemon; an elastic
+     * one goes on without the lost hosts. */
+    frontch_lost(&s->front, ev.who);
     frontch_exit(&s->front, GPL_EXIT_TIMEOUT);
   }
   memset(&s->exit_msg, 0, sizeof s->exit_msg);
