@@ -25,34 +25,32 @@ typedef struct fx_s {
   coord_acts_t a;
 } fx_t;
 
-static fx_t *fx_new(int size, int restarts) {
+/* The test's coordinator, freed by fx_free after the test (its teardown, also on failure). */
+static fx_t *fx_new(void **state, int size, int restarts) {
   fx_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
+  *state = f;
   coord_opts_t o = {.size = size, .restarts = restarts, .grace = 10, .stop_timeout = 5,
                     .preempt_signal = SIGUSR1, .rank_name = rank_name};
   assert_int_equal(coord_init(&f->co, &o), 0);
   return f;
 }
 
-static void fx_free(fx_t *f) {
-  coord_acts_free(&f->a);
-  coord_free(&f->co);
-  free(f);
+static int fx_free(void **state) {
+  fx_t *f = *state;
+  if (f) {
+    coord_acts_free(&f->a);
+    coord_free(&f->co);
+    free(f);
+  }
+  return 0;
 }
 
 /* A rank's event; t_fail is when its program failed. */
 static ctl_msg_t ev(int type, int rank, int attempt, int status, int signo, int flags, double t_fail,
                     const char *tail) {
-  ctl_msg_t m;
-  memset(&m, 0, sizeof m);
-  m.type = type;
-  m.rank = rank;
-  m.attempt = attempt;
-  m.status = status;
-  m.signo = signo;
-  m.flags = flags;
-  m.t_fail = t_fail;
-  m.peak_mem_mib = -1;
+  ctl_msg_t m = {.type = type, .rank = rank, .attempt = attempt, .status = status, .signo = signo,
+                 .flags = flags, .t_fail = t_fail, .peak_mem_mib = -1};
   snprintf(m.host, sizeof m.host, "%s", HOST);
   snprintf(m.tail, sizeof m.tail, "%s", tail ? tail : "");
   return m;
@@ -98,12 +96,18 @@ static void nothing(fx_t *f) {
                        f->a.v[0].text ? f->a.v[0].text : "");
 }
 static void clear(fx_t *f) { coord_acts_clear(&f->a); }
+/* The job ends: these lines printed, then CTL_EXIT with this code (returned). */
+static const ctl_msg_t *ends(fx_t *f, const char *lines, int code) {
+  assert_string_equal(texts(&f->a, COORD_PRINT), lines);
+  const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
+  assert_int_equal(m->code, code);
+  return m;
+}
 
 /* ---- a clean end ---- */
 
 static void test_clean_end(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 0);
+  fx_t *f = fx_new(state, 4, 0);
   for (int r = 0; r < 3; r++) exit_ev(f, r, 0, 10 + r);
   coord_tick(&f->co, 20, &f->a);
   nothing(f);
@@ -116,14 +120,12 @@ static void test_clean_end(void **state) {
   clear(f);
   exit_ev(f, 3, 0, 22); /* after the end, nothing more */
   nothing(f);
-  fx_free(f);
 }
 
 /* ---- the first failure and its settle window ---- */
 
 static void test_first_failure_settles(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 0);
+  fx_t *f = fx_new(state, 4, 0);
   send_ev(f, ev(CTL_EV_EXIT, 2, 0, 7, 0, 0, 100.0, "first complaint of rank 2\nfatal: giving up with 7"),
           100.0);
   nothing(f); /* others that fail too are heard first */
@@ -144,43 +146,36 @@ static void test_first_failure_settles(void **state) {
   send_ev(f, ev(CTL_EV_EXIT, 0, 0, 0, SIGTERM, CTL_F_AFTER_SIGNAL, 101.2, NULL), 101.2);
   nothing(f);
   stopped_ev(f, 3, 101.3);
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: rank 2 (host n1) exited with status 7\n"
-                      "gpulaunch: last lines of rank 2's stderr:\n"
-                      "    first complaint of rank 2\n"
-                      "    fatal: giving up with 7\n"
-                      "gpulaunch: job failed after 1 attempt (exit status 7); 1 other rank failed after it, "
-                      "2 were stopped\n");
-  const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
-  assert_int_equal(m->code, 7);
+  const ctl_msg_t *m = ends(f,
+      "gpulaunch: rank 2 (host n1) exited with status 7\n"
+      "gpulaunch: last lines of rank 2's stderr:\n"
+      "    first complaint of rank 2\n"
+      "    fatal: giving up with 7\n"
+      "gpulaunch: job failed after 1 attempt (exit status 7); 1 other rank failed after it, "
+      "2 were stopped\n", 7);
   assert_int_equal(m->rank, 2);
   assert_int_equal(m->status, 7);
   assert_string_equal(m->host, HOST);
-  fx_free(f);
 }
 
 static void test_failure_alone(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 0);
+  fx_t *f = fx_new(state, 4, 0);
   send_ev(f, ev(CTL_EV_EXIT, 1, 0, 0, SIGKILL, 0, 5.0, "about to die by signal 9"), 5.0);
   coord_tick(&f->co, 6.0, &f->a);
   clear(f);
   for (int r = 0; r < 4; r++)
     if (r != 1) stopped_ev(f, r, 6.5);
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: rank 1 (host n1) killed by signal SIGKILL\n"
-                      "gpulaunch: last lines of rank 1's stderr:\n"
-                      "    about to die by signal 9\n"
-                      "gpulaunch: job failed after 1 attempt (exit status 137); the other 3 ranks were stopped\n");
-  assert_int_equal(sent(&f->a, CTL_EXIT)->code, 137);
-  fx_free(f);
+  ends(f,
+      "gpulaunch: rank 1 (host n1) killed by signal SIGKILL\n"
+      "gpulaunch: last lines of rank 1's stderr:\n"
+      "    about to die by signal 9\n"
+      "gpulaunch: job failed after 1 attempt (exit status 137); the other 3 ranks were stopped\n", 137);
 }
 
 /* ---- the cascade: the first failure is the cause, whatever the order of the reports ---- */
 
 static void test_cascade(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 0);
+  fx_t *f = fx_new(state, 4, 0);
   /* Rank 1 crashes at 100.0 and tears down for 0.5 s; its peers fail of it and report first. */
   send_ev(f, ev(CTL_EV_EXIT, 0, 0, 1, 0, 0, 100.05, "connection closed by peer"), 100.1);
   send_ev(f, ev(CTL_EV_EXIT, 2, 0, 1, 0, 0, 100.02, "connection closed by peer"), 100.1);
@@ -191,24 +186,20 @@ static void test_cascade(void **state) {
   send_ev(f, ev(CTL_EV_EXIT, 1, 0, 7, 0, 0, 100.0, "crashing on purpose with 7"), 100.5);
   assert_string_equal(texts(&f->a, COORD_INFO),
                       "rank 1 failed 0.020 s before rank 2: it is the first failure");
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: rank 1 (host n1) exited with status 7\n"
-                      "gpulaunch: last lines of rank 1's stderr:\n"
-                      "    crashing on purpose with 7\n"
-                      "gpulaunch: job failed after 1 attempt (exit status 7); 3 other ranks failed after it, "
-                      "0 were stopped\n");
   assert_int_equal(count(&f->a, COORD_SEND), 1); /* every rank was down: no stop, the exit */
-  const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
-  assert_int_equal(m->code, 7);
+  const ctl_msg_t *m = ends(f,
+      "gpulaunch: rank 1 (host n1) exited with status 7\n"
+      "gpulaunch: last lines of rank 1's stderr:\n"
+      "    crashing on purpose with 7\n"
+      "gpulaunch: job failed after 1 attempt (exit status 7); 3 other ranks failed after it, "
+      "0 were stopped\n", 7);
   assert_int_equal(m->rank, 1);
-  fx_free(f);
 }
 
 /* ---- restarts ---- */
 
 static void test_restart(void **state) {
-  (void)state;
-  fx_t *f = fx_new(2, 1);
+  fx_t *f = fx_new(state, 2, 1);
   send_ev(f, ev(CTL_EV_EXIT, 0, 0, 5, 0, 0, 1.0, "bad batch"), 1.0);
   coord_tick(&f->co, 2.0, &f->a);
   assert_int_equal(sent(&f->a, CTL_STOP)->attempt, 0);
@@ -236,16 +227,13 @@ static void test_restart(void **state) {
   coord_tick(&f->co, 12.0, &f->a);
   clear(f);
   stopped_ev(f, 1, 12.1);
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: rank 0 (host n1) exited with status 5\n"
-                      "gpulaunch: job failed after 2 attempts (exit status 5); the other 1 rank was stopped\n");
-  assert_int_equal(sent(&f->a, CTL_EXIT)->code, 5);
-  fx_free(f);
+  ends(f,
+      "gpulaunch: rank 0 (host n1) exited with status 5\n"
+      "gpulaunch: job failed after 2 attempts (exit status 5); the other 1 rank was stopped\n", 5);
 }
 
 static void test_hang_not_restarted(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 3);
+  fx_t *f = fx_new(state, 4, 3);
   assert_true(coord_quiet(&f->co));
   coord_hang_collect(&f->co, &f->a);
   assert_int_equal(sent(&f->a, CTL_HANG)->attempt, 0);
@@ -259,21 +247,17 @@ static void test_hang_not_restarted(void **state) {
   nothing(f);
   for (int r = 0; r < 4; r++) stopped_ev(f, r, 41.0);
   assert_int_equal(count(&f->a, COORD_SEND), 1); /* no START: a hang is never restarted */
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: hang: no progress for 30 s; rank 2 waits in allreduce\n"
-                      "gpulaunch: job failed after 1 attempt (exit status 77); the other 3 ranks were stopped\n");
-  const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
-  assert_int_equal(m->code, 77);
+  const ctl_msg_t *m = ends(f,
+      "gpulaunch: hang: no progress for 30 s; rank 2 waits in allreduce\n"
+      "gpulaunch: job failed after 1 attempt (exit status 77); the other 3 ranks were stopped\n", 77);
   assert_int_equal(m->rank, 2);
   assert_true(m->flags & CTL_F_HANG);
-  fx_free(f);
 }
 
 /* ---- preemption: SIGTERM, Slurm's reason, the verdict ---- */
 
 static void test_preempted(void **state) {
-  (void)state;
-  fx_t *f = fx_new(3, 2);
+  fx_t *f = fx_new(state, 3, 2);
   signal_ev(f, 0, SIGTERM, 0, 50.0);
   assert_int_equal(f->a.n, 3);
   assert_int_equal(f->a.v[0].type, COORD_QUERY); /* Slurm is asked first */
@@ -302,12 +286,10 @@ static void test_preempted(void **state) {
   assert_int_equal(m->code, 75);
   assert_int_equal(m->flags, CTL_F_PREEMPTED);
   assert_int_equal(m->rank, -1);
-  fx_free(f);
 }
 
 static void test_preempted_by_slurm_no_answer(void **state) {
-  (void)state;
-  fx_t *f = fx_new(2, 0);
+  fx_t *f = fx_new(state, 2, 0);
   signal_ev(f, 1, SIGTERM, CTL_F_BY_RM, 50.0);
   assert_int_equal(sent(&f->a, CTL_STOP)->flags, CTL_F_USE_GRACE | CTL_F_BY_RM);
   assert_string_equal(texts(&f->a, COORD_INFO), "rank 1 received SIGTERM from Slurm: stopping every rank");
@@ -319,16 +301,13 @@ static void test_preempted_by_slurm_no_answer(void **state) {
   coord_tick(&f->co, 50.0 + COORD_QUERY_S - 0.01, &f->a);
   nothing(f);
   coord_tick(&f->co, 50.0 + COORD_QUERY_S, &f->a);
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: job preempted: SIGTERM from Slurm; every program got SIGTERM from Slurm and is "
-                      "stopped within 10 s (exit status 75: requeue the job)\n");
-  assert_int_equal(sent(&f->a, CTL_EXIT)->code, 75);
-  fx_free(f);
+  ends(f,
+      "gpulaunch: job preempted: SIGTERM from Slurm; every program got SIGTERM from Slurm and is "
+      "stopped within 10 s (exit status 75: requeue the job)\n", 75);
 }
 
 static void test_preempted_by_mpirun(void **state) {
-  (void)state;
-  fx_t *f = fx_new(1, 0);
+  fx_t *f = fx_new(state, 1, 0);
   coord_stop_by_mpirun(&f->co, 1);
   signal_ev(f, 0, SIGTERM, 0, 1.0);
   clear(f);
@@ -336,31 +315,25 @@ static void test_preempted_by_mpirun(void **state) {
   assert_string_equal(texts(&f->a, COORD_PRINT),
                       "gpulaunch: job preempted: SIGTERM from mpirun; mpirun ends every program itself, within "
                       "about a second (its exit status is its own, not 75)\n");
-  fx_free(f);
 }
 
 static void test_cancelled(void **state) {
-  (void)state;
-  fx_t *f = fx_new(2, 0);
+  fx_t *f = fx_new(state, 2, 0);
   signal_ev(f, 0, SIGTERM, CTL_F_BY_RM, 5.0);
   signal_ev(f, 1, SIGTERM, CTL_F_BY_RM, 5.0);
   stopped_ev(f, 0, 5.5);
   stopped_ev(f, 1, 5.5);
   clear(f);
   coord_slurm_end(&f->co, 0, "Slurm is cancelling the job (scancel, or its batch script ended)", 5.6, &f->a);
-  assert_string_equal(texts(&f->a, COORD_PRINT),
-                      "gpulaunch: job cancelled, not preempted: SIGTERM from Slurm: Slurm is cancelling the job "
-                      "(scancel, or its batch script ended); every program is stopped (exit status 143; nothing "
-                      "to requeue)\n");
-  const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
-  assert_int_equal(m->code, 143);
+  const ctl_msg_t *m = ends(f,
+      "gpulaunch: job cancelled, not preempted: SIGTERM from Slurm: Slurm is cancelling the job "
+      "(scancel, or its batch script ended); every program is stopped (exit status 143; nothing "
+      "to requeue)\n", 143);
   assert_int_equal(m->flags, CTL_F_CANCELLED);
-  fx_free(f);
 }
 
 static void test_interrupted(void **state) {
-  (void)state;
-  fx_t *f = fx_new(2, 0);
+  fx_t *f = fx_new(state, 2, 0);
   signal_ev(f, 0, SIGINT, 0, 5.0);
   assert_int_equal(count(&f->a, COORD_QUERY), 0); /* nothing to ask Slurm */
   assert_int_equal(sent(&f->a, CTL_STOP)->signo, SIGINT);
@@ -374,13 +347,11 @@ static void test_interrupted(void **state) {
   const ctl_msg_t *m = sent(&f->a, CTL_EXIT);
   assert_int_equal(m->code, 130);
   assert_int_equal(m->flags, CTL_F_INTERRUPTED);
-  fx_free(f);
 }
 
 /* A failure first: a signal afterwards changes nothing (the job failed). */
 static void test_signal_after_failure(void **state) {
-  (void)state;
-  fx_t *f = fx_new(2, 0);
+  fx_t *f = fx_new(state, 2, 0);
   exit_ev(f, 0, 3, 1.0);
   signal_ev(f, 1, SIGTERM, 0, 1.2);
   nothing(f);
@@ -388,14 +359,12 @@ static void test_signal_after_failure(void **state) {
   clear(f);
   stopped_ev(f, 1, 2.1);
   assert_int_equal(sent(&f->a, CTL_EXIT)->code, 3);
-  fx_free(f);
 }
 
 /* ---- a rank that never reports: the supervisor is dead ---- */
 
 static void test_preempted_dead_supervisor(void **state) {
-  (void)state;
-  fx_t *f = fx_new(3, 0);
+  fx_t *f = fx_new(state, 3, 0);
   signal_ev(f, 0, SIGTERM, 0, 100.0);
   coord_slurm_end(&f->co, 1, "", 100.0, &f->a);
   signal_ev(f, 1, SIGTERM, 0, 100.0);
@@ -416,12 +385,10 @@ static void test_preempted_dead_supervisor(void **state) {
   clear(f);
   coord_tick(&f->co, 120.0, &f->a);
   nothing(f);
-  fx_free(f);
 }
 
 static void test_failure_dead_supervisor(void **state) {
-  (void)state;
-  fx_t *f = fx_new(4, 0);
+  fx_t *f = fx_new(state, 4, 0);
   send_ev(f, ev(CTL_EV_EXIT, 3, 0, 9, 0, 0, 1.0, "oops"), 1.0);
   coord_tick(&f->co, 2.0, &f->a); /* stopped with the stop timeout (5 s) */
   stopped_ev(f, 0, 2.5);
@@ -435,7 +402,6 @@ static void test_failure_dead_supervisor(void **state) {
                       "aborting the job\n");
   assert_int_equal(f->a.v[f->a.n - 1].type, COORD_ABORT);
   assert_int_equal(f->a.v[f->a.n - 1].code, 9);
-  fx_free(f);
 }
 
 /* ---- the root cause's words ---- */
@@ -457,20 +423,20 @@ static void test_describe(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_clean_end),
-      cmocka_unit_test(test_first_failure_settles),
-      cmocka_unit_test(test_failure_alone),
-      cmocka_unit_test(test_cascade),
-      cmocka_unit_test(test_restart),
-      cmocka_unit_test(test_hang_not_restarted),
-      cmocka_unit_test(test_preempted),
-      cmocka_unit_test(test_preempted_by_slurm_no_answer),
-      cmocka_unit_test(test_preempted_by_mpirun),
-      cmocka_unit_test(test_cancelled),
-      cmocka_unit_test(test_interrupted),
-      cmocka_unit_test(test_signal_after_failure),
-      cmocka_unit_test(test_preempted_dead_supervisor),
-      cmocka_unit_test(test_failure_dead_supervisor),
+      cmocka_unit_test_teardown(test_clean_end, fx_free),
+      cmocka_unit_test_teardown(test_first_failure_settles, fx_free),
+      cmocka_unit_test_teardown(test_failure_alone, fx_free),
+      cmocka_unit_test_teardown(test_cascade, fx_free),
+      cmocka_unit_test_teardown(test_restart, fx_free),
+      cmocka_unit_test_teardown(test_hang_not_restarted, fx_free),
+      cmocka_unit_test_teardown(test_preempted, fx_free),
+      cmocka_unit_test_teardown(test_preempted_by_slurm_no_answer, fx_free),
+      cmocka_unit_test_teardown(test_preempted_by_mpirun, fx_free),
+      cmocka_unit_test_teardown(test_cancelled, fx_free),
+      cmocka_unit_test_teardown(test_interrupted, fx_free),
+      cmocka_unit_test_teardown(test_signal_after_failure, fx_free),
+      cmocka_unit_test_teardown(test_preempted_dead_supervisor, fx_free),
+      cmocka_unit_test_teardown(test_failure_dead_supervisor, fx_free),
       cmocka_unit_test(test_describe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
