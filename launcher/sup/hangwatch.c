@@ -1,0 +1,167 @@
+/* The hang watchdog's glue (launcher/hang/): progress heard through the liveness frames, rank 0
+ * declaring a hang, every rank's stacks collected off the loop, the report and the verdict. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mpix.h"
+#include "common/redact.h"
+#include "common/util.h"
+#include "launcher/hang/hang.h"
+#include "launcher/hang/progress.h"
+#include "launcher/sup/sup_int.h"
+
+#define HANG_COLLECT_S 10.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
+#define HANG_WAIT_S 13.0     /* rank 0 waits this long for every rank's stacks (<= 15 s in all) */
+
+/* The liveness thread's side (live_opts_t.progress): this rank's age for its frames, and on rank
+ * 0 the others' ages as their frames say. */
+int32_t hangwatch_progress(void *arg, int from, int32_t age_ms) {
+  sup_t *s = arg;
+  if (from < 0) {
+    double a = prog_age(s->o->progress);
+    return a < 0 ? -1 : (int32_t)GPL_MIN(a * 1000, 2e9);
+  }
+  if (s->peer_prog && from < s->job->size) {
+    uint64_t now = util_now_ns(), age = (uint64_t)age_ms * 1000000ull;
+    __atomic_store_n(&s->peer_prog[from], now > age ? now - age : 1, __ATOMIC_RELAXED);
+  }
+  return 0;
+}
+
+static void hang_work_cb(uv_work_t *w) {
+  sup_t *s = w->data;
+  s->hang_text = hang_collect(s->hang_pid, HANG_COLLECT_S);
+}
+
+static void hang_after_cb(uv_work_t *w, int status) {
+  sup_t *s = w->data;
+  (void)status;
+  /* The report is shared: no credential in the program's command line or stack goes with it
+   * (this rank's environment is the program's, so its secret values are known here). */
+  char *clean = s->hang_text ? redact_text(s->hang_text, strlen(s->hang_text)) : NULL;
+  const char *t = clean ? clean : s->hang_text ? s->hang_text : "@@none out of memory\n";
+  ctl_send_output(&s->ctl, CTL_OUT_STACKS, t, strlen(t));
+  free(clean);
+  free(s->hang_text);
+  s->hang_text = NULL;
+  s->hang_collecting = 0;
+  sup_poll_pace(s, 1);
+}
+
+/* Every rank, on CTL_HANG: collect the program's stacks off the loop, then send them to rank 0. */
+void hangwatch_collect(sup_t *s) {
+  if (s->hang_collecting) return;
+  s->hang_collecting = 1;
+  s->hang_pid = s->running && !s->exited ? (int)s->pid : 0;
+  s->hang_work.data = s;
+  LOG_INFO(SUP, "hang: collecting the stacks of the program (pid %d)", s->hang_pid);
+  if (uv_queue_work(&s->loop, &s->hang_work, hang_work_cb, hang_after_cb) < 0) {
+    s->hang_text = NULL;
+    hang_after_cb(&s->hang_work, 0);
+  }
+}
+
+/* Rank 0: a rank's stacks arrived. */
+void hangwatch_take(sup_t *s, int src, const char *data, size_t len) {
+  if (!s->hang_active || !s->hang_texts || src < 0 || src >= s->job->size || s->hang_texts[src]) return;
+  char *t = malloc(len + 1);
+  if (!t) return;
+  memcpy(t, data, len);
+  t[len] = 0;
+  s->hang_texts[src] = t;
+  s->hang_got++;
+}
+
+void hangwatch_free(sup_t *s) {
+  for (int r = 0; s->hang_texts && r < s->job->size; r++) {
+    free(s->hang_texts[r]);
+    s->hang_texts[r] = NULL;
+  }
+  s->hang_got = 0;
+}
+
+/* Rank 0: a rank without progress for hang_timeout declares the hang; every rank collects. */
+static void hang_check(sup_t *s) {
+  if (s->hang_timeout <= 0 || s->hang_active || !coord_quiet(&s->co) || !s->running || s->exited)
+    return;
+  int size = s->job->size;
+  uint64_t now = util_now_ns();
+  double floor_s = GPL_MAX(s->attempt_t0, s->hang_rearm), nows = (double)now / 1e9;
+  int nsilent = 0, first = -1;
+  double longest = 0;
+  for (int r = 0; r < size; r++) {
+    double last;
+    if (r == 0) last = nows - prog_age(s->o->progress);
+    else last = (double)__atomic_load_n(&s->peer_prog[r], __ATOMIC_RELAXED) / 1e9;
+    last = GPL_MAX(last, floor_s);
+    s->hang_silent[r] = nows - last;
+    if (s->hang_silent[r] >= s->hang_timeout) {
+      nsilent++;
+      if (first < 0 || s->hang_silent[r] > longest) first = r;
+      longest = GPL_MAX(longest, s->hang_silent[r]);
+    }
+  }
+  if (!nsilent) return;
+  s->hang_active = 1;
+  s->hang_t0 = util_now();
+  hangwatch_free(s);
+  char n[300];
+  if (nsilent == size)
+    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); collecting every "
+              "rank's stacks (%.0f s at most)\n", longest, HANG_WAIT_S);
+  else
+    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), "
+              "the longest %s; collecting every rank's stacks (%.0f s at most)\n", nsilent, size,
+              longest, mpix_rank_name(first, n, sizeof n), HANG_WAIT_S);
+  coord_hang_collect(&s->co, &s->acts);
+  sup_coord_do(s);
+}
+
+/* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
+ * (or, hang_action = report, goes on). */
+static void hang_finish(sup_t *s) {
+  int size = s->job->size;
+  hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
+  int *odd = calloc((size_t)size, sizeof *odd);
+  hang_verdict_t v;
+  memset(&v, 0, sizeof v);
+  v.first_odd = -1;
+  if (hr && odd) {
+    for (int r = 0; r < size; r++)
+      hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->hang_silent[r]};
+    hang_analyze(hr, size, odd, &v);
+    char txt[PATH_MAX], json[PATH_MAX];
+    if (hang_write_report(s->o->hang_dir, hr, size, odd, &v, s->hang_timeout, txt, json, sizeof txt) == 0) {
+      util_strlcpy(s->hang_report, txt, sizeof s->hang_report);
+      log_print("gpulaunch: hang: %s\n", v.summary);
+      log_print("gpulaunch: hang report (every rank's stacks): %s, %s\n", txt, json);
+    } else {
+      log_print("gpulaunch: hang: %s (the report could not be written)\n", v.summary);
+    }
+  }
+  int who = v.first_odd >= 0 ? v.first_odd : 0;
+  if (v.first_odd < 0)
+    for (int r = 0; r < size; r++)
+      if (s->hang_silent[r] > s->hang_silent[who]) who = r;
+  char cause[3072];
+  snprintf(cause, sizeof cause, "hang: no progress for %.0f s; %s", s->hang_timeout, v.summary);
+  free(hr);
+  free(odd);
+  hangwatch_free(s);
+  s->hang_active = 0;
+  if (s->o->hang_report_only) {
+    s->hang_rearm = util_now(); /* the next report: after another hang_timeout without progress */
+    log_print("gpulaunch: hang: [job] hang_action = report: the job goes on\n");
+    return;
+  }
+  coord_hang(&s->co, who, s->job->hosts[who], cause, util_now(), &s->acts);
+  sup_coord_do(s);
+}
+
+void hangwatch_poll(sup_t *s) {
+  if (!s->hang_active) hang_check(s);
+  else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) hang_finish(s);
+}

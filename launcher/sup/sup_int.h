@@ -1,0 +1,129 @@
+/* The supervisor's state, shared by its files (sup/): one sup_t per rank, owned by one libuv loop. */
+#ifndef GPL_LAUNCHER_SUP_INT_H
+#define GPL_LAUNCHER_SUP_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "common/strbuf.h"
+#include "launcher/live/liveness.h"
+#include "launcher/sup/coord.h"
+#include "launcher/sup/ctl.h"
+#include "launcher/sup/frontch.h"
+#include "launcher/sup/outq.h"
+#include "launcher/sup/output.h"
+#include "launcher/sup/ranklog.h"
+#include "launcher/sup/supervise.h"
+
+/* The signals gpulaunch handles (sup/signals.c). */
+enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
+
+typedef struct sup_s {
+  uv_loop_t loop;
+  const sup_opts_t *o;
+  job_t *job;
+  ctl_t ctl;
+  output_t out;
+  uv_process_t proc;
+  uv_pipe_t pipes[2];
+  uv_signal_t sigs[NSIGS];
+  uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer, rm_timer;
+  int open_handles;     /* process + pipes still open in this attempt */
+  int attempt;
+  int spawned, running, exited, reported, stop_requested, spawn_failed;
+  int sig_received;     /* SIGTERM or SIGINT received by gpulaunch */
+  int forwarded;        /* a terminating signal was sent to the program (or Slurm sent it) */
+  int sig_by_rm;        /* sig_received came from Slurm, to the program as well */
+  double rm_sig_at[NSIGS]; /* when Slurm last delivered each signal to the step */
+  int stop_signo;       /* a stop waiting for Slurm's own signal (rm_timer) */
+  double stop_grace;
+  int pending_start;    /* a START arrived while handles were still closing */
+  int64_t status;
+  int term_signal;
+  double t_end;         /* when the program ended (wall clock) */
+  double t_line;        /* when its last output line came (wall clock, 0: none yet) */
+  pid_t pid;
+  coord_t co;           /* rank 0: the coordinator (sup/coord.c) */
+  coord_acts_t acts;    /* rank 0: what it asked for, being carried out */
+  int done, exit_code;
+  ctl_msg_t exit_msg;
+  char exec_path[PATH_MAX];
+  double t0;
+  double hot_until;     /* poll every POLL_HOT_MS until then */
+  strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
+  int paused;           /* reading the program's pipes is paused (forwarding backlog) */
+  live_t *live;         /* heartbeats with the other supervisors (launcher/live/liveness.c) */
+  uv_async_t live_async;
+  int live_lost;        /* a rank was lost: ending the job without MPI */
+  char live_what[1024];
+  outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
+  int reap_asked;       /* the reaper was asked to kill the program's whole tree */
+  pid_t launcher_ppid;  /* mpirun's or srun's process (0: started alone) */
+  ranklog_t log;        /* [job] log_dir/rank-N.log */
+  frontch_t front;      /* rank 0: the channel to gpulaunch-run (fd -1: none) */
+  uv_poll_t front_poll;
+  /* The hang watchdog (launcher/hang/hang.h, progress.h). */
+  double hang_timeout;  /* o->hang_timeout, 0 when it cannot work (no liveness) */
+  double attempt_t0;    /* when this attempt's program started (progress before is none) */
+  double prog_poll_at;  /* next look at the heartbeat file */
+  uint64_t *peer_prog;  /* rank 0: util_now_ns() of each rank's last progress (__atomic) */
+  uv_work_t hang_work;  /* this rank's stack collection */
+  int hang_collecting, hang_pid;
+  char *hang_text;
+  int hang_active;      /* rank 0: a hang was declared, stacks are coming in */
+  double hang_t0, hang_rearm;
+  char **hang_texts;    /* rank 0: each rank's stacks */
+  double *hang_silent;  /* rank 0: each rank's silence when the hang was declared */
+  int hang_got;
+  char hang_report[512];
+} sup_t;
+
+/* sup/supervise.c: poll fast for a while after something happened (busy), slowly otherwise. */
+void sup_poll_pace(sup_t *s, int busy);
+
+/* sup/child.c: the program of an attempt, its pipes, its end. */
+void child_spawn(sup_t *s);
+/* Signal the program's process group (SIGKILL: its whole tree, through the reaper). */
+void child_kill(sup_t *s, int sig);
+/* SIGKILL the program after `seconds` unless it ends before. */
+void child_kill_later(sup_t *s, double seconds);
+/* Start (on) or stop reading the program's stdout (i 0) or stderr (1). */
+void child_read(sup_t *s, int i, int on);
+/* Send this rank's event (CTL_EV_*) to the coordinator, with the program's end and last lines. */
+void child_send_event(sup_t *s, int type, int flags);
+/* output_t's on_line: each complete line of the program's output. */
+void child_on_line(void *arg, int is_err, const char *line, size_t len);
+
+/* sup/forward.c: other ranks' output written by rank 0 (opts forward_output), and backpressure. */
+void forward_flush(sup_t *s, int i);
+void forward_sink(void *arg, int is_err, const char *data, size_t len);
+/* ctl_poll's on_output (rank 0): a rank's output, or its stacks after a hang. */
+void forward_take(void *arg, int src, int is_err, const char *data, size_t len);
+void forward_throttle(sup_t *s);
+
+/* sup/signals.c: signals received by gpulaunch, Slurm's, and gpulaunch-run's stop requests. */
+void signals_start(sup_t *s);
+/* Rank 0: listen to gpulaunch-run's channel, when gpulaunch-run started the job. */
+void signals_front(sup_t *s);
+/* Deliver a stop signal to the program, once, and SIGKILL it after grace seconds. */
+void signals_deliver_stop(sup_t *s, int sig, double grace, int by_rm);
+/* A stop for a signal Slurm sent the whole step: wait a moment for it to reach the program. */
+void signals_await_rm(sup_t *s, int sig, double grace);
+
+/* sup/hangwatch.c: the hang watchdog's glue (launcher/hang/). */
+int32_t hangwatch_progress(void *arg, int from, int32_t age_ms);
+void hangwatch_collect(sup_t *s);   /* every rank, on CTL_HANG */
+void hangwatch_take(sup_t *s, int src, const char *data, size_t len);
+void hangwatch_poll(sup_t *s);      /* rank 0: declare a hang, or finish one */
+void hangwatch_free(sup_t *s);
+
+/* sup/lost.c: a rank's supervisor or host was lost (launcher/live/liveness.c). */
+void lost_on_live(uv_async_t *a);
+void lost_wake(void *arg);
+
+/* sup/supervise.c: carry out what the coordinator asked for. */
+void sup_coord_do(sup_t *s);
+
+#endif
