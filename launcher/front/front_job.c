@@ -177,6 +177,10 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
     r->deadline = front_now() + (j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
   } else if (strncmp(line, "lost ", 5) == 0) {
     add_named(j->lost, &j->nlost, line + 5);
+    if (c->authed == 2 && j->verdict < 0) { /* rank 0's host is lost: it says nothing more */
+      j->verdict = 68;
+      r->deadline = front_now() + LINGER_LOST_S;
+    }
   } else if (strncmp(line, "notice ", 7) == 0) {
     add_named(j->notice, &j->nnotice, line + 7);
   }

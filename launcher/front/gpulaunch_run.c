@@ -118,20 +118,23 @@ static int is_gpulaunch(const char *w) {
   return strcmp(b ? b + 1 : w, "gpulaunch") == 0;
 }
 
-static int elastic_args(int argc, char **argv, front_elastic_t *e, int *elastic) {
+/* The elastic options among the launcher's words (before the gpulaunch word), taken out of argv
+ * (the rest closes up, *argc shrinks); 0, or -1 (said). */
+static int elastic_args(int *argc, char **argv, front_elastic_t *e, int *elastic) {
   double d;
-  int i = 1;
-  for (int k = 1; k < argc && !is_gpulaunch(argv[k]); k++)
-    if (strcmp(argv[k], "--nodes") == 0) *elastic = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--nodes") == 0) {
-      char *colon = v ? strchr(v, ':') : NULL;
+  int n = *argc, k = 1, out = 1;
+  for (int i = 1; i < n && !is_gpulaunch(argv[i]); i++)
+    if (strcmp(argv[i], "--nodes") == 0) *elastic = 1;
+  for (; k < n && !is_gpulaunch(argv[k]); k++) {
+    const char *a = argv[k], *v = k + 1 < n ? argv[k + 1] : NULL;
+    int ours = 1;
+    if (strcmp(a, "--nodes") == 0 && v) {
+      char *colon = strchr(v, ':');
       char *end1 = NULL, *end2 = NULL;
-      long mn = v ? strtol(v, &end1, 10) : 0, mx = colon ? strtol(colon + 1, &end2, 10) : mn;
-      if (!v || end1 == v || (colon ? (end1 != colon || end2 == colon + 1 || *end2) : *end1) || mn < 1 || mx < mn ||
+      long mn = strtol(v, &end1, 10), mx = colon ? strtol(colon + 1, &end2, 10) : mn;
+      if (end1 == v || (colon ? (end1 != colon || end2 == colon + 1 || *end2) : *end1) || mn < 1 || mx < mn ||
           mx > FRONT_HOST_MAX) {
-        front_say("--nodes needs MIN:MAX (1 <= MIN <= MAX <= %d) or N, got '%s'", FRONT_HOST_MAX, v ? v : "");
+        front_say("--nodes needs MIN:MAX (1 <= MIN <= MAX <= %d) or N, got '%s'", FRONT_HOST_MAX, v);
         return -1;
       }
       e->min = (int)mn;
@@ -152,34 +155,38 @@ static int elastic_args(int argc, char **argv, front_elastic_t *e, int *elastic)
       if (number_arg(a, v, 1, &d) < 0) return -1;
       e->max_restarts = (int)d;
     } else {
-      break;
+      ours = 0;
+    }
+    if (!ours) {
+      static const char *const taken[] = {"-np", "-n", "-c", "--np", "--host", "-H", "--hostfile",
+                                          "--machinefile", "-hostfile", "-machinefile", NULL};
+      for (int t = 0; *elastic && taken[t]; t++)
+        if (strcmp(a, taken[t]) == 0) {
+          front_say("%s: an elastic job's ranks follow its hosts' slots; leave %s out", a, a);
+          return -1;
+        }
+      argv[out++] = argv[k];
+      continue;
     }
     if (!v) {
       front_say("%s needs a value", a);
       return -1;
     }
-    i++;
+    if (!*elastic) {
+      front_say("%s is an elastic option: give --nodes MIN:MAX too", a);
+      return -1;
+    }
+    k++;
   }
-  if (!*elastic && (e->script || i > 1)) {
-    front_say("%s is an elastic option: give --nodes MIN:MAX first", e->script ? "--host-discovery-script" : argv[1]);
-    return -1;
-  }
+  for (; k < n; k++) argv[out++] = argv[k];
+  argv[out] = NULL;
+  *argc = out;
   if (*elastic && !!e->hostfile == !!e->script) {
     front_say("--nodes needs the hosts from --hostfile FILE or --host-discovery-script SCRIPT (one of them)");
     return -1;
   }
   if (*elastic && e->interval < 0.5) e->interval = 0.5;
-  for (int k = i; *elastic && k < argc; k++) {
-    static const char *const taken[] = {"-np", "-n", "-c", "--np", "--host", "-H", "--hostfile", "--machinefile",
-                                        "-hostfile", "-machinefile", NULL};
-    if (is_gpulaunch(argv[k])) break;
-    for (int t = 0; taken[t]; t++)
-      if (strcmp(argv[k], taken[t]) == 0) {
-        front_say("%s: an elastic job's ranks follow its hosts' slots; leave %s out", argv[k], argv[k]);
-        return -1;
-      }
-  }
-  return i;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -189,8 +196,7 @@ int main(int argc, char **argv) {
   }
   front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1};
   int elastic = 0;
-  int first = elastic_args(argc, argv, &el, &elastic);
-  if (first < 0) return 64;
+  if (elastic_args(&argc, argv, &el, &elastic) < 0) return 64;
   const char *mpirun = getenv("GPULAUNCH_MPIRUN");
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
@@ -264,8 +270,8 @@ int main(int argc, char **argv) {
     }
     el.head = av;
     el.nhead = n;
-    el.tail = argv + first;
-    el.ntail = argc - first;
+    el.tail = argv + 1;
+    el.ntail = argc - 1;
     code = front_elastic_run(&el, &job);
     free(av);
     return code;
