@@ -79,9 +79,9 @@ int notice_time_parse(const char *s, double *out) {
       s = end;
     }
     if (strcmp(s, "Z") != 0 && strcmp(s, "+00:00") != 0) return GPL_EINVAL;
-  } else if (sscanf(s, "%3s %2d %3s %4d %2d:%2d:%2d GMT%n", wday, &d, mon, &y, &h, &mi, &sec, &n) == 7 &&
+  } else if (sscanf(s, "%3[A-Za-z], %2d %3s %4d %2d:%2d:%2d GMT%n", wday, &d, mon, &y, &h, &mi, &sec, &n) == 7 &&
              wday[0] && s[n] == 0) {
-    /* "Mon, 19 Sep 2016 18:29:47 GMT": %3s took "Mon" and left the comma to the space */
+    /* "Mon, 19 Sep 2016 18:29:47 GMT" */
     for (int i = 0; i < 12; i++)
       if (strcmp(mon, months[i]) == 0) mo = i + 1;
   } else {
