@@ -5,6 +5,7 @@
 # reported once; the token sent on every GET and fetched once; Azure's ack received with its body;
 # every poll within its bound, a stop that cuts a slow request off; one warning per trouble.
 #   test_notice_http.sh NOTICE_DRIVE MOCK_METADATA_PY
+# shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../../lib.sh"
 drive=${1:?notice_drive} mock=${2:?mock_metadata.py}
 
