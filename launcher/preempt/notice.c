@@ -109,10 +109,10 @@ void notice_quote(char *dst, size_t dstlen, const char *body, size_t len) {
   if (dstlen) dst[k < dstlen ? k : dstlen - 1] = 0;
 }
 
-int notice_bad_status(const notice_reply_t *r, const char *url, char *why, size_t whylen) {
+int notice_bad_status(const notice_reply_t *r, char *why, size_t whylen) {
   char q[48];
   notice_quote(q, sizeof q, r->body, r->len);
-  util_fmt(why, whylen, "HTTP %ld from %s: '%s'", r->status, url, q);
+  util_fmt(why, whylen, "HTTP %ld from %s: '%s'", r->status, r->url, q);
   return GPL_EPROTO;
 }
 

@@ -41,17 +41,15 @@ int notice_aws_parse(const char *body, size_t len, notice_t *out, char *why, siz
 /* A session token for the next requests (PUT /latest/api/token), kept until a minute before its end. */
 static int token(notice_watch_t *w, char *why, size_t whylen) {
   if (w->aws_token[0] && util_now() - w->aws_token_at < TOKEN_TTL - 60) return 0;
-  char url[600];
-  util_fmt(url, sizeof url, "%s/latest/api/token", w->base);
   const char *const hdr[] = {"X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(&w->http, "PUT", url, hdr, NULL, &r, why, whylen);
+  int rc = notice_http_do(&w->http, "PUT", w->base, "/latest/api/token", hdr, NULL, &r, why, whylen);
   if (rc < 0) return rc;
   size_t n = strspn(r.body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=+/.");
   if (r.status != 200) {
-    rc = notice_bad_status(&r, url, why, whylen);
+    rc = notice_bad_status(&r, why, whylen);
   } else if (n == 0 || n != r.len || n >= sizeof w->aws_token) {
-    util_fmt(why, whylen, "the token from %s is not a token", url);
+    util_fmt(why, whylen, "the token from %s is not a token", r.url);
     rc = GPL_EPROTO;
   } else {
     memcpy(w->aws_token, r.body, n + 1);
@@ -64,19 +62,20 @@ static int token(notice_watch_t *w, char *why, size_t whylen) {
 int notice_aws_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
   int rc = token(w, why, whylen);
   if (rc < 0) return rc;
-  char url[600], hdr[300];
-  util_fmt(url, sizeof url, "%s/latest/meta-data/spot/instance-action", w->base);
+  char hdr[300];
   util_fmt(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", w->aws_token);
   const char *const hdrs[] = {hdr, NULL};
   notice_reply_t r;
-  if ((rc = notice_http_do(&w->http, "GET", url, hdrs, NULL, &r, why, whylen)) < 0) return rc;
+  rc = notice_http_do(&w->http, "GET", w->base, "/latest/meta-data/spot/instance-action", hdrs, NULL, &r, why,
+                      whylen);
+  if (rc < 0) return rc;
   if (r.status == 404) {
     rc = 0; /* nothing pending */
   } else if (r.status == 200) {
     rc = notice_aws_parse(r.body, r.len, out, why, whylen);
   } else {
     if (r.status == 401) w->aws_token[0] = 0; /* expired or revoked: a new one next time */
-    rc = notice_bad_status(&r, url, why, whylen);
+    rc = notice_bad_status(&r, why, whylen);
   }
   notice_reply_free(&r);
   return rc;

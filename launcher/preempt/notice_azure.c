@@ -70,17 +70,15 @@ int notice_azure_parse(const char *body, size_t len, const char *vm_name, double
 /* This VM's name, which the events name in Resources (asked once, until answered). */
 static int fetch_name(notice_watch_t *w, char *why, size_t whylen) {
   if (w->vm_name[0]) return 0;
-  char url[600];
-  util_fmt(url, sizeof url, "%s" NAME_PATH, w->base);
   const char *const hdrs[] = {"Metadata: true", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(&w->http, "GET", url, hdrs, NULL, &r, why, whylen);
+  int rc = notice_http_do(&w->http, "GET", w->base, NAME_PATH, hdrs, NULL, &r, why, whylen);
   if (rc < 0) return rc;
   char *name = util_trim(r.body);
   if (r.status != 200) {
-    rc = notice_bad_status(&r, url, why, whylen);
+    rc = notice_bad_status(&r, why, whylen);
   } else if (!*name || strlen(name) >= sizeof w->vm_name || strpbrk(name, " \t\r\n\"")) {
-    util_fmt(why, whylen, "the VM name from %s is not a name", url);
+    util_fmt(why, whylen, "the VM name from %s is not a name", r.url);
     rc = GPL_EPROTO;
   } else {
     util_strlcpy(w->vm_name, name, sizeof w->vm_name);
@@ -92,18 +90,16 @@ static int fetch_name(notice_watch_t *w, char *why, size_t whylen) {
 int notice_azure_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
   int rc = fetch_name(w, why, whylen);
   if (rc < 0) return rc;
-  char url[600];
-  util_fmt(url, sizeof url, "%s" EVENTS_PATH, w->base);
   const char *const hdrs[] = {"Metadata: true", NULL};
   notice_reply_t r;
-  if ((rc = notice_http_do(&w->http, "GET", url, hdrs, NULL, &r, why, whylen)) < 0) return rc;
+  if ((rc = notice_http_do(&w->http, "GET", w->base, EVENTS_PATH, hdrs, NULL, &r, why, whylen)) < 0) return rc;
   rc = r.status == 200 ? notice_azure_parse(r.body, r.len, w->vm_name, util_wall_now(), out, why, whylen)
-                       : notice_bad_status(&r, url, why, whylen);
+                       : notice_bad_status(&r, why, whylen);
   notice_reply_free(&r);
   return rc;
 }
 
-int notice_azure_ack(notice_watch_t *w, notice_http_t *h, const char *event_id, char *why, size_t whylen) {
+int notice_azure_ack(const notice_watch_t *w, notice_http_t *h, const char *event_id, char *why, size_t whylen) {
   cJSON *doc = cJSON_CreateObject(), *reqs = cJSON_AddArrayToObject(doc, "StartRequests");
   cJSON *one = cJSON_CreateObject();
   char *body = NULL;
@@ -114,14 +110,12 @@ int notice_azure_ack(notice_watch_t *w, notice_http_t *h, const char *event_id, 
   cJSON_Delete(one);
   cJSON_Delete(doc);
   if (!body) return util_fmt(why, whylen, "out of memory"), GPL_ENOMEM;
-  char url[600];
-  util_fmt(url, sizeof url, "%s" EVENTS_PATH, w->base);
   const char *const hdrs[] = {"Metadata: true", "Content-Type: application/json", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(h, "POST", url, hdrs, body, &r, why, whylen);
+  int rc = notice_http_do(h, "POST", w->base, EVENTS_PATH, hdrs, body, &r, why, whylen);
   cJSON_free(body);
   if (rc < 0) return rc;
-  if (r.status != 200) rc = notice_bad_status(&r, url, why, whylen);
+  if (r.status != 200) rc = notice_bad_status(&r, why, whylen);
   notice_reply_free(&r);
   return rc;
 }

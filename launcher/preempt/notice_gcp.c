@@ -24,14 +24,13 @@ int notice_gcp_parse(const char *body, size_t len, double now, notice_t *out, ch
 }
 
 int notice_gcp_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
-  char url[600];
-  util_fmt(url, sizeof url, "%s/computeMetadata/v1/instance/preempted", w->base);
   const char *const hdrs[] = {"Metadata-Flavor: Google", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(&w->http, "GET", url, hdrs, NULL, &r, why, whylen);
+  int rc = notice_http_do(&w->http, "GET", w->base, "/computeMetadata/v1/instance/preempted", hdrs, NULL, &r,
+                          why, whylen);
   if (rc < 0) return rc;
   rc = r.status == 200 ? notice_gcp_parse(r.body, r.len, util_wall_now(), out, why, whylen)
-                       : notice_bad_status(&r, url, why, whylen);
+                       : notice_bad_status(&r, why, whylen);
   notice_reply_free(&r);
   return rc;
 }

@@ -107,9 +107,11 @@ static int run(notice_http_t *h, CURL *e, CURLcode *result) {
   return rc;
 }
 
-int notice_http_do(notice_http_t *h, const char *method, const char *url, const char *const *headers,
-                   const char *body, notice_reply_t *r, char *why, size_t whylen) {
+int notice_http_do(notice_http_t *h, const char *method, const char *base, const char *path,
+                   const char *const *headers, const char *body, notice_reply_t *r, char *why, size_t whylen) {
   memset(r, 0, sizeof *r);
+  util_fmt(r->url, sizeof r->url, "%s%s", base, path);
+  const char *url = r->url;
   CURL *e = curl_easy_init();
   if (!e) return GPL_ENOMEM;
   struct curl_slist *hl = NULL;
@@ -154,7 +156,7 @@ int notice_http_do(notice_http_t *h, const char *method, const char *url, const 
     if (!r->body && !(r->body = calloc(1, 1))) rc = GPL_ENOMEM;
   }
 out:
-  if (rc < 0) notice_reply_free(r);
+  if (rc < 0) free(r->body), r->body = NULL, r->len = 0;
   curl_slist_free_all(hl);
   curl_easy_cleanup(e);
   return rc;

@@ -20,6 +20,7 @@ typedef struct notice_http_s {
 } notice_http_t;
 
 typedef struct notice_reply_s {
+  char url[600];      /* what was asked (base and path) */
   long status;        /* HTTP status */
   char *body;         /* NUL-terminated (malloc'd), len bytes before the NUL */
   size_t len;
@@ -30,12 +31,13 @@ int notice_http_init(notice_http_t *h, const notice_opts_t *opts, atomic_int *st
 void notice_http_free(notice_http_t *h);
 /* Wake a request in flight (from another thread), so that it sees the stop flag at once. */
 void notice_http_wake(notice_http_t *h);
-/* One request: method GET, PUT or POST, headers NULL-terminated (or NULL), body (or NULL). 0 with
+/* One request to base + path: method GET, PUT or POST, headers NULL-terminated (or NULL), body (or
+ * NULL). 0 with
  * any HTTP status in *r (free with notice_reply_free), or GPL_ETIMEDOUT (no answer within the
  * bounds), GPL_EUNREACH (refused, no route), GPL_EPROTO (answer over NOTICE_BODY_MAX), GPL_EIO,
  * GPL_ENOMEM, GPL_ESTATE (stopped); why says what and where. */
-int notice_http_do(notice_http_t *h, const char *method, const char *url, const char *const *headers,
-                   const char *body, notice_reply_t *r, char *why, size_t whylen);
+int notice_http_do(notice_http_t *h, const char *method, const char *base, const char *path,
+                   const char *const *headers, const char *body, notice_reply_t *r, char *why, size_t whylen);
 void notice_reply_free(notice_reply_t *r);
 
 struct notice_watch_s {
@@ -63,7 +65,7 @@ int notice_aws_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen);
 int notice_gcp_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen);
 int notice_azure_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen);
 /* POST StartRequests for event_id (notice_ack). */
-int notice_azure_ack(notice_watch_t *w, notice_http_t *h, const char *event_id, char *why, size_t whylen);
+int notice_azure_ack(const notice_watch_t *w, notice_http_t *h, const char *event_id, char *why, size_t whylen);
 
 /* "2026-12-06T08:22:00Z" (ISO 8601, UTC, fraction allowed) or "Mon, 19 Sep 2016 18:29:47 GMT"
  * (RFC 1123) to seconds since the epoch: 0 or GPL_EINVAL. */
@@ -71,6 +73,6 @@ int notice_time_parse(const char *s, double *out);
 /* At most 40 bytes of an answer for a reason, anything unprintable as '?'. */
 void notice_quote(char *dst, size_t dstlen, const char *body, size_t len);
 /* The reason for an answer with an HTTP status this poll did not expect: GPL_EPROTO. */
-int notice_bad_status(const notice_reply_t *r, const char *url, char *why, size_t whylen);
+int notice_bad_status(const notice_reply_t *r, char *why, size_t whylen);
 
 #endif
