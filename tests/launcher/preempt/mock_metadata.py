@@ -8,7 +8,7 @@ Each scenario is a path prefix (the watcher's endpoint is http://127.0.0.1:PORT/
                     Preempt for this one, Metadata checked; a POST is an ack, recorded)
   slow              every answer comes after SLOW seconds (beyond the watcher's bound)
   aws-bad, gcp-bad, azure-bad   malformed answers
-Writes the port it listens on and a closed port to PORTFILE; every request to LOG as
+Writes the port it listens on and a refusing port to PORTFILE; every request to LOG as
 "scenario method path status"; every ack body to ACKS. Ends by itself after LIFETIME seconds.
   mock_metadata.py PORTFILE LOG ACKS [PENDING=2] [SLOW=10] [LIFETIME=110]
 """
@@ -130,10 +130,10 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
+# bound but never listening: connections to it are refused, and no other program can take it
 closed = socket.socket()
 closed.bind(("127.0.0.1", 0))
 closed_port = closed.getsockname()[1]
-closed.close()
 with open(portfile + ".tmp", "w") as f:
     f.write(f"{server.server_address[1]} {closed_port}\n")
 os.rename(portfile + ".tmp", portfile)  # the file appears whole
