@@ -10,6 +10,8 @@ pkgs=(
   libopenmpi-dev openmpi-bin
   libhwloc-dev hwloc
   libuv1-dev libinih-dev libcjson-dev libssl-dev
+  # the cloud's interruption notices over HTTP (launcher/preempt/)
+  libcurl4-openssl-dev
   iproute2 iptables procps util-linux bc python3
   gnuplot-nox jq libxml2-utils shellcheck
   patchelf

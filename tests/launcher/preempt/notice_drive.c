@@ -1,0 +1,122 @@
+/* Runs the notice watcher against a metadata endpoint and checks what it reports and how long it
+ * takes (test_notice_http.sh runs it against mock_metadata.py):
+ *   notice_drive --kind aws|gcp|azure --endpoint URL [--timeout S] [--expect ACTION]
+ *                [--polls N] [--stop-at S] [--ack] [--wait S]
+ * --expect: a notice with that action comes within --wait seconds (default 30), and only one;
+ * without it, none may come. --polls: wait for N polls first. --stop-at: stop that many seconds
+ * after the start (in the middle of a request, for the slow endpoint). --ack: acknowledge the
+ * notice (Azure). Always: no poll took longer than its bound (two requests), and the stop returned
+ * within a second, however slow the endpoint. Prints one line per fact; exits 1 on a failed check. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "gpulaunch/error.h"
+#include "launcher/preempt/notice.h"
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+static notice_t g_notice;
+static int g_count;
+
+static void on_notice(const notice_t *n, void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_mu);
+  if (!g_count++) g_notice = *n;
+  pthread_cond_broadcast(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+static int g_failed;
+#define CHECK_THAT(cond, ...)                                                                     \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      printf("FAIL: ");                                                                           \
+      printf(__VA_ARGS__);                                                                        \
+      printf("\n");                                                                               \
+      g_failed = 1;                                                                               \
+    }                                                                                             \
+  } while (0)
+
+int main(int argc, char **argv) {
+  notice_opts_t o;
+  notice_opts_init(&o);
+  const char *expect = NULL;
+  int polls = 0, ack = 0;
+  double stop_at = 0, wait = 30;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--ack") == 0) {
+      ack = 1;
+      continue;
+    }
+    if (!v) return fprintf(stderr, "usage: see notice_drive.c\n"), 2;
+    i++;
+    if (strcmp(a, "--kind") == 0 && notice_kind_parse(v, &o.kind) == 0) continue;
+    if (strcmp(a, "--endpoint") == 0) o.endpoint = v;
+    else if (strcmp(a, "--timeout") == 0) o.timeout = atof(v);
+    else if (strcmp(a, "--expect") == 0) expect = v;
+    else if (strcmp(a, "--polls") == 0) polls = atoi(v);
+    else if (strcmp(a, "--stop-at") == 0) stop_at = atof(v);
+    else if (strcmp(a, "--wait") == 0) wait = atof(v);
+    else return fprintf(stderr, "notice_drive: unknown argument %s\n", a), 2;
+  }
+  log_init();
+  double t0 = util_now();
+  notice_watch_t *w;
+  int rc = notice_watch_start(&w, &o, on_notice, NULL);
+  if (rc < 0 || !w) return printf("FAIL: notice_watch_start: %s\n", gpl_strerror(rc)), 1;
+
+  if (expect) {
+    pthread_mutex_lock(&g_mu);
+    while (!g_count && util_now() - t0 < wait) {
+      pthread_mutex_unlock(&g_mu);
+      util_sleep(0.05);
+      pthread_mutex_lock(&g_mu);
+    }
+    notice_t n = g_notice;
+    int got = g_count;
+    pthread_mutex_unlock(&g_mu);
+    CHECK_THAT(got, "no notice within %.0f s", wait);
+    if (got) {
+      printf("notice cloud=%s action=%s deadline=%.0f id=%s after=%.1f\ntext: %s\n", notice_kind_name(n.cloud),
+             n.action, n.deadline, n.event_id, util_now() - t0, n.text);
+      CHECK_THAT(strcmp(n.action, expect) == 0, "action %s, expected %s", n.action, expect);
+      CHECK_THAT(n.cloud == o.kind, "cloud %s", notice_kind_name(n.cloud));
+      if (ack) {
+        double a0 = util_now();
+        rc = notice_ack(w, n.event_id);
+        printf("ack rc=%d took=%.2f\n", rc, util_now() - a0);
+        CHECK_THAT(rc == 0, "ack: %s", gpl_strerror(rc));
+      }
+    }
+  }
+  notice_stats_t st;
+  for (notice_watch_stats(w, &st); st.polls < polls && util_now() - t0 < wait; notice_watch_stats(w, &st))
+    util_sleep(0.05);
+  CHECK_THAT(st.polls >= polls, "%d polls within %.0f s, expected %d", st.polls, wait, polls);
+  /* a notice stays pending: the next polls see it again, and it is not reported twice */
+  if (expect) {
+    int seen = st.polls;
+    for (; st.polls < seen + 1 && util_now() - t0 < wait; notice_watch_stats(w, &st)) util_sleep(0.05);
+  }
+  if (stop_at > 0 && util_now() - t0 < stop_at) util_sleep(stop_at - (util_now() - t0));
+  notice_watch_stats(w, &st);
+  double s0 = util_now();
+  notice_watch_stop(w);
+  double stop_took = util_now() - s0;
+  printf("polls=%d failures=%d notices=%d longest=%.2f stop=%.2f\n", st.polls, st.failures, st.notices,
+         st.longest, stop_took);
+  /* a poll is at most two requests, each bounded by the timeout (with room for a loaded machine) */
+  CHECK_THAT(st.longest <= 2 * o.timeout + 0.5, "a poll took %.2f s, over its bound %.1f s", st.longest,
+             2 * o.timeout);
+  CHECK_THAT(stop_took < 1.0, "stop took %.2f s", stop_took);
+  pthread_mutex_lock(&g_mu);
+  CHECK_THAT(g_count == (expect ? 1 : 0), "%d notices reported, expected %d", g_count, expect ? 1 : 0);
+  pthread_mutex_unlock(&g_mu);
+  printf("%s\n", g_failed ? "FAILED" : "ok");
+  return g_failed;
+}
