@@ -191,18 +191,18 @@ typedef struct tconf_s {
 } tconf_t;
 
 static int read_conf(const conf_t *c, tconf_t *t) {
-  t->steps = conf_int(c, "train", "steps");
-  t->batch = conf_int(c, "train", "batch");
-  t->hidden = conf_int(c, "train", "hidden");
-  t->lr = conf_double(c, "train", "lr");
-  t->log_every = conf_int(c, "train", "log_every");
-  t->seed = conf_int(c, "train", "seed");
-  t->loss_scale = conf_double(c, "train", "loss_scale");
-  t->growth_interval = conf_int(c, "train", "growth_interval");
-  t->backend = conf_str(c, "comm", "backend");
-  t->wire = conf_str(c, "comm", "wire_dtype");
-  t->bucket_mb = conf_double(c, "comm", "bucket_mb");
-  t->init_timeout = conf_duration(c, "comm", "init_timeout");
+  t->steps = c->train.steps;
+  t->batch = c->train.batch;
+  t->hidden = c->train.hidden;
+  t->lr = c->train.lr;
+  t->log_every = c->train.log_every;
+  t->seed = c->train.seed;
+  t->loss_scale = c->train.loss_scale;
+  t->growth_interval = c->train.growth_interval;
+  t->backend = c->comm.backend;
+  t->wire = c->comm.wire_dtype;
+  t->bucket_mb = c->comm.bucket_mb;
+  t->init_timeout = c->comm.init_timeout;
   if (t->steps < 1 || t->batch < 1 || t->hidden < 1 || t->log_every < 1 || !(t->lr >= 0) ||
       !(t->loss_scale > 0) || t->growth_interval < 1 || !(t->bucket_mb > 0))
     return GPL_ECONFIG;
