@@ -134,6 +134,8 @@ void conf_register_secrets(const conf_t *c);
 void conf_print(FILE *f, const conf_t *c);
 /* The schema (for --help and the docs). */
 const conf_key_t *conf_schema(int *n);
+/* The configuration reference in Markdown, docs/config.md (conf_doc.c). */
+void conf_doc_markdown(FILE *f);
 /* The NCCL variables [nccl] accepts, without their NCCL_ prefix (conf_nccl.c). */
 const char *const *conf_nccl_vars(size_t *n);
 
