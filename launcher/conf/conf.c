@@ -39,13 +39,14 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
                 char **errors_out) {
   conf_t *c = conf_new();
   ALLOCCHECK(c);
+  conf_state_t *st = c->st;
   int rc = GPL_OK;
-  for (int i = 0; i < c->st->nkeys; i++)
-    if (c->st->schema[i].type != CONF_FREE) CHECKGOTO(conf_value_default(c, &c->st->vals[i]), rc, fail);
+  for (int i = 0; i < st->nkeys; i++)
+    if (st->schema[i].type != CONF_FREE) CHECKGOTO(conf_value_default(c, &st->vals[i]), rc, fail);
   if (path) {
-    c->st->path = strdup(path);
+    st->path = strdup(path);
     char *tmp = strdup(path);
-    c->st->dir = strdup(tmp ? dirname(tmp) : ".");
+    st->dir = strdup(tmp ? dirname(tmp) : ".");
     free(tmp);
     if (read_err) {
       conf_ini_error(c, 0, "cannot open the config file: %s", read_err);
@@ -57,18 +58,18 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     const conf_val_t *cmd = conf_value_find(c, "job", "command"), *bi = conf_value_find(c, "job", "builtin");
     if (cmd->text && bi->text)
       conf_ini_error(c, cmd->line, "[job] has both 'command' and 'builtin' (line %d); keep one", bi->line);
-    if (cmd->text && cmd->argc == 0 && !c->st->nerrors)
+    if (cmd->text && cmd->argc == 0 && !st->nerrors)
       conf_ini_error(c, cmd->line, "[job] command: empty command");
   }
-  if (c->st->nerrors) {
-    if (c->st->nerrors > MAX_ERRORS_SHOWN)
-      strbuf_printf(&c->st->errors, "gpulaunch: %s: ... and %d more errors\n", c->st->path,
-                    c->st->nerrors - MAX_ERRORS_SHOWN);
+  if (st->nerrors) {
+    if (st->nerrors > MAX_ERRORS_SHOWN)
+      strbuf_printf(&st->errors, "gpulaunch: %s: ... and %d more errors\n", st->path,
+                    st->nerrors - MAX_ERRORS_SHOWN);
     /* No error quotes a secret: a value of the file's secret-named [env]/[nccl] keys or of a
      * secret-named environment variable, wherever it stands (a bad 'grace = <that value>'
      * too), and anything of a key's shape (redact_text). */
     conf_register_secrets(c);
-    const char *all = strbuf_str(&c->st->errors);
+    const char *all = strbuf_str(&st->errors);
     char *shown = redact_text(all, strlen(all));
     if (errors_out) *errors_out = shown, shown = NULL;
     else if (job_env_rank() <= 0)
@@ -77,8 +78,8 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     rc = GPL_ECONFIG;
     goto fail;
   }
-  for (int i = 0; i < c->st->nkeys; i++)
-    if (c->st->schema[i].type != CONF_FREE) conf_value_store(c, &c->st->vals[i]);
+  for (int i = 0; i < st->nkeys; i++)
+    if (st->schema[i].type != CONF_FREE) conf_value_store(c, &st->vals[i]);
   *out = c;
   return GPL_OK;
 fail:
@@ -211,9 +212,10 @@ int conf_has_section(const conf_t *c, const char *section) {
 }
 
 void conf_print(FILE *f, const conf_t *c) {
+  conf_state_t *st = c->st;
   const char *sec = "";
-  for (int i = 0; i < c->st->nkeys; i++) {
-    const conf_key_t *k = &c->st->schema[i];
+  for (int i = 0; i < st->nkeys; i++) {
+    const conf_key_t *k = &st->schema[i];
     if (strcmp(sec, k->section) != 0) {
       fprintf(f, "%s[%s]\n", *sec ? "\n" : "", k->section);
       sec = k->section;
@@ -222,7 +224,7 @@ void conf_print(FILE *f, const conf_t *c) {
       conf_vars_print(f, c, conf_vars_index(k->section));
       continue;
     }
-    const conf_val_t *v = &c->st->vals[i];
+    const conf_val_t *v = &st->vals[i];
     const char *text = v->text ? v->text : k->def;
     if (k->type == CONF_COMMAND && v->argc > 0) { /* word by word: "--hf_token VALUE" redacted */
       char *line = redact_command(v->argv, v->argc);

@@ -12,13 +12,14 @@
 #include "launcher/conf/conf_priv.h"
 
 void conf_ini_error(conf_t *c, int line, const char *fmt, ...) {
-  if (++c->st->nerrors > MAX_ERRORS_SHOWN) return;
+  conf_state_t *st = c->st;
+  if (++st->nerrors > MAX_ERRORS_SHOWN) return;
   va_list ap;
   va_start(ap, fmt);
-  if (line > 0) strbuf_printf(&c->st->errors, "gpulaunch: %s:%d: ", c->st->path ? c->st->path : "(defaults)", line);
-  else strbuf_printf(&c->st->errors, "gpulaunch: %s: ", c->st->path ? c->st->path : "(defaults)");
-  strbuf_vprintf(&c->st->errors, fmt, ap);
-  strbuf_append(&c->st->errors, "\n");
+  if (line > 0) strbuf_printf(&st->errors, "gpulaunch: %s:%d: ", st->path ? st->path : "(defaults)", line);
+  else strbuf_printf(&st->errors, "gpulaunch: %s: ", st->path ? st->path : "(defaults)");
+  strbuf_vprintf(&st->errors, fmt, ap);
+  strbuf_append(&st->errors, "\n");
   va_end(ap);
 }
 
@@ -29,12 +30,13 @@ static int known_section(const conf_t *c, const char *s) {
 }
 
 static void suggest_section(conf_t *c, int line, const char *s) {
+  conf_state_t *st = c->st;
   const char *names[64];
   size_t n = 0;
-  for (int i = 0; i < c->st->nkeys && n < GPL_ARRAY_LEN(names); i++) {
+  for (int i = 0; i < st->nkeys && n < GPL_ARRAY_LEN(names); i++) {
     int dup = 0;
-    for (size_t j = 0; j < n; j++) dup |= strcmp(names[j], c->st->schema[i].section) == 0;
-    if (!dup) names[n++] = c->st->schema[i].section;
+    for (size_t j = 0; j < n; j++) dup |= strcmp(names[j], st->schema[i].section) == 0;
+    if (!dup) names[n++] = st->schema[i].section;
   }
   const char *near = util_nearest(s, names, n);
   strbuf_t all = STRBUF_INIT;
@@ -47,16 +49,17 @@ static void suggest_section(conf_t *c, int line, const char *s) {
 }
 
 static void suggest_key(conf_t *c, int line, const char *section, const char *key) {
+  conf_state_t *st = c->st;
   const char *names[64];
   size_t n = 0;
-  for (int i = 0; i < c->st->nkeys && n < GPL_ARRAY_LEN(names); i++)
-    if (strcmp(c->st->schema[i].section, section) == 0) names[n++] = c->st->schema[i].key;
+  for (int i = 0; i < st->nkeys && n < GPL_ARRAY_LEN(names); i++)
+    if (strcmp(st->schema[i].section, section) == 0) names[n++] = st->schema[i].key;
   const char *near = util_nearest(key, names, n);
   /* A key that exists in another section is a common slip. */
   const char *other = NULL;
-  for (int i = 0; i < c->st->nkeys; i++)
-    if (strcmp(c->st->schema[i].key, key) == 0 && strcmp(c->st->schema[i].section, section) != 0)
-      other = c->st->schema[i].section;
+  for (int i = 0; i < st->nkeys; i++)
+    if (strcmp(st->schema[i].key, key) == 0 && strcmp(st->schema[i].section, section) != 0)
+      other = st->schema[i].section;
   if (near)
     conf_ini_error(c, line, "[%s] unknown key '%s' (did you mean '%s'?)", section, key, near);
   else if (other)
@@ -72,15 +75,16 @@ static void suggest_key(conf_t *c, int line, const char *section, const char *ke
 /* inih handler: one key = value in a section. */
 static int on_value(void *user, const char *section_raw, const char *name, const char *value) {
   conf_t *c = user;
-  int line = c->st->line;
+  conf_state_t *st = c->st;
+  int line = st->line;
   /* inih keeps the spaces of "[ env ]"; read_line trims them too, so both agree on the name */
   char section_buf[256];
   util_strlcpy(section_buf, section_raw, sizeof section_buf);
   const char *section = util_trim(section_buf);
-  int continuation = c->st->line_indented && strcmp(section, c->st->prev_section) == 0 &&
-                     strcmp(name, c->st->prev_key) == 0;
-  util_strlcpy(c->st->prev_section, section, sizeof c->st->prev_section);
-  util_strlcpy(c->st->prev_key, name, sizeof c->st->prev_key);
+  int continuation = st->line_indented && strcmp(section, st->prev_section) == 0 &&
+                     strcmp(name, st->prev_key) == 0;
+  util_strlcpy(st->prev_section, section, sizeof st->prev_section);
+  util_strlcpy(st->prev_key, name, sizeof st->prev_key);
   if (!*section) {
     conf_ini_error(c, line, "'%s' is outside any section (put it under [job], [env], ...)", name);
     return 1;
@@ -110,7 +114,7 @@ static int on_value(void *user, const char *section_raw, const char *name, const
   }
   v->line = line;
   char origin[PATH_MAX + 16];
-  snprintf(origin, sizeof origin, "%s:%d", c->st->path, line);
+  snprintf(origin, sizeof origin, "%s:%d", st->path, line);
   free(v->origin);
   v->origin = strdup(origin);
   return 1;
@@ -143,21 +147,22 @@ static void strip_hash_comment(char *buf) {
  * that does not fit is an error, not cut (Debian's inih reads at most 199 characters a line), and
  * so is a NUL byte, which would silently end the value there. */
 static char *next_line(conf_t *c, char *buf, int size) {
-  if (c->st->text_pos >= c->st->text_len) return NULL;
-  const char *p = c->st->text + c->st->text_pos;
-  size_t left = c->st->text_len - c->st->text_pos;
+  conf_state_t *st = c->st;
+  if (st->text_pos >= st->text_len) return NULL;
+  const char *p = st->text + st->text_pos;
+  size_t left = st->text_len - st->text_pos;
   const char *nl = memchr(p, '\n', left);
   size_t n = nl ? (size_t)(nl - p) + 1 : left;
-  c->st->text_pos += n;
-  c->st->line++;
+  st->text_pos += n;
+  st->line++;
   if (memchr(p, 0, n)) {
-    conf_ini_error(c, c->st->line, "a NUL byte in the line (a binary file, or a value that cannot be passed on)");
+    conf_ini_error(c, st->line, "a NUL byte in the line (a binary file, or a value that cannot be passed on)");
     buf[0] = '\n';
     buf[1] = 0;
     return buf;
   }
   if (n > (size_t)size - 1 || (n == (size_t)size - 1 && p[n - 1] != '\n')) {
-    conf_ini_error(c, c->st->line, "line longer than %d characters; continue a long value on indented lines",
+    conf_ini_error(c, st->line, "line longer than %d characters; continue a long value on indented lines",
               size - 2);
     buf[0] = '\n';
     buf[1] = 0;
@@ -171,23 +176,24 @@ static char *next_line(conf_t *c, char *buf, int size) {
 /* A known section's header: recorded once; a second header of it is an error (its keys would
  * merge silently with the first's). */
 static void section_header(conf_t *c, const char *name) {
+  conf_state_t *st = c->st;
   if (!known_section(c, name)) {
-    suggest_section(c, c->st->line, name);
+    suggest_section(c, st->line, name);
     return;
   }
-  for (int i = 0; i < c->st->nsections_seen; i++)
-    if (strcmp(c->st->sections_seen[i], name) == 0) {
-      conf_ini_error(c, c->st->line, "[%s] appears a second time (first at line %d); keep one [%s] section",
-                name, c->st->section_line[i], name);
+  for (int i = 0; i < st->nsections_seen; i++)
+    if (strcmp(st->sections_seen[i], name) == 0) {
+      conf_ini_error(c, st->line, "[%s] appears a second time (first at line %d); keep one [%s] section",
+                name, st->section_line[i], name);
       return;
     }
-  char **seen = realloc(c->st->sections_seen, (size_t)(c->st->nsections_seen + 1) * sizeof *seen);
-  if (seen) c->st->sections_seen = seen;
-  int *lines = realloc(c->st->section_line, (size_t)(c->st->nsections_seen + 1) * sizeof *lines);
-  if (lines) c->st->section_line = lines;
-  if (seen && lines && (seen[c->st->nsections_seen] = strdup(name))) {
-    lines[c->st->nsections_seen] = c->st->line;
-    c->st->nsections_seen++;
+  char **seen = realloc(st->sections_seen, (size_t)(st->nsections_seen + 1) * sizeof *seen);
+  if (seen) st->sections_seen = seen;
+  int *lines = realloc(st->section_line, (size_t)(st->nsections_seen + 1) * sizeof *lines);
+  if (lines) st->section_line = lines;
+  if (seen && lines && (seen[st->nsections_seen] = strdup(name))) {
+    lines[st->nsections_seen] = st->line;
+    st->nsections_seen++;
   }
 }
 
@@ -196,13 +202,14 @@ static void section_header(conf_t *c, const char *name) {
  * instead of being cut. */
 static char *read_line(char *buf, int size, void *stream) {
   conf_t *c = stream;
+  conf_state_t *st = c->st;
   for (;;) {
     if (!next_line(c, buf, size)) return NULL;
-    if (c->st->line == 1 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
+    if (st->line == 1 && (unsigned char)buf[0] == 0xef && (unsigned char)buf[1] == 0xbb &&
         (unsigned char)buf[2] == 0xbf)
       memmove(buf, buf + 3, strlen(buf + 3) + 1); /* a UTF-8 byte-order mark */
     strip_hash_comment(buf);
-    c->st->line_indented = buf[0] == ' ' || buf[0] == '\t';
+    st->line_indented = buf[0] == ' ' || buf[0] == '\t';
     char tmp[512];
     util_strlcpy(tmp, buf, sizeof tmp);
     char *t = util_trim(tmp);
@@ -210,7 +217,7 @@ static char *read_line(char *buf, int size, void *stream) {
     if (*t == '[') {
       char *end = strchr(t, ']');
       if (!end) {
-        conf_ini_error(c, c->st->line, "section header without ']': %s", t);
+        conf_ini_error(c, st->line, "section header without ']': %s", t);
         buf[0] = '\n';
         buf[1] = 0;
         return buf;
@@ -220,7 +227,7 @@ static char *read_line(char *buf, int size, void *stream) {
       if (*rest && *rest != ';' && *rest != '#') {
         /* "[env] x": inih ignores what follows ']', so a key written there would vanish */
         char *shown = redact_text(rest, strcspn(rest, "\r\n")); /* "[env] HF_TOKEN=x" */
-        conf_ini_error(c, c->st->line, "junk after the section header: '%s' (a key goes on a line of its own)",
+        conf_ini_error(c, st->line, "junk after the section header: '%s' (a key goes on a line of its own)",
                   shown ? shown : REDACTED);
         free(shown);
         buf[0] = '\n';
@@ -229,20 +236,20 @@ static char *read_line(char *buf, int size, void *stream) {
       }
       *end = 0;
       section_header(c, util_trim(t + 1));
-      c->st->prev_key[0] = 0;
+      st->prev_key[0] = 0;
       return buf;
     }
     if (!strchr(t, '=') && !strchr(t, ':')) {
-      if (c->st->line_indented && c->st->prev_key[0]) return buf; /* continuation of a value */
+      if (st->line_indented && st->prev_key[0]) return buf; /* continuation of a value */
       /* "HF_TOKEN hf_x" (the '=' forgotten): a secret-named first word hides the rest; the
        * shapes and known secret values go when the errors are printed (load) */
       size_t w = strcspn(t, " \t");
       char first[256];
       util_strlcpy(first, t, w + 1 < sizeof first ? w + 1 : sizeof first);
       if (t[w] && util_is_secret_name(first))
-        conf_ini_error(c, c->st->line, "expected 'name = value' or '[section]', found '%s %s'", first, REDACTED);
+        conf_ini_error(c, st->line, "expected 'name = value' or '[section]', found '%s %s'", first, REDACTED);
       else
-        conf_ini_error(c, c->st->line, "expected 'name = value' or '[section]', found '%s'", t);
+        conf_ini_error(c, st->line, "expected 'name = value' or '[section]', found '%s'", t);
       buf[0] = '\n';
       buf[1] = 0;
       return buf;
@@ -252,8 +259,9 @@ static char *read_line(char *buf, int size, void *stream) {
 }
 
 void conf_ini_parse(conf_t *c, const char *text, size_t len) {
-  c->st->text = text;
-  c->st->text_len = len;
+  conf_state_t *st = c->st;
+  st->text = text;
+  st->text_len = len;
   ini_parse_stream(read_line, c, on_value, c);
-  c->st->text = NULL;
+  st->text = NULL;
 }

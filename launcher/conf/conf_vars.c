@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common/redact.h"
-#include "gpulaunch/error.h"
 #include "common/util.h"
+#include "gpulaunch/error.h"
 #include "launcher/conf/conf_priv.h"
 
 #define VARS_NAME(sec, help) #sec,
@@ -161,27 +161,31 @@ int conf_vars_set(conf_t *c, int fsec, const char *key, const char *value) {
 }
 
 void conf_vars_print(FILE *f, const conf_t *c, int fs) {
-  for (int j = 0; j < c->st->free[fs].n; j++) {
-    const free_ent_t *e = &c->st->free[fs].e[j];
+  conf_state_t *st = c->st;
+  for (int j = 0; j < st->free[fs].n; j++) {
+    const free_ent_t *e = &st->free[fs].e[j];
     fprintf(f, "%-18s = %-30s # %s:%d\n", e->key,
-            util_is_secret_name(e->key) ? "<redacted>" : e->value, c->st->path ? c->st->path : "", e->line);
+            util_is_secret_name(e->key) ? "<redacted>" : e->value, st->path ? st->path : "", e->line);
   }
 }
 
 void conf_vars_free(conf_t *c) {
+  conf_state_t *st = c->st;
   for (size_t s = 0; s < GPL_ARRAY_LEN(g_free_sections); s++) {
-    for (int i = 0; i < c->st->free[s].n; i++) {
-      free(c->st->free[s].e[i].key);
-      free(c->st->free[s].e[i].value);
+    for (int i = 0; i < st->free[s].n; i++) {
+      free(st->free[s].e[i].key);
+      free(st->free[s].e[i].value);
     }
-    free(c->st->free[s].e);
+    free(st->free[s].e);
   }
 }
 
 void conf_register_secrets(const conf_t *c) {
-  for (size_t s = 0; c && s < GPL_ARRAY_LEN(g_free_sections); s++)
-    for (int i = 0; i < c->st->free[s].n; i++)
-      if (util_is_secret_name(c->st->free[s].e[i].key)) redact_add_value(c->st->free[s].e[i].value);
+  if (!c) return;
+  const conf_state_t *st = c->st;
+  for (size_t s = 0; s < GPL_ARRAY_LEN(g_free_sections); s++)
+    for (int i = 0; i < st->free[s].n; i++)
+      if (util_is_secret_name(st->free[s].e[i].key)) redact_add_value(st->free[s].e[i].value);
 }
 
 int conf_vars_count(const conf_t *c, conf_vars_id_t s) {
@@ -189,10 +193,11 @@ int conf_vars_count(const conf_t *c, conf_vars_id_t s) {
 }
 
 void conf_vars_entry(const conf_t *c, conf_vars_id_t s, int idx, const char **key, const char **value) {
-  if (s < 0 || s >= CONF_VARS_COUNT || idx < 0 || idx >= c->st->free[s].n) {
+  conf_state_t *st = c->st;
+  if (s < 0 || s >= CONF_VARS_COUNT || idx < 0 || idx >= st->free[s].n) {
     *key = *value = NULL;
     return;
   }
-  *key = c->st->free[s].e[idx].key;
-  *value = c->st->free[s].e[idx].value;
+  *key = st->free[s].e[idx].key;
+  *value = st->free[s].e[idx].value;
 }
