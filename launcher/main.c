@@ -289,27 +289,27 @@ int main(int argc, char **argv) {
     return GPL_EXIT_CONFIG;
   }
   conf_register_secrets(L.conf); /* [env] secrets: hidden in everything we print or write */
-  if (metrics && conf_set(L.conf, "monitor", "metrics", metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
-  if (prom && conf_set(L.conf, "monitor", "prom", prom, "--prom") < 0) return GPL_EXIT_USAGE;
+  if (metrics && conf_set(L.conf, &L.conf->monitor.metrics, metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
+  if (prom && conf_set(L.conf, &L.conf->monitor.prom, prom, "--prom") < 0) return GPL_EXIT_USAGE;
   char what_m[4200], what_p[4200];
-  util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, "monitor", "metrics"));
-  util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, "monitor", "prom"));
+  util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, &L.conf->monitor.metrics));
+  util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, &L.conf->monitor.prom));
   int env_rank = job_env_rank();
   if (check_output("--summary", L.summary_path, env_rank <= 0) < 0 ||
-      check_output(what_m, conf_str(L.conf, "monitor", "metrics"), env_rank <= 0) < 0 ||
-      check_output(what_p, conf_str(L.conf, "monitor", "prom"), env_rank <= 0) < 0) {
+      check_output(what_m, L.conf->monitor.metrics, env_rank <= 0) < 0 ||
+      check_output(what_p, L.conf->monitor.prom, env_rank <= 0) < 0) {
     if (env_rank > 0) util_sleep(0.5); /* rank 0 says it; see the config errors above */
     return GPL_EXIT_USAGE;
   }
 
   /* Fail closed: a job with an audit log does not start when the log cannot be written; `check`
    * says the same. Rank 0 writes the log, so rank 0 checks it (mpirun ends the others). */
-  const char *audit = conf_str(L.conf, "audit", "log");
+  const char *audit = L.conf->audit.log;
   if (audit && *audit && env_rank <= 0 && mode_audited(mode->name)) {
     char err[PATH_MAX + 300];
     if (audit_check(audit, err, sizeof err) < 0) {
       log_print("gpulaunch: %s: [audit] log cannot be written (%s); the job does not start without "
-                "its audit log\n", conf_origin(L.conf, "audit", "log"), err);
+                "its audit log\n", conf_origin(L.conf, &L.conf->audit.log), err);
       return GPL_EXIT_CONFIG;
     }
   }
@@ -323,7 +323,7 @@ int main(int argc, char **argv) {
   int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && job_env_rank() >= 0);
   if (use_mpi) {
     /* The start-up deadline: the config file's, else GPULAUNCH_TIMEOUT, else the default. */
-    double timeout = conf_is_set(L.conf, "job", "timeout") ? conf_duration(L.conf, "job", "timeout")
+    double timeout = conf_is_set(L.conf, &L.conf->job.timeout) ? L.conf->job.timeout
                                                            : mpix_default_timeout();
     int rc = job_init(&job, &argc, &argv, timeout);
     if (rc < 0) {

@@ -1,5 +1,6 @@
 /* Options of `gpulaunch accept`: the [accept] section, [topology] probe settings, and the mode's
  * command line (report files, progress, overrides of [accept] keys). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,39 +63,39 @@ void accept_opts_default(accept_opts_t *o) {
 }
 
 int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
-  o->gpus = (int)conf_int(c, "accept", "gpus");
-  snprintf(o->gpu_model, sizeof o->gpu_model, "%s", conf_str(c, "accept", "gpu_model"));
-  snprintf(o->nics, sizeof o->nics, "%s", conf_str(c, "accept", "nics"));
-  o->nic_min_speed = conf_double(c, "accept", "nic_min_speed");
-  if (path_class_parse(conf_str(c, "accept", "nic_max_path"), &o->nic_max_path) < 0)
+  o->gpus = (int)c->accept.gpus;
+  snprintf(o->gpu_model, sizeof o->gpu_model, "%s", c->accept.gpu_model);
+  snprintf(o->nics, sizeof o->nics, "%s", c->accept.nics);
+  o->nic_min_speed = c->accept.nic_min_speed;
+  if (path_class_parse(c->accept.nic_max_path, &o->nic_max_path) < 0)
     o->nic_max_path = PATH_PHB;
-  const char *mb = conf_str(c, "accept", "min_busbw");
+  const char *mb = c->accept.min_busbw;
   if (!mb[0] || strcmp(mb, "auto") == 0) {
     o->min_busbw_auto = 1;
   } else if (util_parse_double(mb, &o->min_busbw) == GPL_OK && o->min_busbw >= 0) {
     o->min_busbw_auto = 0;
   } else {
     log_print("gpulaunch: %s: [accept] min_busbw: '%s' is neither a number of GB/s nor auto\n",
-            conf_origin(c, "accept", "min_busbw"), mb);
+            conf_origin(c, &c->accept.min_busbw), mb);
     /* from --min-busbw a usage error (64), as bench's --min-busbw; from the file a config one */
-    return conf_origin(c, "accept", "min_busbw")[0] == '-' ? GPL_EINVAL : GPL_ECONFIG;
+    return conf_origin(c, &c->accept.min_busbw)[0] == '-' ? GPL_EINVAL : GPL_ECONFIG;
   }
-  o->size = conf_size(c, "accept", "size");
-  o->pair_size = conf_size(c, "accept", "pair_size");
-  o->fraction = conf_double(c, "accept", "pair_fraction");
-  o->iters = (int)conf_int(c, "accept", "iters");
-  o->budget = conf_duration(c, "accept", "budget");
-  const char *se = conf_str(c, "accept", "search");
+  o->size = c->accept.size;
+  o->pair_size = c->accept.pair_size;
+  o->fraction = c->accept.pair_fraction;
+  o->iters = (int)c->accept.iters;
+  o->budget = c->accept.budget;
+  const char *se = c->accept.search;
   o->search = strcmp(se, "off") == 0       ? ACCEPT_SEARCH_OFF
               : strcmp(se, "halving") == 0 ? ACCEPT_SEARCH_HALVING
                                            : ACCEPT_SEARCH_RING;
-  o->strict = conf_bool(c, "accept", "strict");
-  o->compare = strcmp(conf_str(c, "accept", "compare"), "off") != 0;
-  o->max_gpu_temp = conf_double(c, "accept", "max_gpu_temp");
-  snprintf(o->iface, sizeof o->iface, "%s", conf_str(c, "accept", "iface"));
-  const char *pr = conf_str(c, "topology", "probe");
+  o->strict = c->accept.strict;
+  o->compare = strcmp(c->accept.compare, "off") != 0;
+  o->max_gpu_temp = c->accept.max_gpu_temp;
+  snprintf(o->iface, sizeof o->iface, "%s", c->accept.iface);
+  const char *pr = c->topology.probe;
   o->probe = strcmp(pr, "off") == 0 ? 0 : strcmp(pr, "all") == 0 ? 2 : 1;
-  o->probe_timeout = conf_duration(c, "topology", "probe_timeout");
+  o->probe_timeout = c->topology.probe_timeout;
   if (o->probe_timeout <= 0) o->probe_timeout = 5;
   return GPL_OK;
 }
@@ -114,8 +115,10 @@ static const struct option g_accept_opts[] = {
     {"pair-fraction", required_argument, 0, OPT_KEY + 9}, {"compare", required_argument, 0, OPT_KEY + 10},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
-static const char *const g_keys[] = {"min_busbw", "size", "gpus", "gpu_model", "nics", "search",
-                                     "pair_size", "iters", "iface", "pair_fraction", "compare"};
+#define KEY(name) offsetof(conf_t, accept.name) /* the [accept] setting of OPT_KEY + i */
+static const size_t g_keys[] = {KEY(min_busbw), KEY(size), KEY(gpus), KEY(gpu_model), KEY(nics),
+                                KEY(search), KEY(pair_size), KEY(iters), KEY(iface),
+                                KEY(pair_fraction), KEY(compare)};
 const cli_spec_t mode_accept_cli = {"h", g_accept_opts};
 
 int accept_opts_from_argv(accept_opts_t *o, conf_t *c, int argc, char **argv, int print) {
@@ -135,7 +138,7 @@ int accept_opts_from_argv(accept_opts_t *o, conf_t *c, int argc, char **argv, in
       case OPT_PROGRESS: o->progress = 1; break;
       case OPT_NO_PROGRESS: o->progress = 0; break;
       case OPT_STRICT:
-        if (conf_set(c, "accept", "strict", "true", "--strict") < 0) rc = GPL_EINVAL;
+        if (conf_set(c, &c->accept.strict, "true", "--strict") < 0) rc = GPL_EINVAL;
         break;
       case ':':
         if (print) log_print("gpulaunch accept: %s needs a value\n", cli_opt(&cl));
@@ -149,7 +152,7 @@ int accept_opts_from_argv(accept_opts_t *o, conf_t *c, int argc, char **argv, in
         char origin[64] = "";
         for (const struct option *op = g_accept_opts; op->name; op++)
           if (op->val == code) snprintf(origin, sizeof origin, "--%s", op->name);
-        if (conf_set(c, "accept", g_keys[code - OPT_KEY], optarg, origin) < 0) rc = GPL_EINVAL;
+        if (conf_set(c, (char *)c + g_keys[code - OPT_KEY], optarg, origin) < 0) rc = GPL_EINVAL;
         break;
       }
     }

@@ -36,7 +36,7 @@ static int watching(void) {
 
 static const char *xml_path(const launch_t *L) {
   if (L->topology_xml) return L->topology_xml;
-  const char *x = conf_str(L->conf, "topology", "xml");
+  const char *x = L->conf->topology.xml;
   return x && *x ? x : NULL;
 }
 
@@ -109,7 +109,7 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
     return job->rank == 0 ? accept_report_add(rep, &c) : GPL_OK;
   }
   accept_ar_t ar;
-  int rc = accept_allreduce(job, conf_str(L->conf, "comm", "backend"), o->size, o->iters, o->budget, &ar);
+  int rc = accept_allreduce(job, L->conf->comm.backend, o->size, o->iters, o->budget, &ar);
   /* Every rank agrees on the outcome (one failing rank fails the check on all). */
   double bad = rc < 0 ? 1 : 0;
   int arc = mpix_allreduce_double(&bad, MPI_MAX, job->world, job->timeout, "accept: allreduce outcome");
@@ -131,7 +131,7 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
   } else {
     thr = o->min_busbw;
     snprintf(source, sizeof source, "config: [accept] min_busbw = %g GB/s (%s)", o->min_busbw,
-             conf_origin(L->conf, "accept", "min_busbw"));
+             conf_origin(L->conf, &L->conf->accept.min_busbw));
   }
   *failed = thr >= 0 && ar.busbw < thr;
   if (job->rank != 0) return GPL_OK;

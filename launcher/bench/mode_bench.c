@@ -101,27 +101,29 @@ static int parse_options(launch_t *L, int *help) {
   if (cli_begin(&cl, "gpulaunch bench", L->argc, L->argv, &mode_bench_cli) < 0) return GPL_EXIT_INTERNAL;
   int code = GPL_EXIT_OK, c;
   while (code == GPL_EXIT_OK && (c = cli_next(&cl, 1)) != -1) {
-    const char *key = NULL, *origin = NULL, *section = "bench";
+    conf_t *cf = L->conf;
+    const void *field = NULL;
+    const char *origin = NULL;
     char name[64];
     snprintf(name, sizeof name, "%s", cli_opt(&cl));
     switch (c) {
-      case 'b': key = "minbytes"; origin = "-b"; break;
-      case 'e': key = "maxbytes"; origin = "-e"; break;
-      case 'f': key = "stepfactor"; origin = "-f"; break;
-      case 'd': key = "dtype"; origin = "-d"; break;
-      case 'o': key = "redop"; origin = "-o"; break;
-      case 'n': key = "iters"; origin = "-n"; break;
-      case 'w': key = "warmup"; origin = "-w"; break;
-      case 'c': key = "check"; origin = "-c"; break;
-      case 'r': key = "root"; origin = "-r"; break;
-      case 'J': key = "json"; origin = "--json"; break;
-      case OPT_CSV: key = "csv"; origin = "--csv"; break;
-      case OPT_OP: key = "op"; origin = "--op"; break;
-      case OPT_MINBW: key = "min_busbw"; origin = "--min-busbw"; break;
-      case OPT_LABEL: key = "label"; origin = "--label"; break;
-      case OPT_TENSOR: key = "tensor_bytes"; origin = "--tensor-bytes"; break;
-      case OPT_BACKEND: section = "comm"; key = "backend"; origin = "--backend"; break;
-      case OPT_BUCKET: section = "comm"; key = "bucket_mb"; origin = "--bucket-mb"; break;
+      case 'b': field = &cf->bench.minbytes; origin = "-b"; break;
+      case 'e': field = &cf->bench.maxbytes; origin = "-e"; break;
+      case 'f': field = &cf->bench.stepfactor; origin = "-f"; break;
+      case 'd': field = &cf->bench.dtype; origin = "-d"; break;
+      case 'o': field = &cf->bench.redop; origin = "-o"; break;
+      case 'n': field = &cf->bench.iters; origin = "-n"; break;
+      case 'w': field = &cf->bench.warmup; origin = "-w"; break;
+      case 'c': field = &cf->bench.check; origin = "-c"; break;
+      case 'r': field = &cf->bench.root; origin = "-r"; break;
+      case 'J': field = &cf->bench.json; origin = "--json"; break;
+      case OPT_CSV: field = &cf->bench.csv; origin = "--csv"; break;
+      case OPT_OP: field = &cf->bench.op; origin = "--op"; break;
+      case OPT_MINBW: field = &cf->bench.min_busbw; origin = "--min-busbw"; break;
+      case OPT_LABEL: field = &cf->bench.label; origin = "--label"; break;
+      case OPT_TENSOR: field = &cf->bench.tensor_bytes; origin = "--tensor-bytes"; break;
+      case OPT_BACKEND: field = &cf->comm.backend; origin = "--backend"; break;
+      case OPT_BUCKET: field = &cf->comm.bucket_mb; origin = "--bucket-mb"; break;
       case 't':
       case 'g':
         if (strcmp(optarg, "1") != 0)
@@ -132,7 +134,7 @@ static int parse_options(launch_t *L, int *help) {
       case ':': code = usage_error(L, "%s needs a value%s", name, ""); continue;
       default: code = usage_error(L, "unknown option %s%s", name, ""); continue;
     }
-    if (conf_set(L->conf, section, key, optarg, origin) < 0) code = GPL_EXIT_USAGE;
+    if (conf_set(cf, field, optarg, origin) < 0) code = GPL_EXIT_USAGE;
   }
   int n;
   char **rest = cli_rest(&cl, &n);
@@ -142,11 +144,11 @@ static int parse_options(launch_t *L, int *help) {
 }
 
 /* A [bench] value that does not parse: name where it came from. */
-static int bad_value(const launch_t *L, const char *key, const char *what) {
-  const char *origin = conf_origin(L->conf, "bench", key);
+static int bad_value(const launch_t *L, const void *field, const char *what) {
+  const char *origin = conf_origin(L->conf, field);
   if (!L->job || L->job->rank == 0)
-    log_print("gpulaunch bench: %s '%s' (%s): %s\n", key, conf_str(L->conf, "bench", key),
-            origin, what);
+    log_print("gpulaunch bench: %s '%s' (%s): %s\n", conf_key_of(L->conf, field)->key,
+              conf_text(L->conf, field), origin, what);
   return origin[0] == '-' ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
 }
 
@@ -156,57 +158,57 @@ static int read_settings(launch_t *L, bench_opts_t *o, int check_only) {
   const conf_t *cf = L->conf;
   memset(o, 0, sizeof *o);
   /* ops */
-  char *ops = strdup(conf_str(cf, "bench", "op"));
+  char *ops = strdup(cf->bench.op);
   if (!ops) return GPL_EXIT_INTERNAL;
   char *save = NULL;
   int code = GPL_EXIT_OK;
   for (char *t = strtok_r(ops, ", ", &save); t && code == GPL_EXIT_OK; t = strtok_r(NULL, ", ", &save)) {
     bench_op_t op;
     if (bench_op_parse(t, &op) < 0)
-      code = bad_value(L, "op", "expected allreduce, allgather, reducescatter, broadcast, alltoall, "
+      code = bad_value(L, &cf->bench.op, "expected allreduce, allgather, reducescatter, broadcast, alltoall, "
                                 "fused or unfused (a comma list runs each)");
     else if (o->nops < BENCH_OP_COUNT)
       o->ops[o->nops++] = op;
   }
   free(ops);
   if (code != GPL_EXIT_OK) return code;
-  if (!o->nops) return bad_value(L, "op", "no collective given");
+  if (!o->nops) return bad_value(L, &cf->bench.op, "no collective given");
 
   bench_cfg_t *c = &o->cfg;
-  if (gpl_dtype_parse(conf_str(cf, "bench", "dtype"), &o->dtype) < 0)
-    return bad_value(L, "dtype", "expected int8, uint8, int32, uint32, int64, uint64, half, float, "
+  if (gpl_dtype_parse(cf->bench.dtype, &o->dtype) < 0)
+    return bad_value(L, &cf->bench.dtype, "expected int8, uint8, int32, uint32, int64, uint64, half, float, "
                                  "double or bfloat16");
-  o->dtype_set = conf_is_set(cf, "bench", "dtype");
-  if (gpl_redop_parse(conf_str(cf, "bench", "redop"), &c->redop) < 0)
-    return bad_value(L, "redop", "expected sum, prod, max, min or avg");
-  c->iters = (int)conf_int(cf, "bench", "iters");
-  c->warmup = (int)conf_int(cf, "bench", "warmup");
-  c->check = conf_bool(cf, "bench", "check");
-  c->root = (int)conf_int(cf, "bench", "root");
-  if (L->job && c->root >= L->job->size) return bad_value(L, "root", "not a rank of this job");
-  c->tensor_bytes = (size_t)conf_size(cf, "bench", "tensor_bytes");
-  c->bucket_mb = conf_double(cf, "comm", "bucket_mb");
+  o->dtype_set = conf_is_set(cf, &cf->bench.dtype);
+  if (gpl_redop_parse(cf->bench.redop, &c->redop) < 0)
+    return bad_value(L, &cf->bench.redop, "expected sum, prod, max, min or avg");
+  c->iters = (int)cf->bench.iters;
+  c->warmup = (int)cf->bench.warmup;
+  c->check = cf->bench.check;
+  c->root = (int)cf->bench.root;
+  if (L->job && c->root >= L->job->size) return bad_value(L, &cf->bench.root, "not a rank of this job");
+  c->tensor_bytes = (size_t)cf->bench.tensor_bytes;
+  c->bucket_mb = cf->comm.bucket_mb;
   c->corrupt_rank = -1;
   const char *corrupt = getenv("GPULAUNCH_TEST_CORRUPT"); /* test hook, see bench_run.c */
   if (corrupt && *corrupt) c->corrupt_rank = atoi(corrupt);
   c->progress_fp = !check_only && L->job->rank == 0 ? bench_progress_stream(&c->progress_via_mpirun) : NULL;
   c->progress = c->progress_fp != NULL;
-  if (gpl_backend_parse(conf_str(cf, "comm", "backend"), &o->backend) < 0) return GPL_EXIT_CONFIG;
+  if (gpl_backend_parse(cf->comm.backend, &o->backend) < 0) return GPL_EXIT_CONFIG;
 
-  uint64_t lo = conf_size(cf, "bench", "minbytes"), hi = conf_size(cf, "bench", "maxbytes");
-  o->stepfactor = conf_double(cf, "bench", "stepfactor");
-  if (lo > hi) return bad_value(L, "minbytes", "larger than maxbytes");
+  uint64_t lo = cf->bench.minbytes, hi = cf->bench.maxbytes;
+  o->stepfactor = cf->bench.stepfactor;
+  if (lo > hi) return bad_value(L, &cf->bench.minbytes, "larger than maxbytes");
   if (bench_sizes(lo, hi, o->stepfactor, &o->sizes, &o->nsizes) < 0)
-    return bad_value(L, "stepfactor", "more than 4096 sizes between minbytes and maxbytes");
+    return bad_value(L, &cf->bench.stepfactor, "more than 4096 sizes between minbytes and maxbytes");
   o->thr = calloc((size_t)o->nsizes, sizeof *o->thr);
   if (!o->thr) return GPL_EXIT_INTERNAL;
   char err[1024] = "";
-  o->min_busbw = conf_str(cf, "bench", "min_busbw");
+  o->min_busbw = cf->bench.min_busbw;
   if (bench_thresholds(o->min_busbw, o->sizes, o->nsizes, o->thr, err, sizeof err) < 0)
-    return bad_value(L, "min_busbw", err);
-  o->json = conf_str(cf, "bench", "json");
-  o->csv = conf_str(cf, "bench", "csv");
-  o->label = conf_str(cf, "bench", "label");
+    return bad_value(L, &cf->bench.min_busbw, err);
+  o->json = cf->bench.json;
+  o->csv = cf->bench.csv;
+  o->label = cf->bench.label;
   return GPL_EXIT_OK;
 }
 
@@ -218,9 +220,9 @@ static int op_dtype(const launch_t *L, const bench_opts_t *o, bench_op_t op, gpl
     return GPL_EXIT_OK;
   }
   if (op != BENCH_FUSED) return GPL_EXIT_OK;
-  if (!o->dtype_set) gpl_dtype_parse(conf_str(L->conf, "comm", "wire_dtype"), dt);
+  if (!o->dtype_set) gpl_dtype_parse(L->conf->comm.wire_dtype, dt);
   if (*dt != GPL_FLOAT && *dt != GPL_BFLOAT16 && *dt != GPL_HALF)
-    return bad_value(L, "dtype", "the fused allreduce's wire type is float, bfloat16 or half");
+    return bad_value(L, &L->conf->bench.dtype, "the fused allreduce's wire type is float, bfloat16 or half");
   return GPL_EXIT_OK;
 }
 
@@ -411,7 +413,7 @@ static int check_thresholds(const launch_t *L, const bench_opts_t *o, const benc
         log_print("gpulaunch bench: %s bus bandwidth %.3g GB/s at %llu bytes is below the "
                         "threshold %g GB/s (%s) by %.3g GB/s (%.1f%%)\n",
                 bench_op_name(cfg->op), got, (unsigned long long)rows[i].g.bytes, want,
-                conf_origin(L->conf, "bench", "min_busbw"), want - got, 100.0 * (want - got) / want);
+                conf_origin(L->conf, &L->conf->bench.min_busbw), want - got, 100.0 * (want - got) / want);
     }
     if (list) {
       cJSON *t = cJSON_CreateObject();
@@ -575,7 +577,7 @@ int mode_bench(launch_t *L) {
   gpl_init_opts_t io;
   gpl_init_opts_default(&io);
   io.backend = o.backend;
-  io.init_timeout = conf_duration(L->conf, "comm", "init_timeout");
+  io.init_timeout = L->conf->comm.init_timeout;
   io.timeout = j->timeout;
   io.device = -1; /* device LOCAL_RANK of the node-wide CUDA_VISIBLE_DEVICES (device 0 with visible_gpus = rank) */
   gpl_comm_t *comm = NULL;

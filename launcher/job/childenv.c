@@ -77,23 +77,23 @@ static int ours(const childenv_t *ce, int attempt, envset_t *kv, const envset_t 
   SETI("GPULAUNCH_NODE", j->node);
   CHECK(kv_set(kv, "GPULAUNCH_HOST", j->host));
   CHECK(kv_set(kv, "GPULAUNCH_RUN_ID", ce->run_id));
-  const char *ckpt = ce->conf ? conf_str(ce->conf, "job", "checkpoint_dir") : "";
+  const char *ckpt = ce->conf ? ce->conf->job.checkpoint_dir : "";
   if (ckpt && *ckpt) CHECK(kv_set(kv, "GPULAUNCH_CHECKPOINT_DIR", ckpt));
   /* Inside a Slurm job: SLURM_PROCID and the others describe this rank, not mpirun's daemon. */
   CHECK(slurm_child_env(j, set_kv, kv));
   for (int i = 0; i < ce->nplan_env; i++)
     if (strchr(ce->plan_env[i], '=')) CHECK(envset_add_kv(kv, ce->plan_env[i]));
-  static const char *const free_sections[] = {"nccl", "env"};
+  static const conf_vars_id_t free_sections[] = {CONF_VARS_NCCL, CONF_VARS_ENV};
   for (size_t s = 0; s < GPL_ARRAY_LEN(free_sections) && ce->conf; s++) {
-    int n = conf_free_count(ce->conf, free_sections[s]);
+    int n = conf_vars_count(ce->conf, free_sections[s]);
     for (int i = 0; i < n; i++) {
       const char *k, *v;
-      conf_free_entry(ce->conf, free_sections[s], i, &k, &v);
+      conf_vars_entry(ce->conf, free_sections[s], i, &k, &v);
       CHECK(kv_set(kv, k, v));
     }
   }
   if (!envset_get(kv, "OMP_NUM_THREADS") && !(inherited && envset_get(inherited, "OMP_NUM_THREADS"))) {
-    long conf_omp = ce->conf ? conf_int(ce->conf, "job", "omp_num_threads") : 0;
+    long conf_omp = ce->conf ? ce->conf->job.omp_num_threads : 0;
     SETI("OMP_NUM_THREADS", conf_omp > 0 ? (int)conf_omp : (ce->omp_threads > 0 ? ce->omp_threads : 1));
   }
 #undef SETI

@@ -18,7 +18,7 @@
 
 static const char *xml_path(const launch_t *L) {
   if (L->topology_xml) return L->topology_xml;
-  const char *x = L->conf ? conf_str(L->conf, "topology", "xml") : "";
+  const char *x = L->conf ? L->conf->topology.xml : "";
   return x && *x ? x : NULL;
 }
 
@@ -78,9 +78,9 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   plan_opts_default(&o);
   o.local_size = job ? job->local_size : 1;
   if (L->conf) {
-    CHECK(plan_bind_parse(conf_str(L->conf, "topology", "bind"), &o.bind));
-    CHECK(plan_visible_parse(conf_str(L->conf, "topology", "visible_gpus"), &o.visible_gpus));
-    o.no_gpus = strcmp(conf_str(L->conf, "topology", "gpus"), "none") == 0;
+    CHECK(plan_bind_parse(L->conf->topology.bind, &o.bind));
+    CHECK(plan_visible_parse(L->conf->topology.visible_gpus, &o.visible_gpus));
+    o.no_gpus = strcmp(L->conf->topology.gpus, "none") == 0;
   }
   o.visible = out->topo->live ? getenv("CUDA_VISIBLE_DEVICES") : NULL;
   o.err = err;
@@ -124,7 +124,7 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
   out->cores = cores / sharers > 0 ? cores / sharers : 1;
   const char *user_omp = getenv("OMP_NUM_THREADS");
   if (sharers > 1 && lr == 0 && !(user_omp && user_omp[0]) &&
-      !(L->conf && conf_int(L->conf, "job", "omp_num_threads") > 0))
+      !(L->conf && L->conf->job.omp_num_threads > 0))
     log_print("gpulaunch: host %s: %d ranks share %d core%s: OMP_NUM_THREADS=%d each (set "
               "OMP_NUM_THREADS or [job] omp_num_threads to choose)\n",
               host, sharers, cores, cores == 1 ? "" : "s", out->cores);
@@ -156,12 +156,12 @@ static int place_local(launch_t *L, childenv_t *ce, place_t *out) {
 
 const char *place_user_var(const launch_t *L, const char *name, const char **source) {
   static char where[96];
-  static const char *const sections[] = {"env", "nccl"};
+  static const char *const sections[] = {"env", "nccl"}; /* conf_vars_id_t order */
   for (size_t s = 0; s < 2 && L->conf; s++) {
-    int n = conf_free_count(L->conf, sections[s]);
+    int n = conf_vars_count(L->conf, (conf_vars_id_t)s);
     for (int i = 0; i < n; i++) {
       const char *k, *v;
-      conf_free_entry(L->conf, sections[s], i, &k, &v);
+      conf_vars_entry(L->conf, (conf_vars_id_t)s, i, &k, &v);
       if (strcmp(k, name) == 0) {
         /* [nccl] keys are written without their NCCL_ prefix, as users usually do. */
         const char *shown = s == 1 && strncmp(k, "NCCL_", 5) == 0 ? k + 5 : k;
@@ -217,8 +217,8 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
   }
   if (rc >= 0) {
     preflight_mode_t mode = PREFLIGHT_RING;
-    if (L->conf) preflight_mode_parse(conf_str(L->conf, "topology", "probe"), &mode);
-    double timeout = L->conf ? conf_duration(L->conf, "topology", "probe_timeout") : 5.0;
+    if (L->conf) preflight_mode_parse(L->conf->topology.probe, &mode);
+    double timeout = L->conf ? L->conf->topology.probe_timeout : 5.0;
     rc = preflight_run(&nj, net, mode, timeout, &out->preflight);
     out->preflight_done = 1;
     out->preflight_rc = rc;

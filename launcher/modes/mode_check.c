@@ -20,9 +20,8 @@ int mode_check(launch_t *L) {
     return GPL_EXIT_USAGE;
   }
   /* The file was loaded and validated by main; a run needs something to run. */
-  int argc = 0;
-  conf_command(L->conf, "job", "command", &argc);
-  int has_job = argc > 0 || conf_is_set(L->conf, "job", "builtin");
+  int argc = L->conf->job.command.argc;
+  int has_job = argc > 0 || conf_is_set(L->conf, &L->conf->job.builtin);
   /* A file for bench or accept needs no [job]; a file with a [job] needs something to run. */
   int other = !conf_has_section(L->conf, "job") &&
               (conf_has_section(L->conf, "bench") || conf_has_section(L->conf, "accept"));
@@ -36,27 +35,27 @@ int mode_check(launch_t *L) {
   if (code == GPL_EXIT_OK) code = accept_check_conf(L);
   if (code != GPL_EXIT_OK) return code;
   /* The program and its folder, as a run on this machine would find them. */
-  char *const *argv = conf_command(L->conf, "job", "command", &argc);
+  char *const *argv = L->conf->job.command.argv;
   if (argc > 0) {
     const char *path = NULL;
-    for (int i = 0; i < conf_free_count(L->conf, "env"); i++) {
+    for (int i = 0; i < conf_vars_count(L->conf, CONF_VARS_ENV); i++) {
       const char *k, *v;
-      conf_free_entry(L->conf, "env", i, &k, &v);
+      conf_vars_entry(L->conf, CONF_VARS_ENV, i, &k, &v);
       if (strcmp(k, "PATH") == 0) path = v;
     }
     if (!path) path = getenv("PATH");
-    const char *wd = conf_str(L->conf, "job", "workdir");
+    const char *wd = L->conf->job.workdir;
     char found[PATH_MAX];
     int wd_errno = 0;
     int rc = sup_locate(argv[0], path, wd, found, sizeof found, &wd_errno);
     if (wd_errno) {
-      log_print("gpulaunch: %s: [job] workdir: '%s': %s\n", conf_origin(L->conf, "job", "workdir"),
+      log_print("gpulaunch: %s: [job] workdir: '%s': %s\n", conf_origin(L->conf, &L->conf->job.workdir),
               wd, strerror(wd_errno));
       return GPL_EXIT_CONFIG;
     }
     if (rc < 0) {
       log_print("gpulaunch: %s: [job] command: cannot run '%s' here: %s\n",
-              conf_origin(L->conf, "job", "command"), argv[0], sup_locate_reason(argv[0], rc));
+              conf_origin(L->conf, &L->conf->job.command), argv[0], sup_locate_reason(argv[0], rc));
       return GPL_EXIT_CONFIG;
     }
   }
@@ -83,7 +82,7 @@ int mode_env(launch_t *L) {
   memset(&ce, 0, sizeof ce);
   ce.job = job;
   ce.conf = L->conf;
-  ce.max_restarts = (int)conf_int(L->conf, "job", "restarts");
+  ce.max_restarts = (int)L->conf->job.restarts;
   place_t pl;
   int rc = place_rank(L, &ce, &pl);
   if (rc < 0) {
@@ -93,7 +92,7 @@ int mode_env(launch_t *L) {
   }
   ce.omp_threads = pl.cores;
   rdv_t rdv;
-  rc = rdv_agree(job, pl.master_addr, (int)conf_int(L->conf, "job", "master_port"), &rdv);
+  rc = rdv_agree(job, pl.master_addr, (int)L->conf->job.master_port, &rdv);
   if (rc < 0) {
     childenv_free(&ce);
     place_free(&pl);
@@ -104,8 +103,8 @@ int mode_env(launch_t *L) {
   util_strlcpy(ce.run_id, rdv.run_id, sizeof ce.run_id);
 
   strbuf_t mine = STRBUF_INIT;
-  int argc = 0;
-  char *const *argv = L->argc ? L->argv : conf_command(L->conf, "job", "command", &argc);
+  int argc = L->argc ? 0 : L->conf->job.command.argc;
+  char *const *argv = L->argc ? L->argv : L->conf->job.command.argv;
   strbuf_printf(&mine, "# rank %d (host %s, node %d, local rank %d):", job->rank, job->host, job->node,
                 job->local_rank);
   int nargs = L->argc ? L->argc : argc;
@@ -114,8 +113,8 @@ int mode_env(launch_t *L) {
     strbuf_printf(&mine, " %s", line ? line : REDACTED);
     free(line);
   }
-  if (!argv && conf_is_set(L->conf, "job", "builtin"))
-    strbuf_printf(&mine, " (builtin %s)", conf_str(L->conf, "job", "builtin"));
+  if (!argv && conf_is_set(L->conf, &L->conf->job.builtin))
+    strbuf_printf(&mine, " (builtin %s)", L->conf->job.builtin);
   strbuf_append(&mine, "\n");
   childenv_describe(&ce, 0, &mine);
   char **all = NULL;

@@ -34,7 +34,7 @@ static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
   ALLOCCHECK(all);
   memset(&me, 0, sizeof me);
   const char *path = childenv_get(ce, 0, "PATH");
-  const char *wd = L->conf ? conf_str(L->conf, "job", "workdir") : "";
+  const char *wd = L->conf ? L->conf->job.workdir : "";
   me.rc = sup_locate(argv[0], path, wd, me.path, sizeof me.path, &me.wd_errno);
   int rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (program check)");
   if (rc < 0) {
@@ -43,15 +43,15 @@ static int check_program(launch_t *L, childenv_t *ce, char *const *argv) {
   }
   /* where the command came from, when a config file gave it */
   char from[PATH_MAX + 40] = "";
-  if (!L->argc && L->conf && conf_is_set(L->conf, "job", "command"))
-    snprintf(from, sizeof from, " (%s: [job] command)", conf_origin(L->conf, "job", "command"));
+  if (!L->argc && L->conf && conf_is_set(L->conf, &L->conf->job.command))
+    snprintf(from, sizeof from, " (%s: [job] command)", conf_origin(L->conf, &L->conf->job.command));
   int bad = 0, bad_wd = 0;
   for (int r = 0; r < job->size; r++) {
     if (all[r].rc == GPL_OK) continue;
     if (job->rank == 0 && bad < 8) {
       if (all[r].wd_errno)
         log_print("gpulaunch: rank %d (host %s): [job] workdir '%s': %s (%s)\n", r, job->hosts[r],
-                wd, strerror(all[r].wd_errno), conf_origin(L->conf, "job", "workdir"));
+                wd, strerror(all[r].wd_errno), conf_origin(L->conf, &L->conf->job.workdir));
       else
         log_print("gpulaunch: rank %d (host %s): cannot run '%s': %s%s\n", r, job->hosts[r],
                 argv[0], sup_locate_reason(argv[0], all[r].rc), from);
@@ -91,8 +91,8 @@ static int proxy_attach(void *arg, struct uv_loop_s *loop) {
   if (h->progress) comm_proxy_on_progress(h->proxy, proxy_progress, h->progress);
   char t[64];
   CHECK(childenv_add(h->ce, COMM_PROXY_ENV, path));
-  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_BACKEND", conf_str(h->L->conf, "comm", "backend")));
-  snprintf(t, sizeof t, "%g", conf_duration(h->L->conf, "comm", "init_timeout"));
+  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_BACKEND", h->L->conf->comm.backend));
+  snprintf(t, sizeof t, "%g", h->L->conf->comm.init_timeout);
   CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_INIT_TIMEOUT", t));
   snprintf(t, sizeof t, "%g", job->timeout);
   CHECK(childenv_add(h->ce, "GPULAUNCH_TIMEOUT", t));
@@ -142,9 +142,10 @@ int mode_run(launch_t *L) {
     argv = L->argv;
     argc = L->argc;
   } else {
-    argv = conf_command(c, "job", "command", &argc);
+    argv = c->job.command.argv;
+    argc = c->job.command.argc;
   }
-  const char *builtin = conf_str(c, "job", "builtin");
+  const char *builtin = c->job.builtin;
   if (argc == 0 && builtin && strcmp(builtin, "mlp") == 0) return trainer_run(L);
   if (argc == 0) {
     if (job->rank == 0)
@@ -157,7 +158,7 @@ int mode_run(launch_t *L) {
   memset(&ce, 0, sizeof ce);
   ce.job = job;
   ce.conf = c;
-  ce.max_restarts = (int)conf_int(c, "job", "restarts");
+  ce.max_restarts = (int)c->job.restarts;
   place_t pl;
   rdv_t rdv;
   sup_opts_t o;
@@ -174,7 +175,7 @@ int mode_run(launch_t *L) {
   }
   double t1 = util_now();
   ce.omp_threads = pl.cores;
-  rc = rdv_agree(job, pl.master_addr, (int)conf_int(c, "job", "master_port"), &rdv);
+  rc = rdv_agree(job, pl.master_addr, (int)c->job.master_port, &rdv);
   if (rc < 0) {
     code = exitcode_of(rc);
     goto out;
@@ -195,7 +196,7 @@ int mode_run(launch_t *L) {
   /* The hang watchdog and the straggler view: what counts as progress, where the report goes. */
   {
     char err[256] = "", hb[PATH_MAX] = "";
-    const char *hbf = conf_str(c, "job", "heartbeat_file");
+    const char *hbf = c->job.heartbeat_file;
     size_t k = 0;
     for (const char *p = hbf; *p && k + 16 < sizeof hb; p++) {
       if (strncmp(p, "{rank}", 6) == 0) {
@@ -206,21 +207,21 @@ int mode_run(launch_t *L) {
       }
     }
     hb[k] = 0;
-    const char *wdir = conf_str(c, "job", "workdir");
+    const char *wdir = c->job.workdir;
     if (hb[0] && hb[0] != '/' && wdir && *wdir) { /* the program's relative path is from its workdir */
       char full[PATH_MAX];
       snprintf(full, sizeof full, "%s/%s", wdir, hb);
       util_strlcpy(hb, full, sizeof hb);
     }
-    if (prog_create(&prog, conf_str(c, "job", "step_regex"), hb, err, sizeof err) < 0) {
+    if (prog_create(&prog, c->job.step_regex, hb, err, sizeof err) < 0) {
       if (job->rank == 0)
         log_print("gpulaunch: %s: [job] step_regex: not a valid regular expression: %s\n",
-                  conf_origin(c, "job", "step_regex"), err);
+                  conf_origin(c, &c->job.step_regex), err);
       code = GPL_EXIT_CONFIG;
       goto out;
     }
     if (hb[0]) childenv_add(&ce, "GPULAUNCH_HEARTBEAT_FILE", hb);
-    const char *ld = conf_str(c, "job", "log_dir");
+    const char *ld = c->job.log_dir;
     if (ld && *ld) {
       util_strlcpy(hang_dir, ld, sizeof hang_dir);
     } else if (L->summary_path) {
@@ -237,21 +238,21 @@ int mode_run(launch_t *L) {
   o.argv = argv;
   o.make_env = make_env;
   o.env_arg = &ce;
-  o.workdir = conf_str(c, "job", "workdir");
-  o.prefix = conf_str(c, "job", "prefix");
-  o.log_dir = conf_str(c, "job", "log_dir");
-  o.log_dir_origin = conf_origin(c, "job", "log_dir");
-  o.tail_lines = (int)conf_int(c, "job", "tail_lines");
-  o.grace = conf_duration(c, "job", "grace");
-  o.stop_timeout = conf_duration(c, "job", "stop_timeout");
-  o.preempt_signal = conf_signal(c, "job", "preempt_signal");
-  o.restarts = (int)conf_int(c, "job", "restarts");
-  o.forward_output = strcmp(conf_str(c, "job", "output"), "rank0") == 0;
-  o.liveness_timeout = conf_duration(c, "job", "liveness_timeout");
+  o.workdir = c->job.workdir;
+  o.prefix = c->job.prefix;
+  o.log_dir = c->job.log_dir;
+  o.log_dir_origin = conf_origin(c, &c->job.log_dir);
+  o.tail_lines = (int)c->job.tail_lines;
+  o.grace = c->job.grace;
+  o.stop_timeout = c->job.stop_timeout;
+  o.preempt_signal = c->job.preempt_signal;
+  o.restarts = (int)c->job.restarts;
+  o.forward_output = strcmp(c->job.output, "rank0") == 0;
+  o.liveness_timeout = c->job.liveness_timeout;
   o.master_addr = ce.master_addr;
   o.progress = prog;
-  o.hang_timeout = conf_duration(c, "job", "hang_timeout");
-  o.hang_report_only = strcmp(conf_str(c, "job", "hang_action"), "report") == 0;
+  o.hang_timeout = c->job.hang_timeout;
+  o.hang_report_only = strcmp(c->job.hang_action, "report") == 0;
   o.hang_dir = hang_dir;
   o.node_addrs = (const char *const *)pl.net.node_addrs;
   proxy_hook_t ph = {L, &ce, NULL, prog};
@@ -259,7 +260,7 @@ int mode_run(launch_t *L) {
   o.hooks.attach = proxy_attach;
   o.hooks.detach = proxy_detach;
   /* The GPU monitor, for ranks that have a GPU (or a recorded stream to replay). */
-  if (pl.gpu >= 0 || *conf_str(c, "monitor", "replay")) {
+  if (pl.gpu >= 0 || *c->monitor.replay) {
     mon_opts_t mo;
     mon_opts_default(&mo);
     mon_opts_from_conf(&mo, c);
@@ -286,11 +287,11 @@ int mode_run(launch_t *L) {
   /* A recorded stream is played at the sampling interval while the job runs; what the job did not
    * last long enough to play is played now, so the warnings and the summary cover the whole
    * recording however short the program was. */
-  if (mon && *conf_str(c, "monitor", "replay")) mon_drain(mon, 0);
+  if (mon && *c->monitor.replay) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
   if (!job->lost) mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
   if (!job->lost)
-    strag_job_summary(prog, job->world, job->hosts, conf_double(c, "job", "straggler_fraction"),
+    strag_job_summary(prog, job->world, job->hosts, c->job.straggler_fraction,
                       job->timeout, stderr, L->summary);
 out:
   mon_destroy(mon);

@@ -120,11 +120,8 @@ static int json_to_stdout(const topo_args_t *a) {
   return a->json && (!a->json_path || strcmp(a->json_path, "-") == 0);
 }
 
-static const char *conf_or_null(const launch_t *L, const char *key) {
-  if (!L->conf) return NULL;
-  const char *s = conf_str(L->conf, "topology", key);
-  return s && *s ? s : NULL;
-}
+/* A [topology] setting of L's config, or NULL where it is empty or there is no config. */
+#define CONF_OR_NULL(L, key) ((L)->conf && *(L)->conf->topology.key ? (L)->conf->topology.key : NULL)
 
 /* Write doc (and free it) to path, or to standard output for NULL or "-". An exit code. */
 static int write_doc(cJSON *doc, const char *path) {
@@ -281,23 +278,23 @@ int mode_topo(launch_t *L) {
   int printer = !job || job->rank == 0;
   int whole_job = job && job->nnodes > 1;
 
-  const char *xml = L->topology_xml ? L->topology_xml : conf_or_null(L, "xml");
+  const char *xml = L->topology_xml ? L->topology_xml : CONF_OR_NULL(L, xml);
   plan_opts_t o;
   plan_opts_default(&o);
   char err[512] = "";
   o.err = err;
   o.errlen = sizeof err;
-  const char *bind = a.bind ? a.bind : conf_or_null(L, "bind");
+  const char *bind = a.bind ? a.bind : CONF_OR_NULL(L, bind);
   if (bind && plan_bind_parse(bind, &o.bind) < 0) {
     log_print("gpulaunch topo: bind '%s': expected cores, numa or none\n", bind);
     return GPL_EXIT_USAGE;
   }
-  const char *vis = a.visible ? a.visible : conf_or_null(L, "visible_gpus");
+  const char *vis = a.visible ? a.visible : CONF_OR_NULL(L, visible_gpus);
   if (vis && plan_visible_parse(vis, &o.visible_gpus) < 0) {
     log_print("gpulaunch topo: visible-gpus '%s': expected node or rank\n", vis);
     return GPL_EXIT_USAGE;
   }
-  const char *gpus = conf_or_null(L, "gpus");
+  const char *gpus = CONF_OR_NULL(L, gpus);
   o.no_gpus = a.no_gpus || (gpus && strcmp(gpus, "none") == 0);
   o.nics_per_rank = a.nics > 0 ? (int)a.nics : 1;
   if (a.ranks > 0) o.local_size = (int)a.ranks;

@@ -184,33 +184,17 @@ static int evaluate(stage_t *s, const mlp_t *m, const mlp_t *teacher, uint64_t s
   return GPL_OK;
 }
 
-typedef struct tconf_s {
-  long steps, batch, hidden, log_every, seed, growth_interval;
-  double lr, loss_scale, bucket_mb, init_timeout;
-  const char *backend, *wire;
-} tconf_t;
-
-static int read_conf(const conf_t *c, tconf_t *t) {
-  t->steps = conf_int(c, "train", "steps");
-  t->batch = conf_int(c, "train", "batch");
-  t->hidden = conf_int(c, "train", "hidden");
-  t->lr = conf_double(c, "train", "lr");
-  t->log_every = conf_int(c, "train", "log_every");
-  t->seed = conf_int(c, "train", "seed");
-  t->loss_scale = conf_double(c, "train", "loss_scale");
-  t->growth_interval = conf_int(c, "train", "growth_interval");
-  t->backend = conf_str(c, "comm", "backend");
-  t->wire = conf_str(c, "comm", "wire_dtype");
-  t->bucket_mb = conf_double(c, "comm", "bucket_mb");
-  t->init_timeout = conf_duration(c, "comm", "init_timeout");
+/* Bounds the schema does not say: the trainer's own sense of the [train]/[comm] values. */
+static int settings_ok(const conf_train_t *t, const conf_comm_t *cm) {
   if (t->steps < 1 || t->batch < 1 || t->hidden < 1 || t->log_every < 1 || !(t->lr >= 0) ||
-      !(t->loss_scale > 0) || t->growth_interval < 1 || !(t->bucket_mb > 0))
+      !(t->loss_scale > 0) || t->growth_interval < 1 || !(cm->bucket_mb > 0))
     return GPL_ECONFIG;
   return GPL_OK;
 }
 
 /* The training loop, on a communicator that is up. */
-static int train(launch_t *L, gpl_comm_t *c, const tconf_t *t, gpl_dtype_t wire) {
+static int train(launch_t *L, gpl_comm_t *c, const conf_train_t *t, const conf_comm_t *cm,
+                 gpl_dtype_t wire) {
   int rank = gpl_comm_rank(c), size = gpl_comm_size(c), rc = GPL_OK;
   uint64_t seed = (uint64_t)t->seed;
   mlp_t m, teacher;
@@ -244,7 +228,7 @@ static int train(launch_t *L, gpl_comm_t *c, const tconf_t *t, gpl_dtype_t wire)
   while (p2 < (float)size) p2 *= 2.0f;
   gpl_fused_opts_t fo;
   gpl_fused_opts_default(&fo);
-  fo.bucket_mb = t->bucket_mb;
+  fo.bucket_mb = cm->bucket_mb;
   fo.wire = wire;
   fo.prescale = 1.0f / p2;
   fo.postscale = p2;
@@ -256,7 +240,7 @@ static int train(launch_t *L, gpl_comm_t *c, const tconf_t *t, gpl_dtype_t wire)
     printf("train: mlp %d-%ld-1, %ld steps, global batch %ld over %d rank%s, backend %s, wire %s, "
            "bucket %g MiB; initial loss %.6f\n",
            IN, t->hidden, t->steps, t->batch, size, size > 1 ? "s" : "",
-           gpl_backend_name(gpl_comm_backend(c)), t->wire, t->bucket_mb, initial);
+           gpl_backend_name(gpl_comm_backend(c)), cm->wire_dtype, cm->bucket_mb, initial);
   long lo, hi;
   share(t->batch, rank, size, &lo, &hi);
   double t0 = util_now();
@@ -308,7 +292,7 @@ static int train(launch_t *L, gpl_comm_t *c, const tconf_t *t, gpl_dtype_t wire)
     cJSON_AddNumberToObject(o, "initial_loss", initial);
     cJSON_AddNumberToObject(o, "final_loss", final_loss);
     cJSON_AddNumberToObject(o, "last_train_loss", train_loss);
-    cJSON_AddStringToObject(o, "wire_dtype", t->wire);
+    cJSON_AddStringToObject(o, "wire_dtype", cm->wire_dtype);
     cJSON_AddNumberToObject(o, "overflow_steps", (double)ss.overflow_steps);
     cJSON_AddNumberToObject(o, "skipped_steps", (double)skipped);
     cJSON_AddNumberToObject(o, "final_loss_scale", ss.scale);
@@ -318,7 +302,7 @@ static int train(launch_t *L, gpl_comm_t *c, const tconf_t *t, gpl_dtype_t wire)
     cJSON_AddNumberToObject(o, "hidden", (double)t->hidden);
     cJSON_AddNumberToObject(o, "lr", t->lr);
     cJSON_AddNumberToObject(o, "seed", (double)t->seed);
-    cJSON_AddNumberToObject(o, "bucket_mb", t->bucket_mb);
+    cJSON_AddNumberToObject(o, "bucket_mb", cm->bucket_mb);
     cJSON_AddNumberToObject(o, "parameters", (double)m.count);
     cJSON_AddBoolToObject(o, "params_in_sync", same);
     cJSON_AddNumberToObject(o, "seconds", secs);
@@ -341,19 +325,20 @@ int trainer_run(launch_t *L) {
     if (conf_load(&own, NULL) < 0) return GPL_EXIT_CONFIG;
     conf = own;
   }
-  tconf_t t;
+  const conf_train_t *t = &conf->train;
+  const conf_comm_t *cm = &conf->comm;
   gpl_dtype_t wire;
   gpl_init_opts_t io;
   gpl_init_opts_default(&io);
-  int rc = read_conf(conf, &t);
-  if (rc == GPL_OK && gpl_dtype_parse(t.wire, &wire) < 0) rc = GPL_ECONFIG;
-  if (rc == GPL_OK && gpl_backend_parse(t.backend, &io.backend) < 0) rc = GPL_ECONFIG;
+  int rc = settings_ok(t, cm);
+  if (rc == GPL_OK && gpl_dtype_parse(cm->wire_dtype, &wire) < 0) rc = GPL_ECONFIG;
+  if (rc == GPL_OK && gpl_backend_parse(cm->backend, &io.backend) < 0) rc = GPL_ECONFIG;
   if (rc < 0) {
     LOG_ERROR("train: invalid [train]/[comm] settings");
     conf_free(own);
     return GPL_EXIT_CONFIG;
   }
-  if (t.init_timeout > 0) io.init_timeout = t.init_timeout;
+  if (cm->init_timeout > 0) io.init_timeout = cm->init_timeout;
 
   const job_t *j = L->job;
   comm_job_t cj;
@@ -361,7 +346,7 @@ int trainer_run(launch_t *L) {
   io.timeout = j->timeout;
   gpl_comm_t *c = NULL;
   rc = comm_init(&c, &cj, &io);
-  if (rc == GPL_OK) rc = train(L, c, &t, wire);
+  if (rc == GPL_OK) rc = train(L, c, t, cm, wire);
   if (rc < 0) LOG_ERROR("train: failed: %s", gpl_strerror(rc));
   int frc = gpl_finalize(c);
   if (rc == GPL_OK) rc = frc;

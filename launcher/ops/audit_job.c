@@ -11,7 +11,7 @@ static const char **g_hosts;
 static const char *g_path;
 
 void audit_job_begin(launch_t *L, const char *mode) {
-  const char *path = conf_str(L->conf, "audit", "log");
+  const char *path = L->conf->audit.log;
   job_t *job = L->job;
   if (!path || !*path || (job && job->rank != 0)) return;
   if (strcmp(mode, "run") != 0 && strcmp(mode, "bench") != 0 && strcmp(mode, "accept") != 0) return;
@@ -26,7 +26,10 @@ void audit_job_begin(launch_t *L, const char *mode) {
   int argc = L->argc;
   char *const *argv = L->argv;
   /* a run from a config: the program it wraps (a built-in job has none) */
-  if (strcmp(mode, "run") == 0 && argc == 0) argv = conf_command(L->conf, "job", "command", &argc);
+  if (strcmp(mode, "run") == 0 && argc == 0 && L->conf) {
+    argv = L->conf->job.command.argv;
+    argc = L->conf->job.command.argc;
+  }
   g_info.argv = argc > 0 ? argv : NULL;
   g_info.argc = argc;
   g_info.mode = mode;

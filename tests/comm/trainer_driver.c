@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--set") != 0 || i + 1 >= argc) continue;
     char sec[64], key[64], val[256];
     if (sscanf(argv[++i], "%63[^.].%63[^=]=%255s", sec, key, val) != 3 ||
-        conf_set(conf, sec, key, val, "--set") < 0)
+        conf_set_key(conf, sec, key, val, "--set") < 0)
       job_abort(&job, GPL_EXIT_CONFIG);
   }
   launch_t L;

@@ -30,24 +30,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n;
     const conf_key_t *k = conf_schema(&n);
     for (int i = 0; i < n; i++) {
-      if (k[i].type == CONF_FREE) {
-        int m = conf_free_count(c, k[i].section);
-        for (int j = 0; j < m; j++) {
-          const char *key, *val;
-          conf_free_entry(c, k[i].section, j, &key, &val);
-          FUZZ_ASSERT(key && val && *key, "[%s] entry %d has no key", k[i].section, j);
-        }
-        continue;
-      }
-      FUZZ_ASSERT(conf_str(c, k[i].section, k[i].key) != NULL, "no text for %s", k[i].key);
+      if (k[i].type == CONF_FREE) continue;
+      const void *field = (const char *)c + k[i].offset;
+      FUZZ_ASSERT(conf_text(c, field) != NULL, "no text for %s", k[i].key);
       if (k[i].type == CONF_DURATION) {
-        double d = conf_duration(c, k[i].section, k[i].key);
+        double d = *(const double *)field;
         FUZZ_ASSERT(d >= 0 && d <= 30.0 * 86400, "[%s] %s = %g s passed the range", k[i].section,
                     k[i].key, d);
       }
     }
-    int argc = 0;
-    char *const *argv = conf_command(c, "job", "command", &argc);
+    for (int s = 0; s < CONF_VARS_COUNT; s++)
+      for (int j = 0; j < conf_vars_count(c, (conf_vars_id_t)s); j++) {
+        const char *key, *val;
+        conf_vars_entry(c, (conf_vars_id_t)s, j, &key, &val);
+        FUZZ_ASSERT(key && val && *key, "free section %d entry %d has no key", s, j);
+      }
+    int argc = c->job.command.argc;
+    char *const *argv = c->job.command.argv;
     for (int i = 0; i < argc; i++) FUZZ_ASSERT(argv[i] != NULL, "command word %d missing", i);
     conf_free(c);
   } else {

@@ -57,19 +57,19 @@ static void test_conf_defaults(void **st) {
   (void)st;
   conf_t *c;
   assert_int_equal(conf_load(&c, NULL), GPL_OK);
-  assert_int_equal(conf_int(c, "job", "restarts"), 0);
-  assert_true(conf_duration(c, "job", "grace") == 10.0);
-  assert_string_equal(conf_str(c, "topology", "bind"), "cores");
-  assert_int_equal(conf_signal(c, "job", "preempt_signal"), 15);
-  assert_true(conf_double(c, "comm", "bucket_mb") == 25.0);
-  assert_false(conf_is_set(c, "job", "restarts"));
-  assert_string_equal(conf_origin(c, "job", "restarts"), "default");
+  assert_int_equal(c->job.restarts, 0);
+  assert_true(c->job.grace == 10.0);
+  assert_string_equal(c->topology.bind, "cores");
+  assert_int_equal(c->job.preempt_signal, 15);
+  assert_true(c->comm.bucket_mb == 25.0);
+  assert_false(conf_is_set(c, &c->job.restarts));
+  assert_string_equal(conf_origin(c, &c->job.restarts), "default");
   /* Overrides are validated like the file. */
-  assert_int_equal(conf_set(c, "bench", "maxbytes", "16M", "-e"), GPL_OK);
-  assert_int_equal(conf_size(c, "bench", "maxbytes"), 16u << 20);
-  assert_string_equal(conf_origin(c, "bench", "maxbytes"), "-e");
-  assert_int_equal(conf_set(c, "bench", "maxbytes", "lots", "-e"), GPL_ECONFIG);
-  assert_int_equal(conf_size(c, "bench", "maxbytes"), 16u << 20);
+  assert_int_equal(conf_set(c, &c->bench.maxbytes, "16M", "-e"), GPL_OK);
+  assert_int_equal(c->bench.maxbytes, 16u << 20);
+  assert_string_equal(conf_origin(c, &c->bench.maxbytes), "-e");
+  assert_int_equal(conf_set(c, &c->bench.maxbytes, "lots", "-e"), GPL_ECONFIG);
+  assert_int_equal(c->bench.maxbytes, 16u << 20);
   conf_free(c);
 }
 
@@ -94,8 +94,8 @@ static void test_conf_values(void **st) {
   conf_t *c;
   char msg[4096];
   assert_int_equal(load_capture(p, &c, msg, sizeof msg), GPL_OK);
-  int argc;
-  char *const *argv = conf_command(c, "job", "command", &argc);
+  int argc = c->job.command.argc;
+  char *const *argv = c->job.command.argv;
   assert_int_equal(argc, 8);
   assert_string_equal(argv[0], "python3");
   assert_string_equal(argv[4], "a b");
@@ -103,22 +103,22 @@ static void test_conf_values(void **st) {
   assert_string_equal(argv[6], "--epochs");
   assert_string_equal(argv[7], "3");
   assert_null(argv[8]);
-  assert_int_equal(conf_int(c, "job", "restarts"), 4);
-  assert_true(conf_duration(c, "job", "grace") == 1.5);
-  assert_int_equal(conf_signal(c, "job", "preempt_signal"), 10);
-  assert_int_equal(conf_size(c, "bench", "maxbytes"), 1ull << 30);
-  assert_int_equal(conf_free_count(c, "env"), 2);
-  assert_int_equal(conf_free_count(c, "nccl"), 2);
+  assert_int_equal(c->job.restarts, 4);
+  assert_true(c->job.grace == 1.5);
+  assert_int_equal(c->job.preempt_signal, 10);
+  assert_int_equal(c->bench.maxbytes, 1ull << 30);
+  assert_int_equal(conf_vars_count(c, CONF_VARS_ENV), 2);
+  assert_int_equal(conf_vars_count(c, CONF_VARS_NCCL), 2);
   const char *k, *v;
-  conf_free_entry(c, "nccl", 0, &k, &v);
+  conf_vars_entry(c, CONF_VARS_NCCL, 0, &k, &v);
   assert_string_equal(k, "NCCL_DEBUG");
   assert_string_equal(v, "INFO");
-  conf_free_entry(c, "env", 1, &k, &v);
+  conf_vars_entry(c, CONF_VARS_ENV, 1, &k, &v);
   assert_string_equal(k, "BAR");
   assert_string_equal(v, "two words");
   char want[300];
   snprintf(want, sizeof want, "%s:5", p);
-  assert_string_equal(conf_origin(c, "job", "restarts"), want);
+  assert_string_equal(conf_origin(c, &c->job.restarts), want);
   conf_free(c);
 }
 
