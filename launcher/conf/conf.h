@@ -66,6 +66,7 @@ typedef struct conf_bench_s { CONF_KEYS_BENCH(CONF_FIELD) } conf_bench_t;
 typedef struct conf_accept_s { CONF_KEYS_ACCEPT(CONF_FIELD) } conf_accept_t;
 typedef struct conf_monitor_s { CONF_KEYS_MONITOR(CONF_FIELD) } conf_monitor_t;
 typedef struct conf_audit_s { CONF_KEYS_AUDIT(CONF_FIELD) } conf_audit_t;
+typedef struct conf_preempt_s { CONF_KEYS_PREEMPT(CONF_FIELD) } conf_preempt_t;
 #undef CONF_FIELD
 
 /* The free sections ([env], [nccl]), in CONF_FREE_SECTIONS order. */
@@ -84,6 +85,7 @@ typedef struct conf_s {
   conf_accept_t accept;
   conf_monitor_t monitor;
   conf_audit_t audit;
+  conf_preempt_t preempt;
   conf_state_t *st;
 } conf_t;
 

@@ -167,6 +167,18 @@
     "append one JSON line per job start and end (0600); a log that cannot be opened fails the job " \
     "at start-up")
 
+/* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
+#define CONF_KEYS_PREEMPT(X) \
+  X(preempt, notice, ENUM, "auto", "auto|aws|gcp|azure|off", 0, 0, \
+    "poll this node's interruption notice (each node's first rank, every 5 s): auto picks the " \
+    "cloud from the machine's DMI ids (no network probe) and is off elsewhere; a notice stops " \
+    "the job with the grace, ending before the machine goes (exit 75)") \
+  X(preempt, notice_endpoint, STR, "", NULL, 0, 0, \
+    "base URL instead of the cloud's metadata address (tests, proxies), e.g. " \
+    "http://127.0.0.1:8080") \
+  X(preempt, notice_margin, DURATION, "5s", NULL, 0, 0, \
+    "the grace after a notice ends this long before the notice's deadline")
+
 /* The free sections: KEY = value lines kept in file order. F(section, help) */
 #define CONF_FREE_SECTIONS(F) \
   F(env, "KEY = value lines added to the program's environment") \

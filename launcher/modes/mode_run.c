@@ -8,6 +8,7 @@
 #include "common/mpix.h"
 #include "common/redact.h"
 #include "common/util.h"
+#include "launcher/preempt/notice.h"
 #include "launcher/job/childenv.h"
 #include "launcher/ops/monitor.h"
 #include "launcher/launcher.h"
@@ -255,6 +256,14 @@ int mode_run(launch_t *L) {
   o.hang_report_only = strcmp(c->job.hang_action, "report") == 0;
   o.hang_dir = hang_dir;
   o.node_addrs = (const char *const *)pl.net.node_addrs;
+  /* The cloud's interruption notice, polled by each node's first rank. */
+  notice_opts_t no;
+  notice_opts_init(&no);
+  if (notice_kind_parse(c->preempt.notice, &no.kind) == GPL_OK && no.kind != NOTICE_OFF) {
+    no.endpoint = *c->preempt.notice_endpoint ? c->preempt.notice_endpoint : NULL;
+    o.notice = &no;
+    o.notice_margin = c->preempt.notice_margin;
+  }
   proxy_hook_t ph = {L, &ce, NULL, prog};
   o.hooks.attach_arg = &ph;
   o.hooks.attach = proxy_attach;

@@ -122,9 +122,11 @@ static void broadcast(coord_t *co, int type, int signo, int flags, int code, coo
 
 static void stop_all(coord_t *co, int signo, int flags, double now, coord_acts_t *a) {
   co->failing = 1;
-  double t = (flags & CTL_F_USE_GRACE) ? co->o.grace : co->o.stop_timeout;
+  double grace = co->stop_grace > 0 ? co->stop_grace : co->o.grace;
+  double t = (flags & CTL_F_USE_GRACE) ? grace : co->o.stop_timeout;
   co->deadline = now + t + COORD_MARGIN_S;
   broadcast(co, CTL_STOP, signo, flags, 0, a);
+  if (flags & CTL_F_USE_GRACE) a->v[a->n - 1].msg.grace = grace;
 }
 
 /* ---- the verdict after a signal ---- */
@@ -147,7 +149,11 @@ static int verdict(coord_t *co, double now, coord_acts_t *a) {
         co->sig_by_rm ? " (from Slurm: srun's Ctrl-C)" : "", 128 + SIGINT);
   } else if (co->end_preemption) {
     co->verdict = COORD_PREEMPTED;
-    if (co->stop_by_mpirun)
+    if (co->notice)
+      say(a, COORD_PRINT, "gpulaunch: job preempted: interruption notice for host %s (%s); every program got "
+          "%s and is stopped within %.0f s (exit status %d: requeue the job)\n", co->notice_host,
+          co->notice_text, util_signal_name(co->o.preempt_signal), co->stop_grace, GPL_EXIT_PREEMPTED);
+    else if (co->stop_by_mpirun)
       say(a, COORD_PRINT, "gpulaunch: job preempted: SIGTERM from mpirun; mpirun ends every program itself, "
           "within about a second (its exit status is its own, not %d)\n", GPL_EXIT_PREEMPTED);
     else if (co->sig_by_rm)
@@ -232,10 +238,23 @@ static void on_signal(coord_t *co, const ctl_msg_t *m, double now, coord_acts_t 
   co->sig = m->signo == SIGINT ? SIGINT : SIGTERM;
   co->sig_by_rm = (m->flags & CTL_F_BY_RM) != 0;
   co->sig_t0 = now;
-  if (co->sig == SIGTERM) act_push(a, COORD_QUERY);
-  else co->end_known = 1; /* nothing to ask Slurm */
-  say(a, COORD_INFO, "rank %d received %s%s: stopping every rank", m->rank, util_signal_name(m->signo),
-      co->sig_by_rm ? " from Slurm" : "");
+  co->stop_grace = co->o.grace;
+  if (m->flags & CTL_F_NOTICE) {
+    /* A cloud's notice is a preemption, and Slurm has nothing to say about it. Its grace ends
+     * before the machine goes. */
+    co->notice = 1;
+    co->end_known = co->end_preemption = 1;
+    util_strlcpy(co->notice_host, m->host, sizeof co->notice_host);
+    util_strlcpy(co->notice_text, m->tail, sizeof co->notice_text);
+    if (m->grace > 0 && m->grace < co->stop_grace) co->stop_grace = m->grace;
+    say(a, COORD_INFO, "rank %d (host %s): %s: stopping every rank, grace %.1f s", m->rank, m->host, m->tail,
+        co->stop_grace);
+  } else {
+    if (co->sig == SIGTERM) act_push(a, COORD_QUERY);
+    else co->end_known = 1; /* nothing to ask Slurm */
+    say(a, COORD_INFO, "rank %d received %s%s: stopping every rank", m->rank, util_signal_name(m->signo),
+        co->sig_by_rm ? " from Slurm" : "");
+  }
   stop_all(co, co->sig == SIGINT ? SIGINT : co->o.preempt_signal,
            CTL_F_USE_GRACE | (co->sig_by_rm ? CTL_F_BY_RM : 0), now, a);
   verdict(co, now, a);

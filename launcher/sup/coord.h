@@ -71,6 +71,10 @@ typedef struct coord_s {
   int end_preemption; /* ... it is a preemption (an unknown reason is) */
   char end_why[160];  /* ... in words ("" unknown) */
   int stop_by_mpirun; /* the SIGTERM came from plain mpirun, which ends every program itself */
+  int notice;       /* the stop is for a cloud's interruption notice (of notice_host) */
+  char notice_host[64];
+  char notice_text[256];
+  double stop_grace; /* > 0: the grace of this stop ([job] grace, or less: what a notice leaves) */
 } coord_t;
 
 /* 0 or GPL_ENOMEM. */

@@ -26,6 +26,10 @@ typedef struct ctl_msg_s {
   int flags;    /* CTL_F_* */
   double peak_mem_mib; /* from the GPU monitor when known (-1 otherwise) */
   double t_fail; /* CTL_EV_EXIT: when the program failed (wall clock: its last line or its end) */
+  double grace;  /* CTL_EV_SIGNAL with CTL_F_NOTICE: the grace the notice leaves; CTL_STOP: the
+                  * grace to give (0: [job] grace or stop_timeout) */
+  double at;     /* CTL_STOP: deliver the stop at this wall-clock time, the same moment on every
+                  * rank (0: at once) */
   char host[64];
   char tail[3072]; /* last stderr lines of the program */
 } ctl_msg_t;
@@ -39,7 +43,9 @@ enum {
   CTL_F_INTERRUPTED = 32,  /* CTL_EXIT: the job was interrupted (SIGINT) */
   CTL_F_BY_RM = 64,        /* CTL_EV_SIGNAL, CTL_STOP: Slurm sent the signal to every program */
   CTL_F_CANCELLED = 128,   /* CTL_EXIT: Slurm cancelled the job (scancel): not a preemption */
-  CTL_F_HANG = 256         /* CTL_EXIT: the hang watchdog ended the job (tail: the verdict) */
+  CTL_F_HANG = 256,        /* CTL_EXIT: the hang watchdog ended the job (tail: the verdict) */
+  CTL_F_NOTICE = 512       /* CTL_EV_SIGNAL: the cloud announced this host's interruption (tail: the
+                            * notice in words, grace: what it leaves) */
 };
 
 /* ctl_send_output's is_err for a rank's stacks after CTL_HANG (not program output). */

@@ -139,6 +139,13 @@ void frontch_lost(frontch_t *f, const char *who) {
   if (f->fd >= 0 && !f->exit_sent) send_lost(f->fd, who);
 }
 
+void frontch_notice(frontch_t *f, const char *host) {
+  char line[96];
+  if (f->fd < 0 || f->exit_sent || !*host || strlen(host) > 63) return;
+  snprintf(line, sizeof line, "notice %s\n", host);
+  if (write_all(f->fd, line, strlen(line)) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the notice");
+}
+
 void frontch_tell_lost(const char *who, double timeout_s) {
   int fd = connect_front("tell", timeout_s, 0);
   if (fd <= 0) return;

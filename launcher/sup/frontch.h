@@ -6,6 +6,7 @@
  * GPULAUNCH_FRONTEND_TOKEN (hex) with mpirun -x. The protocol is lines of text:
  *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n", before it "lost HOST\n" for each host
  *                         whose ranks were lost (an elastic front end goes on without them)
+ *                         and "notice HOST\n" for a host with an interruption notice
  *   another rank:         "tell TOKEN\n", "lost HOST\n"..., then it closes (rank 0's host was lost)
  *   front end -> rank 0:  "stop TERM\n" or "stop INT\n" */
 #ifndef GPL_LAUNCHER_FRONTCH_H
@@ -36,6 +37,8 @@ void frontch_close(frontch_t *f);
 /* Name the hosts of the lost ranks (every "(host NAME)" in who, "rank 4 (host h2), ...") before
  * the exit status. */
 void frontch_lost(frontch_t *f, const char *who);
+/* Name a host whose cloud announced its interruption (the job stops with the grace). */
+void frontch_notice(frontch_t *f, const char *host);
 /* The same from a rank other than rank 0, when rank 0's host is the one lost: a connection of its
  * own, bounded by timeout_s per address, closed at once. Nothing when there is no front end. */
 void frontch_tell_lost(const char *who, double timeout_s);

@@ -41,6 +41,23 @@ static void on_rm_wait(uv_timer_t *t) {
   signals_deliver_stop(s, s->stop_signo, GPL_MAX(0.0, s->stop_grace - RM_WAIT_MS / 1000.0), 0);
 }
 
+static void on_at(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  signals_deliver_stop(s, s->at_signo, s->at_grace, 0);
+}
+
+void signals_deliver_at(sup_t *s, int sig, double grace, double at) {
+  double wait = at > 0 ? at - util_wall_now() : 0;
+  if (wait <= 0.0005 || wait > 1.0) { /* passed, or a clock far off: now */
+    signals_deliver_stop(s, sig, grace, 0);
+    return;
+  }
+  s->at_signo = sig;
+  s->at_grace = grace;
+  uv_update_time(&s->loop); /* the loop's cached time may be a poll behind */
+  uv_timer_start(&s->at_timer, on_at, (uint64_t)(wait * 1000), 0);
+}
+
 void signals_await_rm(sup_t *s, int sig, double grace) {
   s->stop_signo = sig;
   s->stop_grace = grace;
@@ -119,7 +136,9 @@ static void take_stop(sup_t *s, int signum, int by_rm, const char *via) {
               util_signal_name(fwd), util_signal_name(signum), util_signal_name(fwd) + 3,
               util_signal_name(fwd) + 3);
   }
-  if (s->running) {
+  /* From gpulaunch-run, rank 0's own program waits for the coordinator's stop like every other,
+   * which reaches them all at one moment. */
+  if (s->running && !(via && strcmp(via, "gpulaunch-run") == 0)) {
     LOG_INFO(SUP, "%s received: %s, SIGKILL in %.1f s", util_signal_name(signum),
              s->sig_by_rm ? "the program got it from Slurm" : "sending the program the stop signal",
              s->o->grace);

@@ -30,6 +30,18 @@ typedef struct sup_s {
   uv_pipe_t pipes[2];
   uv_signal_t sigs[NSIGS];
   uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer, rm_timer;
+  uv_timer_t at_timer;  /* a stop the coordinator scheduled for one moment on every rank */
+  int at_signo;
+  double at_grace;
+  /* The cloud's interruption notice (node leaders, [preempt] notice; sup/supnotice.c). */
+  struct notice_watch_s *notice_w;
+  uv_async_t notice_async;
+  uv_mutex_t notice_mu;
+  int notice_new;       /* a notice arrived on the watcher's thread (notice_mu) */
+  int notice_taken;     /* ... and was sent to the coordinator */
+  char notice_event[128], notice_text[256];
+  double notice_deadline;
+  int notice_cloud;
   int open_handles;     /* process + pipes still open in this attempt */
   int attempt;
   int spawned, running, exited, reported, stop_requested, spawn_failed;
@@ -111,6 +123,8 @@ void signals_front(sup_t *s);
 void signals_deliver_stop(sup_t *s, int sig, double grace, int by_rm);
 /* A stop for a signal Slurm sent the whole step: wait a moment for it to reach the program. */
 void signals_await_rm(sup_t *s, int sig, double grace);
+/* signals_deliver_stop at wall-clock time at (now when it has passed or is 0). */
+void signals_deliver_at(sup_t *s, int sig, double grace, double at);
 
 /* sup/hangwatch.c: the hang watchdog's glue (launcher/hang/). */
 int32_t hangwatch_progress(void *arg, int from, int32_t age_ms);
@@ -125,5 +139,9 @@ void lost_wake(void *arg);
 
 /* sup/supervise.c: carry out what the coordinator asked for. */
 void sup_coord_do(sup_t *s);
+
+/* sup/supnotice.c: the node leader's watcher of the cloud's interruption notice. */
+int supnotice_start(sup_t *s);  /* before the first program starts */
+void supnotice_end(sup_t *s);   /* the job is over: Azure's event acknowledged, the watcher gone */
 
 #endif

@@ -27,6 +27,8 @@
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
 #define HOT_S 0.5
+#define STOP_LEAD_S 0.1      /* a stop with the grace is delivered this long after it is sent, at the
+                              * same moment on every rank (every rank polls within POLL_MS) */
 
 /* ---- the coordinator's glue (rank 0; the coordinator itself is sup/coord.c) ---- */
 
@@ -43,7 +45,15 @@ void sup_coord_do(sup_t *s) {
     switch (a->type) {
       case COORD_PRINT: log_print("%s", a->text); break;
       case COORD_INFO: LOG_INFO(SUP, "%s", a->text); break;
-      case COORD_SEND: ctl_broadcast(&s->ctl, &a->msg); break;
+      case COORD_SEND: {
+        ctl_msg_t m = a->msg;
+        /* A stop with the grace reaches every program at one moment: a little later than now, when
+         * every rank has the message (hosts' clocks are synced to milliseconds). */
+        if (m.type == CTL_STOP && (m.flags & CTL_F_USE_GRACE) && !(m.flags & CTL_F_BY_RM))
+          m.at = util_wall_now() + STOP_LEAD_S;
+        ctl_broadcast(&s->ctl, &m);
+        break;
+      }
       case COORD_QUERY:
         slurm_end_query_start(&s->loop, COORD_QUERY_S);
         co_slurm(s); /* outside Slurm, or an answer at once: appended, carried out below */
@@ -62,6 +72,8 @@ void sup_coord_do(sup_t *s) {
 
 static void co_event(sup_t *s, const ctl_msg_t *m) {
   co_slurm(s);
+  /* an elastic gpulaunch-run goes on without a host the cloud takes back */
+  if (m->type == CTL_EV_SIGNAL && (m->flags & CTL_F_NOTICE)) frontch_notice(&s->front, m->host);
   coord_event(&s->co, m, util_now(), &s->acts);
   sup_coord_do(s);
 }
@@ -75,13 +87,13 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
        * (its output may still be draining): its failure may be the job's first. */
       if (!s->exited) s->stop_requested = 1;
       if (s->running && !s->exited) {
-        double t = (m->flags & CTL_F_USE_GRACE) ? s->o->grace : s->o->stop_timeout;
+        double t = (m->flags & CTL_F_USE_GRACE) ? (m->grace > 0 ? m->grace : s->o->grace) : s->o->stop_timeout;
         int sig = m->signo ? m->signo : SIGTERM;
         if (!s->forwarded && (m->flags & CTL_F_BY_RM) && slurm_in_job()) {
           /* Slurm signalled the step: this rank's program is about to get that signal itself. */
           signals_await_rm(s, sig, t);
         } else if (!s->forwarded) {
-          signals_deliver_stop(s, sig, t, 0);
+          signals_deliver_at(s, sig, t, m->at);
         }
       } else if (s->reported || !s->spawned) {
         child_send_event(s, CTL_EV_STOPPED, 0);
@@ -231,6 +243,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_timer_init(&s->loop, &s->drain_timer);
   uv_timer_init(&s->loop, &s->tick_timer);
   uv_timer_init(&s->loop, &s->rm_timer);
+  uv_timer_init(&s->loop, &s->at_timer);
   uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
   uv_async_init(&s->loop, &s->live_async, lost_on_live);
   s->live_async.data = s;
@@ -254,6 +267,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   }
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
   signals_front(s);
+  supnotice_start(s);
 
   child_spawn(s);
   while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -261,6 +275,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   /* The job is over: stop everything of ours and let libuv close its handles. After a loss the
    * liveness thread stays (its last timer ends the rank should the rest not finish in time). */
   if (s->running) child_kill(s, SIGKILL);
+  supnotice_end(s);
   if (!s->live_lost) live_stop(s->live);
   if (o->hooks.detach) o->hooks.detach(o->hooks.attach_arg);
   uv_walk(&s->loop, close_walk, NULL);

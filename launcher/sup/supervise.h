@@ -54,6 +54,10 @@ typedef struct sup_opts_s {
   int hang_report_only;    /* [job] hang_action = report: report the hang, keep the job running */
   const char *hang_dir;    /* folder of the hang report (NULL: the current folder) */
   sup_hooks_t hooks;
+  /* The cloud's interruption notice ([preempt]): polled by each node's first rank; NULL: off. A
+   * notice stops the job with a grace that ends notice_margin before the machine goes. */
+  const struct notice_opts_s *notice;
+  double notice_margin;
 } sup_opts_t;
 
 typedef struct sup_result_s {

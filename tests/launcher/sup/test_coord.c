@@ -288,6 +288,39 @@ static void test_preempted(void **state) {
   assert_int_equal(m->rank, -1);
 }
 
+/* A cloud's interruption notice from rank 2's node leader: no Slurm question, the grace the notice
+ * leaves (less than [job] grace), the verdict names the host and the notice at once. */
+static void test_notice(void **state) {
+  fx_t *f = fx_new(state, 3, 2);
+  ctl_msg_t m = ev(CTL_EV_SIGNAL, 2, 0, 0, SIGTERM, CTL_F_NOTICE, 0, "AWS spot interruption: terminate");
+  m.grace = 4.5;
+  send_ev(f, m, 50.0);
+  assert_int_equal(count(&f->a, COORD_QUERY), 0);
+  assert_false(coord_wants_slurm_end(&f->co));
+  const ctl_msg_t *stop = sent(&f->a, CTL_STOP);
+  assert_int_equal(stop->signo, SIGUSR1);
+  assert_int_equal(stop->flags, CTL_F_USE_GRACE);
+  assert_true(stop->grace == 4.5);
+  clear(f);
+  /* the reports are due by the notice's grace, not [job] grace */
+  coord_tick(&f->co, 50.0 + 4.5 + COORD_MARGIN_S - 0.01, &f->a);
+  nothing(f);
+  for (int r = 0; r < 3; r++) stopped_ev(f, r, 52.0);
+  ends(f,
+       "gpulaunch: job preempted: interruption notice for host n1 (AWS spot interruption: terminate); "
+       "every program got SIGUSR1 and is stopped within 4 s (exit status 75: requeue the job)\n", 75);
+  assert_int_equal(sent(&f->a, CTL_EXIT)->flags, CTL_F_PREEMPTED);
+}
+
+/* A notice later than [job] grace allows keeps [job] grace. */
+static void test_notice_far(void **state) {
+  fx_t *f = fx_new(state, 2, 0);
+  ctl_msg_t m = ev(CTL_EV_SIGNAL, 0, 0, 0, SIGTERM, CTL_F_NOTICE, 0, "GCP preemption");
+  m.grace = 115;
+  send_ev(f, m, 10.0);
+  assert_true(sent(&f->a, CTL_STOP)->grace == 10);
+}
+
 static void test_preempted_by_slurm_no_answer(void **state) {
   fx_t *f = fx_new(state, 2, 0);
   signal_ev(f, 1, SIGTERM, CTL_F_BY_RM, 50.0);
@@ -430,6 +463,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_restart, fx_free),
       cmocka_unit_test_teardown(test_hang_not_restarted, fx_free),
       cmocka_unit_test_teardown(test_preempted, fx_free),
+      cmocka_unit_test_teardown(test_notice, fx_free),
+      cmocka_unit_test_teardown(test_notice_far, fx_free),
       cmocka_unit_test_teardown(test_preempted_by_slurm_no_answer, fx_free),
       cmocka_unit_test_teardown(test_preempted_by_mpirun, fx_free),
       cmocka_unit_test_teardown(test_cancelled, fx_free),
