@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "common/watchdog.h"

@@ -34,7 +34,7 @@ int job_env_rank(void);
  * initialises MPI: world and ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h
  * take as this process alone. */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
-/* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
+/* The job as comm/ wants it (comm/comm_job.h: comm_job_t), for built-in jobs and the proxy. */
 struct comm_job_s;
 void job_to_comm(const job_t *job, struct comm_job_s *out);
 
