@@ -473,3 +473,12 @@ int util_read_file(const char *path, char **out, size_t *len) {
   return rc;
 }
 
+int util_env_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(vars); i++) {
+    const char *v = getenv(vars[i]);
+    long r;
+    if (v && util_parse_long(v, 0, 1L << 30, &r) == GPL_OK) return (int)r;
+  }
+  return -1;
+}

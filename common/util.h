@@ -90,6 +90,10 @@ int util_read_file(const char *path, char **out, size_t *len);
  * fails with EINVAL on read). Logs nothing: a missing attribute is an answer, not an error. */
 int util_read_small(const char *path, char *buf, size_t len);
 
+/* This process's rank as told by the launcher's environment before MPI is up (Open MPI, PMIx,
+ * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
+int util_env_rank(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,7 +17,6 @@
 #include "common/safefile.h"
 #include "common/strbuf.h"
 #include "common/util.h"
-#include "launcher/job/job.h"
 
 /* A value as read, grown by continuation lines in amortised linear time. */
 typedef struct conf_val_s {
@@ -663,7 +662,7 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     const char *all = strbuf_str(&c->errors);
     char *shown = redact_text(all, strlen(all));
     if (errors_out) *errors_out = shown, shown = NULL;
-    else if (job_env_rank() <= 0)
+    else if (util_env_rank() <= 0)
       log_print("%s", shown ? shown : "gpulaunch: config errors (not shown: no memory)\n");
     free(shown);
     rc = GPL_ECONFIG;
