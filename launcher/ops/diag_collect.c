@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/kmsg.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
@@ -331,7 +332,7 @@ int diag_collect_kernel(strbuf_t *b, double timeout, char *last_xid, size_t xlen
   strbuf_append(&all, "");
   char kwhy[256] = "";
   const char *source = "/dev/kmsg";
-  if (diag_read_kmsg(&all, kwhy, sizeof kwhy) == GPL_ESYS) {
+  if (kmsg_read(&all, kwhy, sizeof kwhy) == GPL_ESYS) {
     static char *const dmesg[] = {"dmesg", NULL};
     char *out = NULL;
     int st;

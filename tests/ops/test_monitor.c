@@ -250,7 +250,7 @@ static void test_throttled_rank_is_the_straggler(void **state) {
   assert_int_equal(st[3].ecc_corrected, 2); /* 5 -> 7 over the run */
   assert_int_equal(st[3].throttle_samples, 16);
   assert_int_equal(st[0].throttle_samples, 0); /* GPU idle bits are not throttling */
-  assert_true(st[0].throttle_mask & MON_THROTTLE_GPU_IDLE);
+  assert_true(st[0].throttle_mask & NVML_THROTTLE_GPU_IDLE);
   mon_straggler_t s;
   mon_find_straggler(st, 4, o.sm_threshold, &s);
   assert_int_equal(s.index, 3);
