@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/safefile.h"
 #include "gpulaunch/error.h"
 
 double util_now(void) {
@@ -463,14 +462,6 @@ int util_read_small(const char *path, char *buf, size_t len) {
   buf[n] = 0;
   while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
   return (int)n;
-}
-
-int util_read_file(const char *path, char **out, size_t *len) {
-  /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
-  char err[PATH_MAX + 128];
-  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, out, len, err, sizeof err);
-  if (rc < 0 && rc != GPL_ENOENT) LOG_INFO(JOB, "%s", err);
-  return rc;
 }
 
 int util_env_rank(void) {

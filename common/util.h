@@ -82,9 +82,6 @@ const char *util_hostname(void);
  * be printed. */
 int util_is_secret_name(const char *name);
 
-/* Read a whole regular file (at most SAFEFILE_CAP_TEXT bytes) into a malloc'd NUL-terminated
- * buffer. 0, GPL_ENOENT, GPL_EINVAL (not a regular file), GPL_ERANGE (too large) or GPL_ESYS. */
-int util_read_file(const char *path, char **out, size_t *len);
 /* A small file (a sysfs or procfs attribute) into buf, at most len - 1 bytes, trailing white
  * space cut: its length, or -1 when it cannot be opened or read (the speed of a link that is down
  * fails with EINVAL on read). Logs nothing: a missing attribute is an answer, not an error. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/ops/monitor.h"
@@ -43,7 +44,7 @@ static char *cap_end(void) {
   close(g_saved);
   char *txt = NULL;
   size_t n;
-  assert_int_equal(util_read_file(g_cap, &txt, &n), 0);
+  assert_int_equal(safefile_read_text(g_cap, &txt, &n), 0);
   unlink(g_cap);
   fputs(txt, stderr); /* keep it visible in the test log */
   return txt;
@@ -421,7 +422,7 @@ static void test_prometheus_file_well_formed(void **state) {
   snprintf(path, sizeof path, "%s/node-rank2.prom", g_tmp); /* no %r: the rank is inserted */
   char *txt = NULL;
   size_t n;
-  assert_int_equal(util_read_file(path, &txt, &n), 0);
+  assert_int_equal(safefile_read_text(path, &txt, &n), 0);
   check_prom(txt, "host=\"we\\\"ird\\\\h\"");
   assert_non_null(strstr(txt, "gpulaunch_gpu_busy_percent{rank=\"2\""));
   assert_non_null(strstr(txt, "gpulaunch_gpu_memory_total_bytes{"));
