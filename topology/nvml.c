@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/safefile.h"
 #include "common/util.h"
+#include "topology/busid.h"
 #include "topology/nvml_api.h"
 
 nvml_api_t nvml__api;
