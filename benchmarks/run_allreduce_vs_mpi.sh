@@ -6,8 +6,8 @@
 # second ratio is the cost of the harness and the comm layer over the same MPI collective.
 #   benchmarks/run_allreduce_vs_mpi.sh [--build DIR] [--reps R] [--np N] [SIZES...]
 # SIZES default to -b 1M -e 16M -f 4 -n 20 -w 5 (given to both programs).
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 REPS=7 NP=4
 SZ=()

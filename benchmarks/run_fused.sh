@@ -3,8 +3,8 @@
 # >= 20x): the comm module's benchmark (bench_comm_fused), and the same through gpulaunch bench
 # (--op unfused,fused, one tensor per 4 KiB), both in this run.
 #   benchmarks/run_fused.sh [--build DIR] [--np N] [--tensors T] [--bytes B] [--reps R] [--rounds K]
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 NP=4 NT=1000 BYTES=4096 REPS=20 ROUNDS=5
 set -- "${ARGS[@]+"${ARGS[@]}"}"

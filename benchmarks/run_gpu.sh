@@ -4,8 +4,8 @@
 # says so and exits 0 (nothing measured).
 #   benchmarks/run_gpu.sh [--build DIR]   (a CUDA build on a machine with the build tools; on a bare
 #   GPU machine run scripts/gpu-check.sh from the bundle instead: scripts/gpu-bundle.sh)
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 echo "### GPU: NCCL allreduce on one GPU, fused kernels vs device copy"
 echo

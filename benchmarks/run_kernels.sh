@@ -2,8 +2,8 @@
 # Fused pack/unpack against memcpy on this CPU, in the same run (the kernels' own benchmark,
 # bench_kernels: 256 MiB of fp32 gradients in GPT-2-like tensors).
 #   benchmarks/run_kernels.sh [--build DIR] [--reps R] [--mib M]
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 REPS=9 MIB=256
 set -- "${ARGS[@]+"${ARGS[@]}"}"

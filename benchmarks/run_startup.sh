@@ -3,8 +3,8 @@
 # (init, barrier, finalize), run alternately R times; median wall time of each and the ratio
 # (goal <= 1.2).
 #   benchmarks/run_startup.sh [--build DIR] [--reps R] [--np N]
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 REPS=21 NP=4
 set -- "${ARGS[@]+"${ARGS[@]}"}"

@@ -7,8 +7,8 @@
 #                                   [--before DIR]
 # --before DIR: also another build's gpulaunch (an earlier commit), in the same alternation, with
 # its own ratio column: before and after measured side by side on the same hosts.
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 REPS=7 SHAPES="2x2 4x2 8x2 1x8 1x16 1x32" BEFORE=""
 set -- "${ARGS[@]+"${ARGS[@]}"}"

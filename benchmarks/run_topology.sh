@@ -2,8 +2,8 @@
 # Topology load + placement plan (one rank's start-up work) for the largest machine file we have
 # (AWS p5en.48xlarge: 8 H200, 16 EFA NICs) and for this machine: the topology module's timer.
 #   benchmarks/run_topology.sh [--build DIR] [--runs N]
-# shellcheck source=benchmarks/lib.sh
-source "$(dirname "$0")/lib.sh"
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
 RUNS=21
 set -- "${ARGS[@]+"${ARGS[@]}"}"

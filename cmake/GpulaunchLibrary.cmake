@@ -15,7 +15,7 @@ set(GPL_PUBLIC_HEADERS
 # the headers are the target's only sources. The version script exports gpl_* and nothing else.
 add_library(gpl_shared SHARED ${GPL_PUBLIC_HEADERS})
 target_link_libraries(gpl_shared PRIVATE
-  -Wl,--whole-archive gpl_comm gpl_kernels gpl_common -Wl,--no-whole-archive gpl_flags)
+  -Wl,--whole-archive gpl_comm gpl_kernels gpl_mpix gpl_common -Wl,--no-whole-archive gpl_flags)
 target_link_options(gpl_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/libgpulaunch.map)
 if(NOT GPULAUNCH_ASAN AND NOT GPULAUNCH_UBSAN)
   # Every symbol resolved at link time: a program needs nothing but -lgpulaunch. (Sanitizer

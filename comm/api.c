@@ -10,16 +10,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 
-/* ---- options, names ---- */
-
-void gpl_init_opts_default(gpl_init_opts_t *o) {
-  if (!o) return;
-  memset(o, 0, sizeof *o);
-  o->backend = GPL_BACKEND_AUTO;
-  o->init_timeout = 60.0;
-  o->timeout = 0.0; /* the GPULAUNCH_TIMEOUT default */
-  o->device = -1;
-}
+/* ---- names ---- */
 
 const char *gpl_backend_name(gpl_backend_t b) {
   switch (b) {
@@ -41,20 +32,6 @@ int gpl_backend_parse(const char *s, gpl_backend_t *out) {
 }
 
 /* ---- life cycle ---- */
-
-void comm_free(gpl_comm_t *c) {
-  if (!c) return;
-  if (c->be) {
-    if (c->bucket) c->be->mem_free(c, c->bucket);
-    if (c->flag_scaler) c->be->mem_free(c, c->flag_scaler);
-    if (c->be->destroy) c->be->destroy(c);
-  }
-  if (c->xp && c->xp->destroy) c->xp->destroy(c);
-  if (c->hosts)
-    for (int r = 0; r < c->size; r++) free(c->hosts[r]);
-  free(c->hosts);
-  free(c);
-}
 
 int gpl_finalize(gpl_comm_t *c) {
   if (!c) return GPL_OK;

@@ -1,5 +1,5 @@
-/* Communicator set-up from a job: host transport, agreement on the backend by all ranks, backend
- * start; and the helpers every part of comm/ uses to name ranks and exchange flags. */
+/* The communicator itself, under every other part of comm/: its shell (comm_new, comm_free), and
+ * the helpers every part uses to name ranks, exchange flags and settle an error. */
 #include "comm/internal.h"
 
 #include <stdio.h>
@@ -74,79 +74,6 @@ int comm_settle(gpl_comm_t *c, int rc) {
   return rc;
 }
 
-/* Every rank probes nccl locally, then all agree: nccl only when every rank can use it. auto falls
- * back to cpu (info line); an explicit nccl fails on every rank, naming the ranks without a GPU. */
-static int choose_backend(gpl_comm_t *c, const gpl_init_opts_t *o, const comm_backend_t **out) {
-  if (o->backend == GPL_BACKEND_CPU) {
-    *out = &comm_backend_cpu;
-    return GPL_OK;
-  }
-  char why[512] = "";
-  int mine = comm_backend_nccl.probe(c, o->device, why, sizeof why);
-  int n = c->size, rc;
-  int *all = calloc((size_t)n, sizeof *all), *ans = calloc((size_t)n, sizeof *ans);
-  int *bad = calloc((size_t)n, sizeof *bad);
-  if (!all || !ans || !bad) {
-    rc = GPL_ENOMEM;
-    goto out;
-  }
-  rc = comm_exchange_flags(c, mine, all, ans, c->timeout);
-  if (rc == GPL_ETIMEDOUT) {
-    char *l = comm_missing_list(c, ans);
-    LOG_ERROR("timed out after %.1f s agreeing on the communication backend: no answer from %s",
-              c->timeout, l ? l : "?");
-    free(l);
-    c->broken = 1;
-    goto out;
-  }
-  if (rc < 0) goto out;
-  int nbad = 0, first = 0;
-  for (int r = 0; r < n; r++) {
-    bad[r] = all[r] != 0;
-    if (bad[r] && !nbad++) first = all[r];
-  }
-  if (!nbad) {
-    *out = &comm_backend_nccl;
-    goto out;
-  }
-  char *l = comm_rank_list(c, bad);
-  if (o->backend == GPL_BACKEND_AUTO) {
-    if (mine)
-      LOG_INFO(COMM, "backend auto: using cpu (nccl unusable here: %s)", why);
-    else
-      LOG_INFO(COMM, "backend auto: using cpu, because nccl is unusable on %s", l ? l : "?");
-    *out = &comm_backend_cpu;
-  } else {
-    if (mine)
-      LOG_ERROR("backend nccl was asked for, but this rank cannot use it: %s", why);
-    else
-      LOG_ERROR("backend nccl was asked for, but it is unusable on %s (see their messages)",
-                l ? l : "?");
-    rc = first < 0 ? first : GPL_ENOGPU;
-  }
-  free(l);
-out:
-  free(all);
-  free(ans);
-  free(bad);
-  return rc;
-}
-
-int comm_start_backend(gpl_comm_t *c, const gpl_init_opts_t *o) {
-  const comm_backend_t *be = NULL;
-  CHECK(choose_backend(c, o, &be));
-  c->be = be;
-  int rc = be->init(c, o);
-  if (rc < 0) {
-    if (be->destroy) be->destroy(c);
-    c->be = NULL;
-    return rc;
-  }
-  LOG_INFO(COMM, "communicator ready: rank %d of %d, backend %s, transport %s", c->rank, c->size,
-           be->name, c->xp->name);
-  return GPL_OK;
-}
-
 int comm_new(gpl_comm_t **out, const comm_job_t *job) {
   *out = NULL;
   if (!job || job->size < 1 || job->rank < 0 || job->rank >= job->size || job->local_size < 1 ||
@@ -181,35 +108,16 @@ int comm_new(gpl_comm_t **out, const comm_job_t *job) {
   return GPL_OK;
 }
 
-int comm_init(gpl_comm_t **out, const comm_job_t *job, const gpl_init_opts_t *opts) {
-  gpl_init_opts_t o;
-  gpl_comm_t *c = NULL;
-  int rc;
-  if (!out) return GPL_EINVAL;
-  *out = NULL;
-  if (opts) o = *opts;
-  else gpl_init_opts_default(&o);
-  if (job && job->comm == MPI_COMM_NULL && job->size != 1) {
-    LOG_WARN("comm_init: a job of %d ranks needs an MPI communicator", job->size);
-    return GPL_EINVAL;
+void comm_free(gpl_comm_t *c) {
+  if (!c) return;
+  if (c->be) {
+    if (c->bucket) c->be->mem_free(c, c->bucket);
+    if (c->flag_scaler) c->be->mem_free(c, c->flag_scaler);
+    if (c->be->destroy) c->be->destroy(c);
   }
-  CHECK(comm_new(&c, job));
-  if (job->comm == MPI_COMM_NULL) {
-    c->xp = &comm_xport_self;
-  } else {
-    int size = 0;
-    MPI_Comm_size(job->comm, &size);
-    if (size != job->size) {
-      LOG_WARN("comm_init: job says %d ranks but its communicator has %d", job->size, size);
-      comm_free(c);
-      return GPL_EINVAL;
-    }
-    CHECKGOTO(comm_xport_mpi_init(c, job->comm), rc, fail);
-  }
-  CHECKGOTO(comm_start_backend(c, &o), rc, fail);
-  *out = c;
-  return GPL_OK;
-fail:
-  comm_free(c);
-  return rc;
+  if (c->xp && c->xp->destroy) c->xp->destroy(c);
+  if (c->hosts)
+    for (int r = 0; r < c->size; r++) free(c->hosts[r]);
+  free(c->hosts);
+  free(c);
 }

@@ -1,12 +1,12 @@
 /* comm internals (like libuv's uv-common.h): the communicator itself, the host transport table
  * (in-process MPI, one rank, gpulaunch proxy), the backend table (cpu, nccl) and the helpers
- * they share. Not for the launcher: it uses comm/comm.h. */
+ * they share. Not for the launcher: it uses comm/comm_job.h. */
 #ifndef GPL_COMM_INTERNAL_H
 #define GPL_COMM_INTERNAL_H
 
 #include <stdint.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "comm/hostop.h"
 #include "common/check.h"
 #include "kernels/fused.h"

@@ -1,4 +1,4 @@
-/* The comm proxy's client side (internal; the server's start/stop are in comm/comm.h): lets a
+/* The comm proxy's client side (internal; the server's start/stop are in comm/comm_job.h): lets a
  * program that gpulaunch wraps (a child of the MPI rank, not an MPI process) use gpl_init and the
  * collectives. The rank's gpulaunch serves a Unix socket from its libuv loop
  * and runs the child's host collectives on its own MPI communicator, on shared memory the child

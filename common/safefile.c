@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 
@@ -306,6 +307,14 @@ int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *e
   *out = buf;
   if (len) *len = n;
   return GPL_OK;
+}
+
+int safefile_read_text(const char *path, char **out, size_t *len) {
+  /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
+  char err[PATH_MAX + 128];
+  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, out, len, err, sizeof err);
+  if (rc < 0 && rc != GPL_ENOENT) LOG_INFO(JOB, "%s", err);
+  return rc;
 }
 
 /* Open component name below dfd as a folder without following a link, except a link owned by

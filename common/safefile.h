@@ -44,6 +44,9 @@ int safefile_open_read(const char *path, int *fd, size_t *size, char *err, size_
  * may hold NUL bytes: *len is the length read). GPL_ENOENT (missing), GPL_EINVAL (not a regular
  * file), GPL_ERANGE (larger than cap), GPL_ESYS. */
 int safefile_read(const char *path, size_t cap, char **out, size_t *len, char *err, size_t errlen);
+/* Read a whole regular file (at most SAFEFILE_CAP_TEXT bytes) into a malloc'd NUL-terminated
+ * buffer. 0, GPL_ENOENT, GPL_EINVAL (not a regular file), GPL_ERANGE (too large) or GPL_ESYS. */
+int safefile_read_text(const char *path, char **out, size_t *len);
 
 /* Can a file be written at path (its folder exists and passes safefile_check_dir)? For options
  * checked at start, before a job runs for hours and then cannot write its report. */

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/safefile.h"
 #include "gpulaunch/error.h"
 
 double util_now(void) {
@@ -465,11 +464,12 @@ int util_read_small(const char *path, char *buf, size_t len) {
   return (int)n;
 }
 
-int util_read_file(const char *path, char **out, size_t *len) {
-  /* A regular file, bounded: a FIFO or /dev/zero given by mistake must not hang or eat memory. */
-  char err[PATH_MAX + 128];
-  int rc = safefile_read(path, SAFEFILE_CAP_TEXT, out, len, err, sizeof err);
-  if (rc < 0 && rc != GPL_ENOENT) LOG_INFO(JOB, "%s", err);
-  return rc;
+int util_env_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(vars); i++) {
+    const char *v = getenv(vars[i]);
+    long r;
+    if (v && util_parse_long(v, 0, 1L << 30, &r) == GPL_OK) return (int)r;
+  }
+  return -1;
 }
-

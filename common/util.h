@@ -82,13 +82,14 @@ const char *util_hostname(void);
  * be printed. */
 int util_is_secret_name(const char *name);
 
-/* Read a whole regular file (at most SAFEFILE_CAP_TEXT bytes) into a malloc'd NUL-terminated
- * buffer. 0, GPL_ENOENT, GPL_EINVAL (not a regular file), GPL_ERANGE (too large) or GPL_ESYS. */
-int util_read_file(const char *path, char **out, size_t *len);
 /* A small file (a sysfs or procfs attribute) into buf, at most len - 1 bytes, trailing white
  * space cut: its length, or -1 when it cannot be opened or read (the speed of a link that is down
  * fails with EINVAL on read). Logs nothing: a missing attribute is an answer, not an error. */
 int util_read_small(const char *path, char *buf, size_t len);
+
+/* This process's rank as told by the launcher's environment before MPI is up (Open MPI, PMIx,
+ * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
+int util_env_rank(void);
 
 #ifdef __cplusplus
 }

@@ -1,25 +1,10 @@
-/* What every mode of the gpulaunch program receives: the job, the config and its own arguments. */
+/* The modes of the gpulaunch program and what they share; each receives a launch_t (the job, the
+ * config and its own arguments: launcher/job/launch.h). */
 #ifndef GPL_LAUNCHER_LAUNCHER_H
 #define GPL_LAUNCHER_LAUNCHER_H
 
-#include <cjson/cJSON.h>
-
-#include "launcher/conf/conf.h"
 #include "launcher/exitcode.h"
-#include "launcher/job/job.h"
-
-typedef struct launch_s {
-  job_t *job;               /* initialised (MPI up) before a mode runs, except `check`/`help` */
-  conf_t *conf;             /* the config file's settings, or the defaults when there is none */
-  const char *conf_path;    /* NULL when no config file was given */
-  const char *topology_xml; /* --topology FILE (overrides [topology] xml), or NULL */
-  const char *summary_path; /* --summary FILE.json, or NULL */
-  int argc;                 /* the mode's own arguments (after the mode word and config) */
-  char **argv;
-  cJSON *summary;           /* the job summary; modes add their objects ("train", "bench", ...);
-                             * main writes it to summary_path from rank 0 */
-  char root_cause[512];     /* why the job failed, when a mode knows (the audit log's end line) */
-} launch_t;
+#include "launcher/job/launch.h"
 
 /* Each mode returns a process exit code (launcher/exitcode.h). */
 typedef int (*mode_fn)(launch_t *L);

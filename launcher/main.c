@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
   /* Internal: the helper a rank leaves behind after a lost host (launcher/live/lostpeer.h). */
   if (argc > 1 && strcmp(argv[1], LOSTPEER_HELPER_ARG) == 0) return lostpeer_helper_main(argc, argv);
   log_init();
-  log_set_identity(util_hostname(), job_env_rank());
+  log_set_identity(util_hostname(), util_env_rank());
   launch_t L;
   memset(&L, 0, sizeof L);
   args_t args;
@@ -285,7 +285,7 @@ int main(int argc, char **argv) {
    * others leave a moment later, or mpirun (which kills the job at the first non-zero exit) could
    * kill rank 0 before its message is out. */
   if (conf_load(&L.conf, config) < 0) {
-    if (job_env_rank() > 0) util_sleep(0.5);
+    if (util_env_rank() > 0) util_sleep(0.5);
     return GPL_EXIT_CONFIG;
   }
   conf_register_secrets(L.conf); /* [env] secrets: hidden in everything we print or write */
@@ -294,7 +294,7 @@ int main(int argc, char **argv) {
   char what_m[4200], what_p[4200];
   util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, &L.conf->monitor.metrics));
   util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, &L.conf->monitor.prom));
-  int env_rank = job_env_rank();
+  int env_rank = util_env_rank();
   if (check_output("--summary", L.summary_path, env_rank <= 0) < 0 ||
       check_output(what_m, L.conf->monitor.metrics, env_rank <= 0) < 0 ||
       check_output(what_p, L.conf->monitor.prom, env_rank <= 0) < 0) {
@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
   if (config) cJSON_AddStringToObject(L.summary, "config", config);
 
   job_t job;
-  int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && job_env_rank() >= 0);
+  int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && util_env_rank() >= 0);
   if (use_mpi) {
     /* The start-up deadline: the config file's, else GPULAUNCH_TIMEOUT, else the default. */
     double timeout = conf_is_set(L.conf, &L.conf->job.timeout) ? L.conf->job.timeout

@@ -8,7 +8,9 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
+#include "topology/busid.h"
 #include "topology/nvml_api.h"
 
 nvml_api_t nvml__api;
@@ -194,7 +196,7 @@ static int sysfs_locality(topo_t *t, topo_gpu_t *g) {
   char path[256], *text = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/local_cpulist", g->pci);
-  if (util_read_file(path, &text, &len) == 0) {
+  if (safefile_read_text(path, &text, &len) == 0) {
     hwloc_bitmap_t s = hwloc_bitmap_alloc();
     if (s && hwloc_bitmap_list_sscanf(s, util_trim(text)) == 0 && !hwloc_bitmap_iszero(s)) {
       hwloc_bitmap_and(s, s, root->cpuset);
@@ -204,7 +206,7 @@ static int sysfs_locality(topo_t *t, topo_gpu_t *g) {
     free(text);
   }
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/numa_node", g->pci);
-  if (util_read_file(path, &text, &len) == 0) {
+  if (safefile_read_text(path, &text, &len) == 0) {
     int node = atoi(text);
     if (node >= 0 && hwloc_bitmap_isset(root->nodeset, (unsigned)node)) hwloc_bitmap_only(g->nodeset, (unsigned)node);
     free(text);

@@ -72,6 +72,24 @@ enum {
   NVML_HAVE_SM_ACTIVE = 1u << 8, /* sm_active_pct, sm_occupancy_pct (GPM) */
 };
 
+/* NVML's clock event ("throttle") reason bits, as nvmlDeviceGetCurrentClocksEventReasons gives
+ * them. NVML_THROTTLE_SLOWDOWN is the set that means "clocks were lowered against the program's
+ * will" (power cap, thermal, hardware slowdown); idle and application clocks are not throttling. */
+enum {
+  NVML_THROTTLE_GPU_IDLE = 0x1ull,
+  NVML_THROTTLE_APP_CLOCKS = 0x2ull,
+  NVML_THROTTLE_SW_POWER_CAP = 0x4ull,
+  NVML_THROTTLE_HW_SLOWDOWN = 0x8ull,
+  NVML_THROTTLE_SYNC_BOOST = 0x10ull,
+  NVML_THROTTLE_SW_THERMAL = 0x20ull,
+  NVML_THROTTLE_HW_THERMAL = 0x40ull,
+  NVML_THROTTLE_HW_POWER_BRAKE = 0x80ull,
+  NVML_THROTTLE_DISPLAY_CLOCKS = 0x100ull,
+};
+#define NVML_THROTTLE_SLOWDOWN                                                                    \
+  (NVML_THROTTLE_SW_POWER_CAP | NVML_THROTTLE_HW_SLOWDOWN | NVML_THROTTLE_SW_THERMAL |              \
+   NVML_THROTTLE_HW_THERMAL | NVML_THROTTLE_HW_POWER_BRAKE)
+
 typedef struct nvml_reading_s {
   unsigned have;                /* NVML_HAVE_* */
   /* nvmlDeviceGetUtilizationRates: the share of NVML's sample period during which at least one
@@ -89,7 +107,7 @@ typedef struct nvml_reading_s {
   double temp_c;
   unsigned sm_clock_mhz, mem_clock_mhz;
   double pcie_rx_kbs, pcie_tx_kbs; /* KB/s, NVML's unit (each is counted over 20 ms) */
-  uint64_t throttle;            /* clock event reason bits (nvmlClocksEventReasons) */
+  uint64_t throttle;            /* clock event reason bits (NVML_THROTTLE_*) */
   uint64_t ecc_corrected, ecc_uncorrected; /* volatile counts since the driver loaded */
   int nxid;                     /* XID events since the previous reading */
   int xid;                      /* the last of them */

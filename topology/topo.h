@@ -4,6 +4,8 @@
 
 #include <hwloc.h>
 
+#include "topology/busid.h"
+
 /* A live topology and an XML file go through exactly the same code: topo_load(xml_path = NULL)
  * reads this machine, topo_load("file.xml") reads the file. Everything below is plain data that
  * the rest of gpulaunch may read; the hwloc handles are there for plan.c / path.c.
@@ -98,10 +100,6 @@ int topo_export(const topo_t *t, char **xml, size_t *len);
 /** NUMA latency between two NUMA nodes (os_index), from the matrix in the topology; 0 when the
  * topology has none or a node is unknown. */
 unsigned long long topo_numa_distance(const topo_t *t, int os_a, int os_b);
-
-/** Parse a PCI bus id: "0000:03:00.0", "00000000:03:00.0" (NVML), "03:00.0" (domain 0).
- * \return 0 or GPL_EINVAL. */
-int topo_parse_busid(const char *s, unsigned *domain, unsigned *bus, unsigned *dev, unsigned *func);
 
 /** The NIC with this bus id (any accepted spelling), or NULL. */
 const topo_nic_t *topo_nic_by_pci(const topo_t *t, const char *busid);

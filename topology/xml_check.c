@@ -6,7 +6,7 @@
 
 #include "common/check.h"
 #include "common/util.h"
-#include "topology/topo.h"
+#include "topology/busid.h"
 
 static int line_of(const char *text, const char *at) {
   int line = 1;

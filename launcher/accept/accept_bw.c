@@ -3,13 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comm/busbw.h"
 #include "launcher/accept/accept.h"
-#include "launcher/bench/bench.h"
 
 double accept_busbw(double bytes, double seconds, int nranks) {
   if (seconds <= 0 || nranks < 2) return 0;
   double algbw = bytes / seconds / 1e9; /* GB = 1e9 bytes, as nccl-tests */
-  return algbw * bench_busbw_factor(BENCH_ALLREDUCE, nranks); /* the bench's definition */
+  return algbw * busbw_allreduce_factor(nranks); /* nccl-tests' definition, as bench's */
 }
 
 /* Efficiencies: what fraction of the link a healthy allreduce reaches. NCCL over RDMA NICs

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/util.h"

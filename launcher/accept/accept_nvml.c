@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/kmsg.h"
 #include "common/strbuf.h"
 #include "launcher/accept/accept.h"
-#include "launcher/ops/diag.h"
-#include "launcher/ops/monitor.h"
 #include "topology/nvml.h"
 
 /* ---- Xid in the kernel log ---- */
@@ -56,7 +55,7 @@ static int check_xid(const accept_node_ctx_t *x, accept_list_t *out) {
   }
   strbuf_t log = STRBUF_INIT;
   char why[256] = "", last[300];
-  int rc = diag_read_kmsg(&log, why, sizeof why);
+  int rc = kmsg_read(&log, why, sizeof why);
   if (rc < 0) {
     strbuf_free(&log);
     if (rc == GPL_ESYS) accept_check_set(&c, ACCEPT_SKIP, "the kernel log cannot be read: %s", why);
@@ -141,8 +140,8 @@ static void check_retired(accept_check_t *c, const nvml_health_t *h) {
 }
 
 static void check_clocks(accept_check_t *c, const nvml_reading_t *s) {
-  const uint64_t hard = MON_THROTTLE_HW_SLOWDOWN | MON_THROTTLE_HW_THERMAL | MON_THROTTLE_HW_POWER_BRAKE |
-                        MON_THROTTLE_SW_THERMAL;
+  const uint64_t hard = NVML_THROTTLE_HW_SLOWDOWN | NVML_THROTTLE_HW_THERMAL | NVML_THROTTLE_HW_POWER_BRAKE |
+                        NVML_THROTTLE_SW_THERMAL;
   accept_check_threshold(c, "no thermal/hardware slowdown");
   if (!(s->have & NVML_HAVE_THROTTLE)) {
     accept_check_set(c, ACCEPT_SKIP, "NVML reports no clock event reasons for this GPU");
@@ -155,11 +154,11 @@ static void check_clocks(accept_check_t *c, const nvml_reading_t *s) {
     accept_check_text(c, "reasons 0x%llx", (unsigned long long)s->throttle);
   if (s->throttle & hard)
     accept_check_set(c, ACCEPT_FAIL, "clocks slowed by %s%s%s%s",
-                     s->throttle & MON_THROTTLE_HW_SLOWDOWN ? "hardware slowdown " : "",
-                     s->throttle & MON_THROTTLE_HW_THERMAL ? "hardware thermal " : "",
-                     s->throttle & MON_THROTTLE_SW_THERMAL ? "software thermal " : "",
-                     s->throttle & MON_THROTTLE_HW_POWER_BRAKE ? "power brake" : "");
-  else if (s->throttle & MON_THROTTLE_SW_POWER_CAP)
+                     s->throttle & NVML_THROTTLE_HW_SLOWDOWN ? "hardware slowdown " : "",
+                     s->throttle & NVML_THROTTLE_HW_THERMAL ? "hardware thermal " : "",
+                     s->throttle & NVML_THROTTLE_SW_THERMAL ? "software thermal " : "",
+                     s->throttle & NVML_THROTTLE_HW_POWER_BRAKE ? "power brake" : "");
+  else if (s->throttle & NVML_THROTTLE_SW_POWER_CAP)
     accept_check_set(c, ACCEPT_WARN, "clocks held by the software power cap while idle (power limit set "
                      "low?)");
   else

@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "common/mpix.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 #include "launcher/launcher.h"
@@ -49,7 +50,7 @@ static void node_info(const topo_t *t, const accept_if_t *ifc, int node, const a
   ni->if_speed_mbps = ifc->speed_mbps;
   char *boot = NULL;
   size_t blen = 0;
-  if (util_read_file("/proc/sys/kernel/random/boot_id", &boot, &blen) == GPL_OK) {
+  if (safefile_read_text("/proc/sys/kernel/random/boot_id", &boot, &blen) == GPL_OK) {
     util_strlcpy(ni->boot_id, util_trim(boot), sizeof ni->boot_id);
     free(boot);
   }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "comm/busbw.h"
 #include "common/check.h"
 #include "common/util.h"
 #include "launcher/bench/bench.h"
@@ -94,7 +95,7 @@ double bench_busbw_factor(bench_op_t op, int nranks) {
   switch (op) {
     case BENCH_ALLREDUCE:
     case BENCH_FUSED:
-    case BENCH_UNFUSED: return 2.0 * (n - 1) / n;
+    case BENCH_UNFUSED: return busbw_allreduce_factor(nranks);
     case BENCH_ALLGATHER:
     case BENCH_REDUCESCATTER:
     case BENCH_ALLTOALL: return (n - 1) / n;

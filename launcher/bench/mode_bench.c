@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"

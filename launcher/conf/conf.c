@@ -12,7 +12,6 @@
 #include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/conf/conf_priv.h"
-#include "launcher/job/job.h"
 
 static conf_t *conf_new(void) {
   conf_t *c = calloc(1, sizeof *c);
@@ -72,7 +71,7 @@ static int load(conf_t **out, const char *path, const char *text, size_t len, co
     const char *all = strbuf_str(&st->errors);
     char *shown = redact_text(all, strlen(all));
     if (errors_out) *errors_out = shown, shown = NULL;
-    else if (job_env_rank() <= 0)
+    else if (util_env_rank() <= 0)
       log_print("%s", shown ? shown : "gpulaunch: config errors (not shown: no memory)\n");
     free(shown);
     rc = GPL_ECONFIG;

@@ -7,23 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "common/watchdog.h"
 #include "launcher/exitcode.h"
 #include "launcher/job/slurm.h"
 
-
-int job_env_rank(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-  for (size_t i = 0; i < GPL_ARRAY_LEN(vars); i++) {
-    const char *v = getenv(vars[i]);
-    long r;
-    if (v && util_parse_long(v, 0, 1L << 30, &r) == GPL_OK) return (int)r;
-  }
-  return -1;
-}
 
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] makes one rank arrive late at a stage
  * ("init" by default), so the tests can see the others name it. */
@@ -63,7 +53,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   memset(job, 0, sizeof *job);
   job->world = job->ctl = MPI_COMM_NULL;
   job->timeout = timeout;
-  job->under_launcher = job_env_rank() >= 0;
+  job->under_launcher = util_env_rank() >= 0;
   util_strlcpy(job->host, util_hostname(), sizeof job->host);
   slurm_check_launch(); /* srun without PMIx: one line saying what to pass, instead of MPI_Init's */
   if (!job->under_launcher) return job_init_alone(job);

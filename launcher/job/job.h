@@ -24,17 +24,13 @@ typedef struct job_s {
   int lost;                   /* a rank was lost while the job ran: job_exit leaves without MPI */
 } job_t;
 
-/* This process's rank as told by the launcher's environment before MPI is up (Open MPI, PMIx,
- * Slurm, PMI); -1 when started alone. Used to print config errors once, not once per rank. */
-int job_env_rank(void);
-
 /* MPI_Init and the exchanges above (each bounded by timeout). No communicator is made: every
  * exchange runs over MPI_COMM_WORLD, the node's and the leaders' as groups (common/mpix.h) with
- * tags of their own. A process started alone (job_env_rank() < 0) is a job of one that never
+ * tags of their own. A process started alone (util_env_rank() < 0) is a job of one that never
  * initialises MPI: world and ctl stay MPI_COMM_NULL, which common/mpix.h's collectives and ctl.h
  * take as this process alone. */
 int job_init(job_t *job, int *argc, char ***argv, double timeout);
-/* The job as comm/ wants it (comm/comm.h: comm_job_t), for built-in jobs and the proxy. */
+/* The job as comm/ wants it (comm/comm_job.h: comm_job_t), for built-in jobs and the proxy. */
 struct comm_job_s;
 void job_to_comm(const job_t *job, struct comm_job_s *out);
 

@@ -4,7 +4,7 @@
 #define GPL_LAUNCHER_PLACE_H
 
 #include "launcher/job/childenv.h"
-#include "launcher/launcher.h"
+#include "launcher/job/launch.h"
 #include "topology/preflight.h"
 
 struct topo_s;

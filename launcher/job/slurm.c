@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "common/check.h"
+#include "common/safefile.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "launcher/exitcode.h"
@@ -60,7 +61,7 @@ static int proctrack_is_pgid(void) {
   const char *paths[] = {getenv("SLURM_CONF"), "/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf"};
   for (size_t i = 0; i < GPL_ARRAY_LEN(paths); i++) {
     char *text = NULL;
-    if (!paths[i] || util_read_file(paths[i], &text, NULL) < 0) continue;
+    if (!paths[i] || safefile_read_text(paths[i], &text, NULL) < 0) continue;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
       line = util_trim(line);
       if (strncasecmp(line, "ProctrackType", 13) != 0) continue;

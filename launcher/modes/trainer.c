@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "common/check.h"
 #include "common/log.h"
 #include "common/util.h"

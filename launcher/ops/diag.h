@@ -73,12 +73,6 @@ int diag_run(char *const argv[], double timeout_s, char **out, int *status);
 int diag_write(const char *dir, const char *name, const char *text);
 /* Files diag_write has written in this process. */
 int diag_files_written(void);
-/* The kernel log since boot from /dev/kmsg, without blocking (diag, and accept's Xid check):
- * the message of each record (its "prio,seq,usec,flags;" header dropped), each ending with a
- * newline, appended to out; at most DIAG_KMSG_MAX_RECORDS records. 0, GPL_ESYS when /dev/kmsg
- * cannot be opened (why: "/dev/kmsg: Operation not permitted"), or GPL_ENOMEM. */
-#define DIAG_KMSG_MAX_RECORDS 100000
-int diag_read_kmsg(strbuf_t *out, char *why, size_t whylen);
 /* NVIDIA GPUs on the PCI bus from sysfs (/sys/bus/pci/devices or root when set, for tests);
  * -1 when sysfs is not readable. */
 int diag_count_nvidia_pci(const char *root);

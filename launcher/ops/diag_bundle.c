@@ -105,7 +105,7 @@ static void node_sections(const diag_opts_t *o, const char *dir, diag_verdicts_t
   if (o->conf_path) {
     char *txt = NULL;
     size_t n;
-    if (util_read_file(o->conf_path, &txt, &n) == 0) diag_write(dir, "config-file.conf", txt);
+    if (safefile_read_text(o->conf_path, &txt, &n) == 0) diag_write(dir, "config-file.conf", txt);
     free(txt);
   }
 

@@ -18,6 +18,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/kmsg.h"
+#include "common/safefile.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
@@ -62,7 +64,7 @@ static void os_pretty_name(char *buf, size_t len) {
   char *txt = NULL;
   size_t n;
   snprintf(buf, len, "unknown");
-  if (util_read_file("/etc/os-release", &txt, &n) < 0) return;
+  if (safefile_read_text("/etc/os-release", &txt, &n) < 0) return;
   char *p = strstr(txt, "PRETTY_NAME=");
   if (p) {
     p += strlen("PRETTY_NAME=");
@@ -146,7 +148,7 @@ void diag_collect_system(diag_facts_t *f, strbuf_t *b) {
   char line[256];
   char *txt = NULL;
   size_t n;
-  if (util_read_file("/proc/meminfo", &txt, &n) == 0) {
+  if (safefile_read_text("/proc/meminfo", &txt, &n) == 0) {
     txt[strcspn(txt, "\n")] = 0;
     strbuf_printf(b, "memory           %s\n", txt);
     free(txt);
@@ -274,7 +276,7 @@ void diag_collect_network(diag_facts_t *f, strbuf_t *b, diag_verdicts_t *v, doub
       strbuf_printf(b, "(ip not found; /proc/net/route follows)\n");
       char *txt = NULL;
       size_t n;
-      if (util_read_file("/proc/net/route", &txt, &n) == 0) strbuf_append(b, txt);
+      if (safefile_read_text("/proc/net/route", &txt, &n) == 0) strbuf_append(b, txt);
       free(txt);
       break;
     }
@@ -331,7 +333,7 @@ int diag_collect_kernel(strbuf_t *b, double timeout, char *last_xid, size_t xlen
   strbuf_append(&all, "");
   char kwhy[256] = "";
   const char *source = "/dev/kmsg";
-  if (diag_read_kmsg(&all, kwhy, sizeof kwhy) == GPL_ESYS) {
+  if (kmsg_read(&all, kwhy, sizeof kwhy) == GPL_ESYS) {
     static char *const dmesg[] = {"dmesg", NULL};
     char *out = NULL;
     int st;
@@ -366,7 +368,7 @@ int diag_collect_topology(const char *xml, char **out) {
   *out = NULL;
   if (xml) {
     size_t n;
-    return util_read_file(xml, out, &n);
+    return safefile_read_text(xml, out, &n);
   }
   hwloc_topology_t t;
   if (hwloc_topology_init(&t) < 0) return GPL_EHWLOC;

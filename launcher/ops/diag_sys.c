@@ -106,27 +106,6 @@ int diag_write(const char *dir, const char *name, const char *text) {
   return rc;
 }
 
-int diag_read_kmsg(strbuf_t *out, char *why, size_t whylen) {
-  int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(why, whylen, "/dev/kmsg: %s", strerror(errno));
-    return GPL_ESYS;
-  }
-  char rec[8192]; /* one record per read */
-  for (int i = 0; i < DIAG_KMSG_MAX_RECORDS; i++) {
-    ssize_t n = read(fd, rec, sizeof rec);
-    if (n < 0 && (errno == EPIPE || errno == EINTR)) continue; /* records overwritten while reading */
-    if (n <= 0) break;                                          /* EAGAIN: the end */
-    /* "prio,seq,usec,flags;message\n" (continuation lines start with a space) */
-    const char *msg = memchr(rec, ';', (size_t)n);
-    msg = msg ? msg + 1 : rec;
-    strbuf_append_n(out, msg, (size_t)(rec + n - msg));
-    if (rec[n - 1] != '\n') strbuf_append(out, "\n");
-  }
-  close(fd);
-  return out->oom ? GPL_ENOMEM : GPL_OK;
-}
-
 static long read_hex(const char *path) {
   char txt[32];
   return util_read_small(path, txt, sizeof txt) < 0 ? -1 : strtol(txt, NULL, 16);

@@ -254,7 +254,7 @@ static void account(monitor_t *m, const mon_sample_t *s) {
   if (s->have & MON_HAVE_TEMP && s->temp_c > m->max_temp) m->max_temp = s->temp_c;
   if (s->have & MON_HAVE_THROTTLE) {
     m->throttle_mask |= s->throttle;
-    if (s->throttle & MON_THROTTLE_SLOWDOWN) m->throttle_samples++;
+    if (s->throttle & NVML_THROTTLE_SLOWDOWN) m->throttle_samples++;
   }
   if (s->have & MON_HAVE_ECC) {
     if (!m->have_ecc0) {

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include "common/log.h"
+#include "topology/nvml.h"
 
 /* ---- Samples ---------------------------------------------------------------------------- */
 
@@ -42,24 +43,6 @@ typedef enum mon_measure_e { MON_MEASURE_BUSY = 0, MON_MEASURE_SM_ACTIVE = 1 } m
 /* "GPU busy", "SM activity". */
 const char *mon_measure_name(mon_measure_t m);
 
-/* NVML's clock event ("throttle") reason bits, as nvmlDeviceGetCurrentClocksEventReasons gives
- * them. MON_THROTTLE_SLOWDOWN is the set that means "clocks were lowered against the program's
- * will" (power cap, thermal, hardware slowdown); idle and application clocks are not throttling. */
-enum {
-  MON_THROTTLE_GPU_IDLE = 0x1ull,
-  MON_THROTTLE_APP_CLOCKS = 0x2ull,
-  MON_THROTTLE_SW_POWER_CAP = 0x4ull,
-  MON_THROTTLE_HW_SLOWDOWN = 0x8ull,
-  MON_THROTTLE_SYNC_BOOST = 0x10ull,
-  MON_THROTTLE_SW_THERMAL = 0x20ull,
-  MON_THROTTLE_HW_THERMAL = 0x40ull,
-  MON_THROTTLE_HW_POWER_BRAKE = 0x80ull,
-  MON_THROTTLE_DISPLAY_CLOCKS = 0x100ull,
-};
-#define MON_THROTTLE_SLOWDOWN                                                                    \
-  (MON_THROTTLE_SW_POWER_CAP | MON_THROTTLE_HW_SLOWDOWN | MON_THROTTLE_SW_THERMAL |              \
-   MON_THROTTLE_HW_THERMAL | MON_THROTTLE_HW_POWER_BRAKE)
-
 /* One reading of one GPU. */
 typedef struct mon_sample_s {
   double t;                    /* seconds since the monitor started (NVML) or the file's "t" */
@@ -74,7 +57,7 @@ typedef struct mon_sample_s {
   double temp_c;               /* GPU temperature, degrees C */
   unsigned sm_clock_mhz, mem_clock_mhz;
   double pcie_rx_kbs, pcie_tx_kbs; /* PCIe throughput, KB/s (NVML's unit) */
-  uint64_t throttle;           /* MON_THROTTLE_* bits active at the sample */
+  uint64_t throttle;           /* NVML_THROTTLE_* bits active at the sample */
   uint64_t ecc_corrected;      /* volatile ECC error counts since the driver loaded */
   uint64_t ecc_uncorrected;
   int nxid;                    /* XID events seen since the previous sample */
@@ -196,8 +179,8 @@ typedef struct mon_stats_s {
   uint64_t mem_total;        /* bytes */
   double max_power_w;
   double max_temp_c;
-  uint64_t throttle_mask;    /* every MON_THROTTLE_* bit seen */
-  uint64_t throttle_samples; /* samples with a MON_THROTTLE_SLOWDOWN bit */
+  uint64_t throttle_mask;    /* every NVML_THROTTLE_* bit seen */
+  uint64_t throttle_samples; /* samples with a NVML_THROTTLE_SLOWDOWN bit */
   uint64_t ecc_corrected;    /* increase over the run */
   uint64_t ecc_uncorrected;
   uint64_t xid_count;

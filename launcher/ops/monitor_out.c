@@ -128,7 +128,7 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
            (double)s->throttle);
     family(&b, "gpulaunch_gpu_clock_slowdown", "gauge",
            "1 when clocks are lowered by a power cap, thermal or hardware slowdown.", labels,
-           (s->throttle & MON_THROTTLE_SLOWDOWN) ? 1 : 0);
+           (s->throttle & NVML_THROTTLE_SLOWDOWN) ? 1 : 0);
   }
   if (s->have & MON_HAVE_ECC) {
     strbuf_printf(&b, "# HELP gpulaunch_gpu_ecc_errors_total Volatile ECC error counts.\n"

@@ -104,11 +104,11 @@ static void throttle_names(uint64_t mask, char *buf, size_t len) {
   static const struct {
     uint64_t bit;
     const char *name;
-  } names[] = {{MON_THROTTLE_SW_POWER_CAP, "power cap"},
-               {MON_THROTTLE_HW_SLOWDOWN, "hw slowdown"},
-               {MON_THROTTLE_SW_THERMAL, "sw thermal"},
-               {MON_THROTTLE_HW_THERMAL, "hw thermal"},
-               {MON_THROTTLE_HW_POWER_BRAKE, "power brake"}};
+  } names[] = {{NVML_THROTTLE_SW_POWER_CAP, "power cap"},
+               {NVML_THROTTLE_HW_SLOWDOWN, "hw slowdown"},
+               {NVML_THROTTLE_SW_THERMAL, "sw thermal"},
+               {NVML_THROTTLE_HW_THERMAL, "hw thermal"},
+               {NVML_THROTTLE_HW_POWER_BRAKE, "power brake"}};
   buf[0] = 0;
   for (size_t i = 0; i < GPL_ARRAY_LEN(names); i++) {
     if (!(mask & names[i].bit)) continue;

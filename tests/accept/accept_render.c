@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 
@@ -113,7 +114,7 @@ int main(int argc, char **argv) {
   } else if (argc >= 2 && argv[1][0] != '-') {
     char *text = NULL;
     size_t len = 0;
-    if (util_read_file(argv[1], &text, &len) < 0) {
+    if (safefile_read_text(argv[1], &text, &len) < 0) {
       fprintf(stderr, "accept_render: cannot read %s\n", argv[1]);
       return 2;
     }

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 
@@ -54,7 +55,7 @@ static void profile_p5en_minus_gpu(accept_profile_t *p) {
   char path[1024], *text = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "%s/hwloc-aws-p5en.48xlarge.xml", g_dir);
-  assert_int_equal(util_read_file(path, &text, &len), 0);
+  assert_int_equal(safefile_read_text(path, &text, &len), 0);
   char *gpu = strstr(text, "pci_busid=\"0000:59:00.0\" pci_type=\"0302 [10de:");
   assert_non_null(gpu);
   memcpy(strstr(gpu, "[10de:") + 1, "1234", 4);

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 
@@ -170,7 +171,7 @@ static void test_pcie_degraded_link_fails(void **state) {
   char path[1024], *text = NULL;
   size_t len = 0;
   snprintf(path, sizeof path, "%s/hwloc-aws-g4dn.metal-8xt4.xml", g_dir);
-  assert_int_equal(util_read_file(path, &text, &len), 0);
+  assert_int_equal(safefile_read_text(path, &text, &len), 0);
   char *gpu1 = strstr(text, "pci_busid=\"0000:19:00.0\"");
   assert_non_null(gpu1);
   char *speed = strstr(gpu1, "pci_link_speed=\"15.753846\"");

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 #include "launcher/exitcode.h"
@@ -52,7 +53,7 @@ __attribute__((noinline)) static int root_has(const char *doc, const char *attr)
 static char *slurp(const char *path) {
   char *t = NULL;
   size_t n = 0;
-  assert_int_equal(util_read_file(path, &t, &n), 0);
+  assert_int_equal(safefile_read_text(path, &t, &n), 0);
   return t;
 }
 

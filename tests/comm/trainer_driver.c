@@ -14,13 +14,14 @@
 #include <unistd.h>
 
 #include "common/mpix.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/launcher.h"
 
 static cJSON *load(const char *path) {
   char *text = NULL;
   size_t len = 0;
-  if (util_read_file(path, &text, &len) < 0) {
+  if (safefile_read_text(path, &text, &len) < 0) {
     fprintf(stderr, "cannot read %s\n", path);
     return NULL;
   }

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "comm/comm.h"
+#include "comm/comm_job.h"
 #include "comm/proxy_proto.h"
 #include "common/log.h"
 #include "fuzz.h"

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/ops/audit.h"
@@ -67,7 +68,7 @@ static void test_start_end_lines(void **state) {
 
   char *txt = NULL;
   size_t n;
-  assert_int_equal(util_read_file(log, &txt, &n), 0);
+  assert_int_equal(safefile_read_text(log, &txt, &n), 0);
   assert_null(strstr(txt, "s3cr3t-audit-7f3a"));
   assert_null(strstr(txt, "tok-123456"));
   assert_null(strstr(txt, "hunter22"));

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/ops/monitor.h"
@@ -43,7 +44,7 @@ static char *cap_end(void) {
   close(g_saved);
   char *txt = NULL;
   size_t n;
-  assert_int_equal(util_read_file(g_cap, &txt, &n), 0);
+  assert_int_equal(safefile_read_text(g_cap, &txt, &n), 0);
   unlink(g_cap);
   fputs(txt, stderr); /* keep it visible in the test log */
   return txt;
@@ -250,7 +251,7 @@ static void test_throttled_rank_is_the_straggler(void **state) {
   assert_int_equal(st[3].ecc_corrected, 2); /* 5 -> 7 over the run */
   assert_int_equal(st[3].throttle_samples, 16);
   assert_int_equal(st[0].throttle_samples, 0); /* GPU idle bits are not throttling */
-  assert_true(st[0].throttle_mask & MON_THROTTLE_GPU_IDLE);
+  assert_true(st[0].throttle_mask & NVML_THROTTLE_GPU_IDLE);
   mon_straggler_t s;
   mon_find_straggler(st, 4, o.sm_threshold, &s);
   assert_int_equal(s.index, 3);
@@ -421,7 +422,7 @@ static void test_prometheus_file_well_formed(void **state) {
   snprintf(path, sizeof path, "%s/node-rank2.prom", g_tmp); /* no %r: the rank is inserted */
   char *txt = NULL;
   size_t n;
-  assert_int_equal(util_read_file(path, &txt, &n), 0);
+  assert_int_equal(safefile_read_text(path, &txt, &n), 0);
   check_prom(txt, "host=\"we\\\"ird\\\\h\"");
   assert_non_null(strstr(txt, "gpulaunch_gpu_busy_percent{rank=\"2\""));
   assert_non_null(strstr(txt, "gpulaunch_gpu_memory_total_bytes{"));

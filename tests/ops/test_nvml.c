@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "gpulaunch/error.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "launcher/ops/monitor.h"
 #include "topology/nvml.h"
@@ -172,7 +173,7 @@ static void test_gpm_sm_activity(void **state) {
   close(saved);
   char *log = NULL;
   size_t len = 0;
-  assert_int_equal(util_read_file(cap, &log, &len), 0);
+  assert_int_equal(safefile_read_text(cap, &log, &len), 0);
   unlink(cap);
   fputs(log, stderr);
   assert_non_null(strstr(log, "SM activity stayed under 50% for 0 s on rank 3 (host gpm-node) GPU 0"));

@@ -6,6 +6,7 @@
 
 #include "checks.h"
 #include "common/log.h"
+#include "common/safefile.h"
 #include "common/util.h"
 #include "expected.h"
 #include "gpulaunch/error.h"
@@ -220,7 +221,7 @@ static void test_p5en_spread(void **state) {
 static char *renamed_copy(const char *file, const char *const *from, const char *const *to, int n) {
   char path[1024], *text = NULL;
   size_t len = 0;
-  assert_int_equal(util_read_file(exp_path(file, path, sizeof path), &text, &len), 0);
+  assert_int_equal(safefile_read_text(exp_path(file, path, sizeof path), &text, &len), 0);
   char *out = malloc(len * 2 + 1024);
   size_t o = 0;
   for (size_t i = 0; i < len;) {

@@ -1,7 +1,7 @@
 /* comm as the launcher uses it: the job a communicator is made from, comm_init, and the proxy that
  * serves a wrapped program's collectives. The internals are in comm/internal.h. */
-#ifndef GPL_COMM_COMM_H
-#define GPL_COMM_COMM_H
+#ifndef GPL_COMM_COMM_JOB_H
+#define GPL_COMM_COMM_JOB_H
 
 #include <mpi.h>
 #include <stddef.h>
