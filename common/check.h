@@ -12,9 +12,15 @@
 extern "C" {
 #endif
 
-/* Log one step of an error's way up, at info level: "file:line -> -7 (ETIMEDOUT)". */
+/* Log one step of an error's way up, at info level, under the subsystem of the file it is in
+ * (log_subsys_of): "file:line -> -7 (ETIMEDOUT)". */
 #define GPL_TRACE_(rc)                                                                      \
-  LOG_INFO(JOB, "%s:%d -> %d (%s)", __FILE__, __LINE__, (rc), gpl_err_name(rc))
+  do {                                                                                       \
+    log_subsys_t trace_sub_ = log_subsys_of(__FILE__);                                       \
+    if (log_enabled(LOG_LVL_INFO, trace_sub_))                                               \
+      log_write(LOG_LVL_INFO, trace_sub_, __FILE__, __LINE__, "%s:%d -> %d (%s)", __FILE__,  \
+                __LINE__, (rc), gpl_err_name(rc));                                           \
+  } while (0)
 
 /* Call something that returns 0 or a negative gpulaunch code; return the code on failure. */
 #define CHECK(call)                                                                          \
