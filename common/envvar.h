@@ -17,6 +17,7 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
  * is what an unset variable means ("" when nothing). `gpulaunch --help` and the README's list are
  * made from this table (scripts/gen-docs.sh).
  *
+ * The templates' GPULAUNCH (the gpulaunch binary) is theirs alone (scripts/slurm/, the .sbatch files).
  * Not here, read with plain getenv where they are used: variables of other programs that are
  * facts about the environment gpulaunch runs in, not settings: the MPI launcher's and Slurm's
  * (OMPI_*, PMIX_*, PMI_*, MV2_*, SLURM_*: who started us, which rank, which step), PATH,
@@ -57,10 +58,18 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "gpulaunch-run: the launcher's LD_PRELOAD only")                                             \
   X(EXCLUDE, "GPULAUNCH_EXCLUDE", "", ENVVAR_USER,                                               \
     "the mpirun Slurm template: a file of hosts to leave out (accept --exclude-out)")            \
+  X(GRACE, "GPULAUNCH_GRACE", "", ENVVAR_USER,                                                   \
+    "the mpirun Slurm template: seconds Open MPI waits between SIGTERM and SIGKILL when mpirun "  \
+    "itself stops the ranks (odls_base_sigkill_timeout; keep it above [job] grace)")             \
+  X(SCRIPTS, "GPULAUNCH_SCRIPTS", "", ENVVAR_USER,                                               \
+    "the mpirun Slurm template: the folder of scripts/hostfile and scripts/slurm")               \
   X(REQUEUE, "GPULAUNCH_REQUEUE", "1", ENVVAR_USER,                                              \
     "the Slurm templates: 0 never requeues the job on exit 75")                                  \
+  X(RUN, "GPULAUNCH_RUN", "", ENVVAR_USER,                                                       \
+    "the srun Slurm template: gpulaunch-run (default: beside gpulaunch)")                        \
   X(SRUN_SHIM, "GPULAUNCH_SRUN_SHIM", "", ENVVAR_USER,                                           \
-    "the srun Slurm template: the srun shim (default: libgpulaunch-srun.so beside gpulaunch)")   \
+    "the srun Slurm template: the srun shim (default: libgpulaunch-srun.so beside gpulaunch; "   \
+    "none: srun without it)")                                                                    \
   X(SRUN_LD_PRELOAD, "GPULAUNCH_SRUN_LD_PRELOAD", "", ENVVAR_INTERNAL,                           \
     "the srun template to the srun shim: srun's own LD_PRELOAD")                                 \
   X(FRONTEND, "GPULAUNCH_FRONTEND", "", ENVVAR_INTERNAL,                                         \

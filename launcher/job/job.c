@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "common/watchdog.h"
@@ -28,7 +29,7 @@ int job_env_rank(void) {
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] makes one rank arrive late at a stage
  * ("init" by default), so the tests can see the others name it. */
 void job_test_stall(const job_t *job, const char *stage) {
-  const char *s = getenv("GPULAUNCH_TEST_STALL");
+  const char *s = envvar_get(ENVVAR_TEST_STALL);
   if (!s) return;
   int rank = -1;
   double secs = 0;

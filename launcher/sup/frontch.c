@@ -15,11 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "common/log.h"
 #include "common/util.h"
 
 int frontch_present(void) {
-  const char *e = getenv(FRONTCH_ENV);
+  const char *e = envvar_get(ENVVAR_FRONTEND);
   return e && *e;
 }
 
@@ -67,7 +68,7 @@ fail:
 int frontch_open(frontch_t *f, double timeout_s) {
   memset(f, 0, sizeof *f);
   f->fd = -1;
-  const char *list = getenv(FRONTCH_ENV), *token = getenv(FRONTCH_TOKEN_ENV);
+  const char *list = envvar_get(ENVVAR_FRONTEND), *token = envvar_get(ENVVAR_FRONTEND_TOKEN);
   if (!list || !*list) return 0;
   if (!token || !*token || strlen(token) > 64) {
     log_print("gpulaunch: %s is set without %s: not under gpulaunch-run's control\n", FRONTCH_ENV,
