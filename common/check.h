@@ -102,6 +102,23 @@ extern "C" {
     }                                                                                        \
   } while (0)
 
+/* NCCL calls. NCCL is loaded at run time (comm/nccl_lib.h): lib is its table of functions, comm
+ * the communicator (or NULL) whose last error NCCL describes, what the call's name as printed.
+ * NCCLWARN logs NCCL's message and last error for a result r that is not ncclSuccess; NCCLCHECK
+ * also logs "-> code" where it came from and returns GPL_ENCCL. Include <nccl.h> before using. */
+#define NCCLWARN(lib, r, what, comm)                                                         \
+  LOG_WARN("%s failed: %s (%s)", (what), (lib)->GetErrorString(r), (lib)->GetLastError(comm))
+
+#define NCCLCHECK(lib, call, what, comm)                                                     \
+  do {                                                                                       \
+    ncclResult_t nccl_r_ = (call);                                                           \
+    if (nccl_r_ != ncclSuccess) {                                                            \
+      NCCLWARN(lib, nccl_r_, what, comm);                                                    \
+      GPL_TRACE_(GPL_ENCCL);                                                                 \
+      return GPL_ENCCL;                                                                      \
+    }                                                                                        \
+  } while (0)
+
 /* Asserts that matter stay compiled in and report file:line. */
 #define GPL_ASSERT(cond)                                                                     \
   do {                                                                                       \

@@ -17,15 +17,17 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
  * is what an unset variable means ("" when nothing). `gpulaunch --help` and the README's list are
  * made from this table (scripts/gen-docs.sh).
  *
- * The templates' GPULAUNCH (the gpulaunch binary) is theirs alone (scripts/slurm/, the .sbatch files).
- * Not here, read with plain getenv where they are used: variables of other programs that are
- * facts about the environment gpulaunch runs in, not settings: the MPI launcher's and Slurm's
- * (OMPI_*, PMIX_*, PMI_*, MV2_*, SLURM_*: who started us, which rank, which step), PATH,
+ * The templates' GPULAUNCH (the gpulaunch binary) is theirs alone (scripts/slurm/, its .sbatch files).
+ *
+ * Not here, and read with plain getenv where they are used: the variables of other programs,
+ * facts about the environment gpulaunch runs in rather than settings of its own, which it reads
+ * as it finds them: the MPI launcher's, Slurm's and the batch system's (OMPI_*, PMIX_*, PMI_*,
+ * MV2_*, SLURM_*, PBS_JOBID, LSB_JOBID: who started us, which rank, step or job), PATH,
  * CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS, NCCL_SOCKET_IFNAME and the torchrun names (RANK,
- * WORLD_SIZE): gpulaunch only looks at what it was given. Nor the variables gpulaunch sets for the
- * program and never reads (GPULAUNCH_RESTART_COUNT, GPULAUNCH_CHECKPOINT_DIR, ...: README "What
- * the wrapped program gets"). gpulaunch-run (launcher/front/) and the srun shim (launcher/srunshim/)
- * are libc-only programs of their own: they read their rows below with getenv. */
+ * WORLD_SIZE). Nor the variables gpulaunch sets for the program and never reads
+ * (GPULAUNCH_RESTART_COUNT, GPULAUNCH_CHECKPOINT_DIR, ...: README "What the wrapped program
+ * gets"). gpulaunch-run (launcher/front/) and the srun shim (launcher/srunshim/) are libc-only
+ * programs of their own: they read their rows with getenv. */
 #define ENVVAR_LIST(X)                                                                             \
   X(LOG, "GPULAUNCH_LOG", "warn", ENVVAR_USER, "error|warn|info|debug")                          \
   X(LOG_SUBSYS, "GPULAUNCH_LOG_SUBSYS", "all", ENVVAR_USER,                                      \

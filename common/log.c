@@ -29,15 +29,15 @@ static int subsys_index(const char *name, size_t len) {
 }
 
 void log_init(void) {
-  const char *lvl = envvar_get(ENVVAR_LOG);
+  /* All three read before any is applied (so none is logged under a half-made filter). */
+  const char *lvl = envvar_get(ENVVAR_LOG), *tm = envvar_get(ENVVAR_LOG_TIME),
+             *sub = envvar_get(ENVVAR_LOG_SUBSYS);
   if (lvl && *lvl) {
     for (int i = 0; i <= LOG_LVL_DEBUG; i++)
       if (strcasecmp(lvl, g_level_names[i]) == 0) g_level = (log_level_t)i;
     if (strcasecmp(lvl, "warning") == 0) g_level = LOG_LVL_WARN;
   }
-  const char *tm = envvar_get(ENVVAR_LOG_TIME);
   g_time = tm && strcmp(tm, "1") == 0;
-  const char *sub = envvar_get(ENVVAR_LOG_SUBSYS);
   if (sub && *sub) {
     int invert = sub[0] == '^';
     unsigned mask = 0;
