@@ -26,8 +26,8 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
  * CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS, NCCL_SOCKET_IFNAME and the torchrun names (RANK,
  * WORLD_SIZE). Nor the variables gpulaunch sets for the program and never reads
  * (GPULAUNCH_RESTART_COUNT, GPULAUNCH_CHECKPOINT_DIR, ...: README "What the wrapped program
- * gets"). gpulaunch-run (launcher/front/) and the srun shim (launcher/srunshim/) are libc-only
- * programs of their own: they read their rows with getenv. */
+ * gets"). The srun shim (launcher/srunshim/), loaded into srun, links nothing of ours: it reads
+ * its row with getenv. */
 #define ENVVAR_LIST(X)                                                                             \
   X(LOG, "GPULAUNCH_LOG", "warn", ENVVAR_USER, "error|warn|info|debug")                          \
   X(LOG_SUBSYS, "GPULAUNCH_LOG_SUBSYS", "all", ENVVAR_USER,                                      \

@@ -6,7 +6,7 @@
 #   --check    change nothing; exit 1 and show the difference when a block is stale (CTest runs
 #              this: tests/launcher/CMakeLists.txt, docs_generated)
 # A block is the lines between `<!-- BEGIN GENERATED name -->` and `<!-- END GENERATED name -->`;
-# each name is made by one command:
+# each name is made by one gpulaunch option (gens below):
 #   exit-codes  gpulaunch --help-exit-codes   (launcher/exitcode.h, GPL_EXIT_LIST)
 #   env-vars    gpulaunch --help-env          (common/envvar.h, ENVVAR_LIST)
 set -euo pipefail
@@ -23,29 +23,31 @@ if [[ ! -x $bin ]]; then
   exit 2
 fi
 
+# Each block's name and the gpulaunch option that prints it.
+declare -A gens=([exit-codes]=--help-exit-codes [env-vars]=--help-env)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$bin" --help-exit-codes >"$tmp/exit-codes"
-"$bin" --help-env >"$tmp/env-vars"
+for name in "${!gens[@]}"; do "$bin" "${gens[$name]}" >"$tmp/$name"; done
 
 stale=0
 for doc in "$root/README.md" "$root"/docs/*.md; do
   [[ -f $doc ]] || continue
   grep -q '<!-- BEGIN GENERATED ' "$doc" || continue
-  # Copy the file, replacing each block's lines by its command's output.
+  # Copy the file, replacing each block's lines by its command's output (a block of a name not
+  # made here is kept as it is, with a note).
   if ! awk -v dir="$tmp" -v doc="${doc#"$root"/}" '
-    match($0, /^<!-- BEGIN GENERATED [a-z-]+ -->$/) {
-      name = $4; print
-      file = dir "/" name
-      if ((getline line < file) <= 0) { print doc ": no generator for block " name > "/dev/stderr"; bad = 1 }
-      else { do print line; while ((getline line < file) > 0) }
-      close(file); inblock = name; next
+    /^<!-- BEGIN GENERATED [a-z-]+ -->$/ {
+      print; inblock = $4; file = dir "/" $4
+      skip = (getline line < file) > 0
+      if (skip) { do print line; while ((getline line < file) > 0); close(file) }
+      else print doc ": block " $4 " is not made by gen-docs.sh: kept as it is" > "/dev/stderr"
+      next
     }
     /^<!-- END GENERATED [a-z-]+ -->$/ {
       if ($4 != inblock) { print doc ": END GENERATED " $4 " without its BEGIN" > "/dev/stderr"; bad = 1 }
-      inblock = ""; print; next
+      inblock = ""; skip = 0; print; next
     }
-    inblock == "" { print }
+    !skip { print }
     END {
       if (inblock != "") { print doc ": BEGIN GENERATED " inblock " without its END" > "/dev/stderr"; bad = 1 }
       exit bad

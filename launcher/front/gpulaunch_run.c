@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "launcher/sup/frontch.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
@@ -135,11 +136,11 @@ int main(int argc, char **argv) {
     fputs(g_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 64 : 0;
   }
-  const char *mpirun = getenv("GPULAUNCH_MPIRUN");
+  const char *mpirun = envvar_get(ENVVAR_MPIRUN);
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
   int srun = strcmp(base ? base + 1 : mpirun, "srun") == 0;
-  const char *sigs = getenv("GPULAUNCH_RUN_SIGNALS");
+  const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
   /* The channel: any address of this host, a port the kernel picks. */
@@ -236,7 +237,7 @@ int main(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    const char *pre = getenv("GPULAUNCH_RUN_LD_PRELOAD");
+    const char *pre = envvar_get(ENVVAR_RUN_LD_PRELOAD);
     if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
     execvp(av[0], av);
     say("cannot run %s: %s", av[0], strerror(errno));
