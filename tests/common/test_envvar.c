@@ -101,6 +101,14 @@ static void test_print(void **state) {
     assert_non_null(strstr(text, cell));
   }
   assert_non_null(strstr(md, "error\\|warn\\|info\\|debug"));
+  /* GPULAUNCH_LOG_SUBSYS's help names log.h's subsystems, in their order. */
+  char subs[256] = "| ";
+#define SUBSYS_NAME_(e, name) strcat(strcat(subs, name), ",");
+  LOG_SUBSYS_MAP(SUBSYS_NAME_)
+#undef SUBSYS_NAME_
+  subs[strlen(subs) - 1] = ' ';
+  strcat(subs, "(^x excludes) |");
+  assert_non_null(strstr(md, subs));
   free(text);
   free(md);
 }
