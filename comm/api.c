@@ -6,6 +6,7 @@
 
 #include "comm/internal.h"
 #include "comm/proxy.h"
+#include "common/envvar.h"
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/util.h"
@@ -47,12 +48,12 @@ int gpl_finalize(gpl_comm_t *c) {
 
 /* The environment's overrides of the options (what gpulaunch passes to a program it wraps). */
 static int apply_env(gpl_init_opts_t *o) {
-  const char *s = getenv("GPULAUNCH_COMM_BACKEND");
+  const char *s = envvar_get(ENVVAR_COMM_BACKEND);
   if (o->backend == GPL_BACKEND_AUTO && s && *s && gpl_backend_parse(s, &o->backend) < 0) {
     LOG_ERROR("GPULAUNCH_COMM_BACKEND=%s: expected auto, nccl or cpu", s);
     return GPL_EINVAL;
   }
-  s = getenv("GPULAUNCH_COMM_INIT_TIMEOUT");
+  s = envvar_get(ENVVAR_COMM_INIT_TIMEOUT);
   double t;
   if (s && *s) {
     if (util_parse_duration(s, &t) < 0 || t <= 0) {
@@ -143,12 +144,12 @@ int gpl_init(gpl_comm_t **out, const gpl_init_opts_t *opts) {
 
   /* A program gpulaunch wraps is a child of the MPI rank, not an MPI process: it must never call
    * MPI_Init (it would inherit its parent's Open MPI variables). It talks through its parent. */
-  const char *proxy = getenv(COMM_PROXY_ENV);
+  const char *proxy = envvar_get(ENVVAR_PROXY);
   if (proxy && *proxy) return comm_proxy_connect(out, proxy, &o);
 
   const char *ws = getenv("WORLD_SIZE");
   if (ws && getenv("RANK") && atoi(ws) > 1 && !under_mpi_launcher()) {
-    if (getenv("GPULAUNCH_RUN_ID"))
+    if (envvar_get(ENVVAR_RUN_ID))
       LOG_ERROR("gpl_init: wrapped by gpulaunch (WORLD_SIZE=%s) but without its comm proxy (%s "
                 "is not set): this gpulaunch cannot serve gpl_init to the programs it runs", ws,
                 COMM_PROXY_ENV);

@@ -112,7 +112,7 @@ static int wait_ready(const nccl_lib_t *L, ncclComm_t comm, ncclResult_t first, 
     if (L->CommGetAsyncError(comm, &st) != ncclSuccess) st = ncclInternalError;
   }
   if (st != ncclSuccess) {
-    LOG_WARN("%s failed: %s (%s)", what, L->GetErrorString(st), L->GetLastError(comm));
+    NCCLWARN(L, st, what, comm);
     return PART_FAILED;
   }
   return PART_DONE;
@@ -170,6 +170,12 @@ static void abort_world(nccl_state_t *s) {
   }
 }
 
+/* Rank 0's unique id: GPL_OK, or GPL_ENCCL with NCCL's message logged. */
+static int make_unique_id(const nccl_lib_t *L, ncclUniqueId *id) {
+  NCCLCHECK(L, L->GetUniqueId(id), "ncclGetUniqueId", NULL);
+  return GPL_OK;
+}
+
 static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
   char why[512];
   const nccl_lib_t *L = nccl_lib_load(why, sizeof why);
@@ -194,13 +200,7 @@ static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
     ncclUniqueId id;
   } uid;
   memset(&uid, 0, sizeof uid);
-  if (c->rank == 0) {
-    ncclResult_t r = L->GetUniqueId(&uid.id);
-    if (r != ncclSuccess) {
-      LOG_WARN("ncclGetUniqueId failed: %s (%s)", L->GetErrorString(r), L->GetLastError(NULL));
-      uid.rc = GPL_ENCCL;
-    }
-  }
+  if (c->rank == 0) uid.rc = make_unique_id(L, &uid.id);
   hostop_t h = {.kind = HOP_BCAST, .send = &uid, .recv = &uid, .count = sizeof uid,
                 .dtype = GPL_UINT8, .root = 0};
   CHECK(comm_host_run(c, &h, "NCCL unique id broadcast"));
@@ -218,7 +218,7 @@ static int nccl_init(gpl_comm_t *c, const gpl_init_opts_t *o) {
                  ? wait_ready(L, s->world, r, deadline, "ncclCommInitRankConfig")
                  : PART_FAILED;
   if (part == PART_FAILED && r != ncclSuccess && r != ncclInProgress)
-    LOG_WARN("ncclCommInitRankConfig failed: %s (%s)", L->GetErrorString(r), L->GetLastError(NULL));
+    NCCLWARN(L, r, "ncclCommInitRankConfig", NULL);
   int rc = agree(c, "NCCL communicator init", part, deadline + comm_grace(budget), budget);
   if (rc < 0) {
     double t_abort = util_now();
@@ -262,7 +262,7 @@ static int enqueued(gpl_comm_t *c, ncclResult_t r, const char *what) {
     return GPL_OK;
   }
   if (r != ncclInProgress) {
-    LOG_WARN("%s failed: %s (%s)", what, s->L->GetErrorString(r), s->L->GetLastError(s->world));
+    NCCLWARN(s->L, r, what, s->world);
     return GPL_ENCCL;
   }
   int part = wait_ready(s->L, s->world, r, util_now() + c->timeout, what);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/envvar.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -34,13 +35,13 @@ static int sym(void *h, const char *name, void *fp, size_t fpsize, int required)
 }
 
 static int load(void) {
-  const char *want = getenv("GPULAUNCH_NCCL_LIB");
+  const char *want = envvar_get(ENVVAR_NCCL_LIB);
   if (!want || !*want) want = "libnccl.so.2";
   /* RTLD_NODELETE: NCCL starts threads and allocates at load; never unmap it under them. */
   void *h = dlopen(want, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
     snprintf(g_why, sizeof g_why, "NCCL not found: %.700s%s", dlerror(),
-             getenv("GPULAUNCH_NCCL_LIB") ? "" : " (set GPULAUNCH_NCCL_LIB=/path/to/libnccl.so.2)");
+             envvar_get(ENVVAR_NCCL_LIB) ? "" : " (set GPULAUNCH_NCCL_LIB=/path/to/libnccl.so.2)");
     return -1;
   }
   struct link_map *lm = NULL;

@@ -24,6 +24,7 @@
 
 #include "comm/internal.h"
 #include "comm/reduce.h"
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
@@ -99,7 +100,7 @@ static int map_segment(shmcoll_t *s, const char *name, int create) {
 /* Slot size: GPULAUNCH_COMM_SHM_SLOT (bytes, K/M suffixes) on the node's first rank, else 256 KiB;
  * the segment holds a slot per rank and two more. */
 static size_t slot_bytes(void) {
-  const char *e = getenv("GPULAUNCH_COMM_SHM_SLOT");
+  const char *e = envvar_get(ENVVAR_COMM_SHM_SLOT);
   uint64_t v;
   if (e && util_parse_size(e, &v) == GPL_OK && v >= 4096 && v <= (1ull << 30)) return (size_t)v & ~(size_t)63;
   return SLOT_BYTES;
@@ -149,7 +150,7 @@ int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag) {
   MPICHECK(MPI_Comm_rank(s->node, &s->lr));
   /* Test hook: GPULAUNCH_TEST_SHM_NODES=k cuts each node into k pretend nodes, so one machine
    * runs the cross-node step. */
-  const char *tn = getenv("GPULAUNCH_TEST_SHM_NODES");
+  const char *tn = envvar_get(ENVVAR_TEST_SHM_NODES);
   int k = tn ? atoi(tn) : 1;
   if (k > 1 && s->L % k == 0) {
     MPI_Comm sub;
@@ -184,7 +185,7 @@ int shmcoll_create(shmcoll_t **out, gpl_comm_t *c, MPI_Comm comm, int tag) {
   } msg;
   memset(&msg, 0, sizeof msg);
   /* GPULAUNCH_COMM_SHM=0 turns the path off (on any rank: then for all, as agreed below). */
-  const char *env = getenv("GPULAUNCH_COMM_SHM");
+  const char *env = envvar_get(ENVVAR_COMM_SHM);
   int want = !(env && strcmp(env, "0") == 0);
   if (s->lr == 0 && want) {
     snprintf(msg.name, sizeof msg.name, "/gpulaunch-%d-%d-%llx", (int)getpid(), rank,

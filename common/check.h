@@ -12,9 +12,15 @@
 extern "C" {
 #endif
 
-/* Log one step of an error's way up, at info level: "file:line -> -7 (ETIMEDOUT)". */
+/* Log one step of an error's way up, at info level, under the subsystem of the file it is in
+ * (log_subsys_of): "file:line -> -7 (ETIMEDOUT)". */
 #define GPL_TRACE_(rc)                                                                      \
-  LOG_INFO(JOB, "%s:%d -> %d (%s)", __FILE__, __LINE__, (rc), gpl_err_name(rc))
+  do {                                                                                       \
+    log_subsys_t trace_sub_ = log_subsys_of(__FILE__);                                       \
+    if (log_enabled(LOG_LVL_INFO, trace_sub_))                                               \
+      log_write(LOG_LVL_INFO, trace_sub_, __FILE__, __LINE__, "%s:%d -> %d (%s)", __FILE__,  \
+                __LINE__, (rc), gpl_err_name(rc));                                           \
+  } while (0)
 
 /* Call something that returns 0 or a negative gpulaunch code; return the code on failure. */
 #define CHECK(call)                                                                          \
@@ -93,6 +99,23 @@ extern "C" {
                cudaGetErrorName(cuda_e_));                                                   \
       (rc) = GPL_ECUDA;                                                                      \
       goto label;                                                                            \
+    }                                                                                        \
+  } while (0)
+
+/* NCCL calls. NCCL is loaded at run time (comm/nccl_lib.h): lib is its table of functions, comm
+ * the communicator (or NULL) whose last error NCCL describes, what the call's name as printed.
+ * NCCLWARN logs NCCL's message and last error for a result r that is not ncclSuccess; NCCLCHECK
+ * also logs "-> code" where it came from and returns GPL_ENCCL. Include <nccl.h> before using. */
+#define NCCLWARN(lib, r, what, comm)                                                         \
+  LOG_WARN("%s failed: %s (%s)", (what), (lib)->GetErrorString(r), (lib)->GetLastError(comm))
+
+#define NCCLCHECK(lib, call, what, comm)                                                     \
+  do {                                                                                       \
+    ncclResult_t nccl_r_ = (call);                                                           \
+    if (nccl_r_ != ncclSuccess) {                                                            \
+      NCCLWARN(lib, nccl_r_, what, comm);                                                    \
+      GPL_TRACE_(GPL_ENCCL);                                                                 \
+      return GPL_ENCCL;                                                                      \
     }                                                                                        \
   } while (0)
 

@@ -1,6 +1,8 @@
 /* Logging implementation: level/subsystem filter from the environment and host:rank-prefixed lines. */
 #include "common/log.h"
 
+#include "common/envvar.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +29,15 @@ static int subsys_index(const char *name, size_t len) {
 }
 
 void log_init(void) {
-  const char *lvl = getenv("GPULAUNCH_LOG");
+  /* All three read before any is applied (so none is logged under a half-made filter). */
+  const char *lvl = envvar_get(ENVVAR_LOG), *tm = envvar_get(ENVVAR_LOG_TIME),
+             *sub = envvar_get(ENVVAR_LOG_SUBSYS);
   if (lvl && *lvl) {
     for (int i = 0; i <= LOG_LVL_DEBUG; i++)
       if (strcasecmp(lvl, g_level_names[i]) == 0) g_level = (log_level_t)i;
     if (strcasecmp(lvl, "warning") == 0) g_level = LOG_LVL_WARN;
   }
-  const char *tm = getenv("GPULAUNCH_LOG_TIME");
   g_time = tm && strcmp(tm, "1") == 0;
-  const char *sub = getenv("GPULAUNCH_LOG_SUBSYS");
   if (sub && *sub) {
     int invert = sub[0] == '^';
     unsigned mask = 0;
@@ -50,6 +52,32 @@ void log_init(void) {
     }
     g_mask = invert ? ~mask : mask;
   }
+  /* Now that the level is known: log these three once at debug level, like every other. */
+  envvar_get(ENVVAR_LOG);
+  envvar_get(ENVVAR_LOG_SUBSYS);
+  envvar_get(ENVVAR_LOG_TIME);
+}
+
+/* The subsystem of a source file's error chains: its folder's, or for a few files their own
+ * (first match of the file's "folder/name" against these prefixes). */
+static const struct {
+  const char *prefix;
+  log_subsys_t sub;
+} g_file_subsys[] = {
+    {"comm/", LOG_COMM},         {"kernels/", LOG_KERN},      {"topology/net", LOG_NET},
+    {"topology/iface", LOG_NET}, {"topology/preflight", LOG_NET}, {"topology/", LOG_TOPO},
+    {"conf/", LOG_CONF},         {"sup/", LOG_SUP},           {"live/", LOG_SUP},
+    {"hang/", LOG_SUP},          {"bench/", LOG_BENCH},       {"accept/", LOG_ACCEPT},
+    {"ops/diag", LOG_DIAG},      {"ops/", LOG_MON},           {"modes/trainer", LOG_TRAIN},
+};
+
+log_subsys_t log_subsys_of(const char *file) {
+  const char *base = strrchr(file, '/'), *dir = base;
+  while (dir && dir > file && dir[-1] != '/') dir--;
+  if (!dir) return LOG_JOB;
+  for (size_t i = 0; i < sizeof g_file_subsys / sizeof g_file_subsys[0]; i++)
+    if (strncmp(dir, g_file_subsys[i].prefix, strlen(g_file_subsys[i].prefix)) == 0) return g_file_subsys[i].sub;
+  return LOG_JOB;
 }
 
 void log_set_identity(const char *host, int rank) {

@@ -28,6 +28,10 @@ typedef enum log_subsys_e {
 void log_init(void);
 /* Set the identity printed at the start of each line: host and rank (rank < 0 prints "-"). */
 void log_set_identity(const char *host, int rank);
+/* The subsystem the error chains of a source file (__FILE__) are logged under: its folder's
+ * (comm/ comm, topology/ topo or net, launcher/sup/ sup, ...; job for the rest), so that
+ * GPULAUNCH_LOG_SUBSYS filters a chain with the rest of its part's lines (common/check.h). */
+log_subsys_t log_subsys_of(const char *file);
 /* Force a level (used by tests and by -v/-q flags). */
 void log_set_level(log_level_t level);
 /* True when a message of this level and subsystem would be printed. */

@@ -1,5 +1,6 @@
 /* Bounded MPI: waits with a deadline that name the missing ranks, and the rank names they use;
  * what the tree exchange (common/mpix_tree.c) stands on. */
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/mpix_int.h"
 
@@ -40,7 +41,7 @@ int mpix_world_rank(MPI_Comm comm, int r) {
 }
 
 double mpix_default_timeout(void) {
-  const char *s = getenv("GPULAUNCH_TIMEOUT");
+  const char *s = envvar_get(ENVVAR_TIMEOUT);
   double t;
   if (s && util_parse_duration(s, &t) == GPL_OK && t > 0) return t;
   return 60.0;

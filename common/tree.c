@@ -1,4 +1,5 @@
 /* The job's tree shape: node leaders in a k-ary tree, each node's other ranks below its leader. */
+#include "common/envvar.h"
 #include "common/tree.h"
 
 #include <stdlib.h>
@@ -144,7 +145,7 @@ int tree_preorder(const tree_shape_t *s, int *order, int *pos, int *sub, int *he
 }
 
 int tree_fanout_env(void) {
-  const char *v = getenv("GPULAUNCH_TREE_FANOUT");
+  const char *v = envvar_get(ENVVAR_TREE_FANOUT);
   long k;
   if (v && util_parse_long(v, 2, 64, &k) == GPL_OK) return (int)k;
   return TREE_FANOUT_DEFAULT;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "launcher/ops/audit.h"
 #include "launcher/ops/redact_json.h"
@@ -16,7 +17,9 @@
 #include "launcher/live/lostpeer.h"
 #include "launcher/launcher.h"
 
-static const char g_usage[] =
+/* --help: this, then the exit codes (exitcode.h) and the environment (common/envvar.h) from
+ * their tables, then g_usage_tail. */
+static const char g_usage_head[] =
     "usage: gpulaunch [options] CONFIG                 run the job CONFIG describes\n"
     "       gpulaunch [options] -- PROGRAM [ARGS...]   wrap and supervise a program, no config\n"
     "       gpulaunch check CONFIG                     validate CONFIG, print the effective settings\n"
@@ -38,33 +41,26 @@ static const char g_usage[] =
     "The program's environment (torchrun-compatible): RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE\n"
     "GROUP_RANK GROUP_WORLD_SIZE MASTER_ADDR MASTER_PORT OMP_NUM_THREADS TORCHELASTIC_RESTART_COUNT\n"
     "GPULAUNCH_RESTART_COUNT CUDA_VISIBLE_DEVICES NCCL_SOCKET_IFNAME NCCL_IB_HCA, [nccl] and [env].\n"
-    "\n"
-    "Exit status: 0 success; 1-63 and 80-127 the failed program's own status (the first rank that\n"
-    "failed; its rank, host and last stderr lines are printed); 128+N killed by signal N;\n"
-    "  64 usage (also: srun without --mpi=pmix)  65 config error  66 topology error\n"
-    "  67 network/interface error\n"
-    "  68 another rank is missing: a start-up wait timed out, two hosts cannot reach each other,\n"
-    "     or a rank's gpulaunch died, hung or lost its host while the job ran (named)\n"
-    "  69 no GPU / not built with CUDA  70 internal error  71 program cannot be started\n"
-    "  72 bench failed (wrong results or below --min-busbw)  73 accept: a check failed\n"
-    "  74 accept: could not run  75 preempted (SIGTERM to the job, or under Slurm preemption,\n"
-    "  requeue, time limit, scancel --signal=TERM; requeue it)  143 cancelled by a plain scancel\n"
-    "  76 the job succeeded but a log_dir file or --summary could not be written in full; diag\n"
-    "     wrote no file of its bundle\n"
-    "  77 hang: no progress for [job] hang_timeout; the odd rank and its function are printed,\n"
-    "     every rank's stacks are in gpulaunch-hang.txt/.json\n"
-    "\n"
-    "Environment: GPULAUNCH_LOG=error|warn|info|debug, GPULAUNCH_LOG_SUBSYS=job,conf,topo,net,comm,\n"
-    "kern,sup,bench,accept,mon,diag,train (^x excludes), GPULAUNCH_TIMEOUT=60s (start-up waits when\n"
-    "the config has no [job] timeout; a lost rank while the job runs: [job] liveness_timeout),\n"
-    "GPULAUNCH_LIVE_FANOUT=32 (leaders per leader in the liveness tree, 2..1024),\n"
-    "GPULAUNCH_TREE_FANOUT=32 (leaders per leader in the start-up exchanges' tree, 2..64).\n"
-    "GPULAUNCH_LOG_TIME=1 (the wall clock at the start of each log line, for profiling).\n"
-    "Communication: GPULAUNCH_COMM_BACKEND=auto|nccl|cpu and\n"
-    "GPULAUNCH_COMM_INIT_TIMEOUT (for gpl_init; set by gpulaunch for wrapped programs),\n"
-    "GPULAUNCH_COMM_SHM=0 (no node-local shared-memory allreduce), GPULAUNCH_COMM_SHM_SLOT=256K,\n"
-    "GPULAUNCH_NCCL_LIB=/path/to/libnccl.so.2 (NCCL is loaded at run time; default: libnccl.so.2).\n"
+    "\n";
+static const char g_usage_tail[] =
     "Started alone (no mpirun/srun), gpulaunch is a job of one and does not initialise MPI.\n";
+
+/* The whole --help text (built once; kept until the process ends). */
+static const char *usage(void) {
+  static char *text;
+  if (text) return text;
+  size_t n;
+  FILE *f = open_memstream(&text, &n);
+  if (!f) return g_usage_head;
+  fputs(g_usage_head, f);
+  exitcode_print(f, 0);
+  fputs("\n", f);
+  envvar_print(f, 0);
+  fputs("\n", f);
+  fputs(g_usage_tail, f);
+  if (fclose(f) != 0) text = NULL;
+  return text ? text : g_usage_head;
+}
 
 static void print_config_help(void) {
   int n;
@@ -125,10 +121,12 @@ static int global_option(launch_t *L, args_t *a, int code, const char *arg) {
   }
 }
 
-enum { OPT_HELP_CONFIG = 0x2000, OPT_VERSION, OPT_DRY_RUN };
+enum { OPT_HELP_CONFIG = 0x2000, OPT_VERSION, OPT_DRY_RUN, OPT_HELP_EXIT, OPT_HELP_ENV };
 static const struct option g_main_opts[] = {
     {"help", no_argument, 0, 'h'},          {"help-config", no_argument, 0, OPT_HELP_CONFIG},
     {"version", no_argument, 0, OPT_VERSION}, {"dry-run", no_argument, 0, OPT_DRY_RUN},
+    /* The README's tables (scripts/gen-docs.sh). */
+    {"help-exit-codes", no_argument, 0, OPT_HELP_EXIT}, {"help-env", no_argument, 0, OPT_HELP_ENV},
     {0, 0, 0, 0}};
 
 /* main's own options and the global ones, until the parse ends: -1, or the exit code. */
@@ -137,12 +135,14 @@ static int main_options(launch_t *L, args_t *a, cli_t *c) {
   while ((code = cli_next(c, 0)) != -1) {
     if (global_option(L, a, code, optarg)) continue;
     switch (code) {
-      case 'h': fputs(g_usage, stdout); return GPL_EXIT_OK;
+      case 'h': fputs(usage(), stdout); return GPL_EXIT_OK;
       case OPT_HELP_CONFIG: print_config_help(); return GPL_EXIT_OK;
+      case OPT_HELP_EXIT: exitcode_print(stdout, 1); return GPL_EXIT_OK;
+      case OPT_HELP_ENV: envvar_print(stdout, 1); return GPL_EXIT_OK;
       case OPT_VERSION: printf("gpulaunch %s\n", GPULAUNCH_VERSION); return GPL_EXIT_OK;
       case OPT_DRY_RUN: a->dry_run = 1; break;
-      case ':': log_print("gpulaunch: %s needs a value\n%s", cli_opt(c), g_usage); return GPL_EXIT_USAGE;
-      default: log_print("gpulaunch: unknown option '%s'\n%s", cli_opt(c), g_usage); return GPL_EXIT_USAGE;
+      case ':': log_print("gpulaunch: %s needs a value\n%s", cli_opt(c), usage()); return GPL_EXIT_USAGE;
+      default: log_print("gpulaunch: unknown option '%s'\n%s", cli_opt(c), usage()); return GPL_EXIT_USAGE;
     }
   }
   return -1;
@@ -213,7 +213,7 @@ static int parse_args(launch_t *L, args_t *a, int argc, char **argv) {
   }
   int is_run = strcmp(a->mode->name, "run") == 0;
   if (is_run && !a->config && !a->dashdash) {
-    log_print("gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", g_usage);
+    log_print("gpulaunch: nothing to run: give a config file or -- PROGRAM\n%s", usage());
     return GPL_EXIT_USAGE;
   }
   if (is_run && a->dashdash && nrest == 0 && !a->config) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/check.h"
+#include "common/envvar.h"
 #include "common/log.h"
 #include "common/safefile.h"
 #include "common/util.h"
@@ -34,7 +35,7 @@ int nvml_open(char *why, size_t whylen) {
     nvml__api.refs++;
     return 0;
   }
-  const char *name = getenv("GPULAUNCH_NVML_LIB");
+  const char *name = envvar_get(ENVVAR_NVML_LIB);
   if (!name || !*name) name = "libnvidia-ml.so.1";
   dlerror();
   void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);

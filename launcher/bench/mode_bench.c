@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "comm/comm_job.h"
+#include "common/envvar.h"
 #include "common/safefile.h"
 #include "common/check.h"
 #include "common/mpix.h"
@@ -189,7 +190,7 @@ static int read_settings(launch_t *L, bench_opts_t *o, int check_only) {
   c->tensor_bytes = (size_t)cf->bench.tensor_bytes;
   c->bucket_mb = cf->comm.bucket_mb;
   c->corrupt_rank = -1;
-  const char *corrupt = getenv("GPULAUNCH_TEST_CORRUPT"); /* test hook, see bench_run.c */
+  const char *corrupt = envvar_get(ENVVAR_TEST_CORRUPT); /* test hook, see bench_run.c */
   if (corrupt && *corrupt) c->corrupt_rank = atoi(corrupt);
   c->progress_fp = !check_only && L->job->rank == 0 ? bench_progress_stream(&c->progress_via_mpirun) : NULL;
   c->progress = c->progress_fp != NULL;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "launcher/front/front_hosts.h"
 
 #define SOURCE_TIMEOUT_S 10.0 /* a discovery script that takes longer failed this poll */
@@ -287,7 +288,7 @@ int front_elastic_run(const front_elastic_t *e, front_job_t *j) {
   el->nseen = -1;
   pthread_mutex_init(&el->mu, NULL);
   /* The same run id on every launch: TORCHELASTIC_RUN_ID does not change across restarts. */
-  if (!getenv(RUN_ID_ENV)) {
+  if (!envvar_get(ENVVAR_RUN_ID)) {
     char id[64];
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

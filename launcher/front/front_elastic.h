@@ -6,7 +6,9 @@
 
 #include "launcher/front/front_job.h"
 
-#define FRONT_EXIT_BELOW_MIN 78 /* fewer than MIN usable hosts for --min-wait (README "Exit codes") */
+#include "launcher/exitcode.h"
+
+#define FRONT_EXIT_BELOW_MIN GPL_EXIT_BELOW_MIN /* fewer than MIN usable hosts for --min-wait */
 
 typedef struct front_elastic_s {
   int min, max;             /* hosts */

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
+
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
 #define ORPHAN_S 30.0     /* rank 0's channel closed without a status: its gpulaunch is gone */
@@ -102,7 +104,7 @@ static pid_t start_launcher(char **av) {
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    const char *pre = getenv("GPULAUNCH_RUN_LD_PRELOAD");
+    const char *pre = envvar_get(ENVVAR_RUN_LD_PRELOAD);
     if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
     execvp(av[0], av);
     front_say("cannot run %s: %s", av[0], strerror(errno));

@@ -35,6 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
@@ -197,11 +198,11 @@ int main(int argc, char **argv) {
   front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1};
   int elastic = 0;
   if (elastic_args(&argc, argv, &el, &elastic) < 0) return 64;
-  const char *mpirun = getenv("GPULAUNCH_MPIRUN");
+  const char *mpirun = envvar_get(ENVVAR_MPIRUN);
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
   int srun = strcmp(base ? base + 1 : mpirun, "srun") == 0;
-  const char *sigs = getenv("GPULAUNCH_RUN_SIGNALS");
+  const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
   /* The channel: any address of this host, a port the kernel picks. */

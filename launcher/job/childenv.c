@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/envvar.h"
 #include "common/check.h"
 #include "common/util.h"
 #include "launcher/conf/envset.h"
@@ -47,7 +48,7 @@ static int set_kv(void *kv, const char *key, const char *value) { return kv_set(
 /* Restarts before this job's first attempt: an elastic gpulaunch-run starts the job again on other
  * hosts and counts on (GPULAUNCH_RESTART_BASE); 0 otherwise. */
 static int restart_base(void) {
-  const char *b = getenv("GPULAUNCH_RESTART_BASE");
+  const char *b = envvar_get(ENVVAR_RESTART_BASE);
   char *end = NULL;
   long v = b && *b ? strtol(b, &end, 10) : 0;
   return b && *b && !*end && v > 0 && v < 1000000 ? (int)v : 0;

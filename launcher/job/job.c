@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm/comm_job.h"
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "common/watchdog.h"
@@ -18,7 +19,7 @@
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] makes one rank arrive late at a stage
  * ("init" by default), so the tests can see the others name it. */
 void job_test_stall(const job_t *job, const char *stage) {
-  const char *s = getenv("GPULAUNCH_TEST_STALL");
+  const char *s = envvar_get(ENVVAR_TEST_STALL);
   if (!s) return;
   int rank = -1;
   double secs = 0;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/util.h"
 
@@ -66,7 +67,7 @@ int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
       out->master_port = 29500;
     }
     /* An elastic gpulaunch-run keeps one run id across its launches. */
-    const char *id = getenv("GPULAUNCH_RUN_ID");
+    const char *id = envvar_get(ENVVAR_RUN_ID);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     if (id && *id && strlen(id) < sizeof out->run_id && strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(id))

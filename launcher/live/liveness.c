@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/exitcode.h"
@@ -460,7 +461,7 @@ typedef struct share_s {
 
 /* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default TREE_FANOUT_DEFAULT). */
 static int fanout_env(const job_t *job, int *out) {
-  const char *v = getenv("GPULAUNCH_LIVE_FANOUT");
+  const char *v = envvar_get(ENVVAR_LIVE_FANOUT);
   *out = TREE_FANOUT_DEFAULT;
   if (!v || !*v) return GPL_OK;
   char *end;

@@ -15,11 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/envvar.h"
 #include "common/log.h"
 #include "common/util.h"
 
 int frontch_present(void) {
-  const char *e = getenv(FRONTCH_ENV);
+  const char *e = envvar_get(ENVVAR_FRONTEND);
   return e && *e;
 }
 
@@ -67,7 +68,7 @@ fail:
 /* Connect to the front end named in the environment and say "VERB TOKEN"; the fd once it
  * answered "ok", 0 when no front end is named, -1 (said on stderr when loud) when none answered. */
 static int connect_front(const char *verb, double timeout_s, int loud) {
-  const char *list = getenv(FRONTCH_ENV), *token = getenv(FRONTCH_TOKEN_ENV);
+  const char *list = envvar_get(ENVVAR_FRONTEND), *token = envvar_get(ENVVAR_FRONTEND_TOKEN);
   if (!list || !*list) return 0;
   if (!token || !*token || strlen(token) > 64) {
     if (loud)

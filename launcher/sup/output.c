@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/check.h"
+#include "common/envvar.h"
 #include "common/util.h"
 #include "launcher/sup/outq.h"
 #include "launcher/sup/ranklog.h"
@@ -55,7 +56,7 @@ static int same_file(const struct stat *a, const struct stat *b) {
 }
 
 int output_streams_merged(int launcher_pid) {
-  const char *m = getenv("GPULAUNCH_FRONTEND_MERGED");
+  const char *m = envvar_get(ENVVAR_FRONTEND_MERGED);
   if (m && *m) return strcmp(m, "1") == 0;
   struct stat a, b;
   if (!launcher_pid) return fstat(1, &a) == 0 && fstat(2, &b) == 0 && same_file(&a, &b);
