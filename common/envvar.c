@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
-
 typedef struct envvar_s {
   const char *name, *def, *help;
   envvar_kind_t kind;
@@ -26,15 +24,22 @@ static unsigned long hash(const char *s) {
   return h | 1; /* never 0, which means "not logged" */
 }
 
+/* Who hears of each value (the logger, which registers itself: the table does not call up into
+ * it, so the two are no circle). */
+static envvar_note_fn g_note;
+
+void envvar_set_note(envvar_note_fn fn) { __atomic_store_n(&g_note, fn, __ATOMIC_RELEASE); }
+
 const char *envvar_get(envvar_id_t id) {
   if ((unsigned)id >= ENVVAR_COUNT) return NULL;
   const char *v = getenv(g_vars[id].name);
-  /* Before log_init has set the level this logs nothing and remembers nothing: log_init reads
-   * its own variables again once it has. */
-  if (v && log_enabled(LOG_LVL_DEBUG, LOG_CONF)) {
+  /* Before the logger has set the level it takes nothing and nothing is remembered: log_init
+   * reads its own variables again once it has. */
+  envvar_note_fn note = __atomic_load_n(&g_note, __ATOMIC_ACQUIRE);
+  if (v && note) {
     unsigned long h = hash(v);
-    if (__atomic_exchange_n(&g_logged[id], h, __ATOMIC_RELAXED) != h)
-      LOG_DEBUG(CONF, "environment: %s=%s", g_vars[id].name, v);
+    if (__atomic_load_n(&g_logged[id], __ATOMIC_RELAXED) != h && note(g_vars[id].name, v))
+      __atomic_store_n(&g_logged[id], h, __ATOMIC_RELAXED);
   }
   return v;
 }

@@ -107,6 +107,10 @@ typedef enum envvar_id_e {
  * and gpulaunch-run set them in their own process; the value is what getenv returns (valid until
  * the variable is set again). */
 const char *envvar_get(envvar_id_t id);
+/* Called with each variable's value when it is read and differs from the last one it took (it
+ * returns 1 when it took it: logged). The logger sets it in log_init. */
+typedef int (*envvar_note_fn)(const char *name, const char *value);
+void envvar_set_note(envvar_note_fn fn);
 /* The variable's name ("GPULAUNCH_LOG"). */
 const char *envvar_name(envvar_id_t id);
 

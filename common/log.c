@@ -28,6 +28,13 @@ static int subsys_index(const char *name, size_t len) {
   return -1;
 }
 
+/* Each GPULAUNCH_* value read, once at debug level (envvar_set_note). */
+static int note_env(const char *name, const char *value) {
+  if (!log_enabled(LOG_LVL_DEBUG, LOG_CONF)) return 0;
+  LOG_DEBUG(CONF, "environment: %s=%s", name, value);
+  return 1;
+}
+
 void log_init(void) {
   /* All three read before any is applied (so none is logged under a half-made filter). */
   const char *lvl = envvar_get(ENVVAR_LOG), *tm = envvar_get(ENVVAR_LOG_TIME),
@@ -53,6 +60,7 @@ void log_init(void) {
     g_mask = invert ? ~mask : mask;
   }
   /* Now that the level is known: log these three once at debug level, like every other. */
+  envvar_set_note(note_env);
   envvar_get(ENVVAR_LOG);
   envvar_get(ENVVAR_LOG_SUBSYS);
   envvar_get(ENVVAR_LOG_TIME);

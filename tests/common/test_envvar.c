@@ -59,6 +59,7 @@ static void read_three_times(void) {
 /* The environment is read at each call; a value is logged once at debug level, a new one again. */
 static void test_get_and_log_once(void **state) {
   (void)state;
+  log_init(); /* the logger takes each value read (envvar_set_note) */
   unsetenv("GPULAUNCH_TEST_STALL");
   assert_null(envvar_get(ENVVAR_TEST_STALL));
   setenv("GPULAUNCH_TEST_STALL", "1:2", 1);
