@@ -2,7 +2,7 @@
 # gpulaunch under srun on a real 2-node Slurm cluster: --mpi=pmix runs the job (the program's
 # RANK and SLURM_* agree), the built-in trainer, a failing rank's root cause, and srun without
 # PMIx (--mpi=pmi2, --mpi=none) says in one line what to pass, with exit status 64.
-#   test_srun.sh SIGREC TESTPROG
+#   test_slurm_srun.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 PROG=$2

@@ -2,7 +2,7 @@
 # Signals under srun on a real 2-node cluster. Slurm signals every process of the step, the
 # program included: each program must get each signal once (gpulaunch does not send it again),
 # keep its grace, and a user's scancel is not reported as preemption.
-#   test_signals.sh SIGREC TESTPROG
+#   test_slurm_signals.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1

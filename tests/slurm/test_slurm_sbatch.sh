@@ -4,7 +4,7 @@
 # once, checkpoints, the job says preempted (75) and is requeued; its second run appends to the
 # same output file and completes. No variable is needed: the programs are done long before
 # GraceTime ends, and Slurm would end the job FAILED (75); the template requeues it itself.
-#   test_sbatch.sh SIGREC TESTPROG
+#   test_slurm_sbatch.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1

@@ -3,7 +3,7 @@
 # seconds, rank 0 names the dead rank and its host, and the exit status is its own (68: a rank is
 # missing), never 75 (a requeue). With and without srun --kill-on-bad-exit.
 # The supervisors' liveness connection (launcher/live/liveness.c) notices it.
-#   test_dead_rank.sh SIGREC TESTPROG
+#   test_slurm_dead_rank.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1

@@ -5,7 +5,7 @@
 # its second run appends to the same output; a plain scancel ends it at once, not requeued. The
 # hostfile has each host's own count (sbatch -n 3 on 2 nodes: 2 + 1) and every program sees true
 # SLURM_* rank variables.
-#   test_mpirun.sh SIGREC TESTPROG
+#   test_slurm_mpirun.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 SIGREC=$1

@@ -2,7 +2,7 @@
 # The sbatch templates without Slurm: their #SBATCH lines (read as sbatch reads them: up to the
 # first command), scripts/slurm/render for other node shapes, and their bodies run against
 # stand-in srun / mpirun / scontrol that record what they were asked.
-#   test_sbatch.sh SOURCE_DIR
+#   test_sbatch_templates.sh SOURCE_DIR
 set -euo pipefail
 src=${1:?source dir}
 slurm=$src/scripts/slurm

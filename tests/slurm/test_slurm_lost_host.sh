@@ -7,7 +7,7 @@
 #   - scripts/slurm/gpulaunch-srun.sbatch (srun through gpulaunch-run): the batch job ends with
 #     exit code 68 within 30 s of the loss.
 # Each case on a cluster of its own (node1 stays unreachable).
-#   test_lost_host.sh SIGREC TESTPROG
+#   test_slurm_lost_host.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 RUN=$(dirname "$GPULAUNCH")/gpulaunch-run
