@@ -20,12 +20,12 @@ if [ ! -r "$HARNESS" ]; then
   echo "SKIP: the netns harness $HARNESS is not in this tree"
   exit 77
 fi
+# shellcheck source=tests/lib.sh
+. "$SRC/tests/lib.sh"
 # shellcheck disable=SC1090,SC1091 # the harness, found at run time
 . "$HARNESS"
 netns_require
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OUT=$(mktemp -d /tmp/gplaccept.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+OUT=$T
 netns_setup 4 # its trap runs first, then ours (both armed on EXIT)
 SLOW=h2
 if [ "$CASE" = blocked ]; then
@@ -74,11 +74,6 @@ set -e
 cat "$OUT/out"
 # ACCEPT_KEEP_DIR=DIR keeps the reports (JSON, JUnit, HTML, exclude list, terminal output).
 if [ -n "${ACCEPT_KEEP_DIR:-}" ]; then cp "$OUT"/a.* "$OUT"/bad.txt "$OUT"/out "$ACCEPT_KEEP_DIR"/ 2>/dev/null || true; fi
-fail() {
-  echo "FAIL: $*"
-  tail -n 30 "$OUT/err"
-  exit 1
-}
 [ -s "$OUT/a.json" ] || fail "no JSON report"
 # A sanitizer build reports on the ranks' stderr; that is a failure even when the verdict is right.
 if grep -qE 'runtime error:|ERROR: (Address|Undefined|Leak)Sanitizer' "$OUT/err"; then

@@ -17,19 +17,14 @@ CASE=${2:?case}
 SRC=${GPULAUNCH_SOURCE_DIR:?}
 TOPO=${GPULAUNCH_TOPOLOGY_DIR:?}
 HARNESS="$SRC/tests/netns/netns.sh"
+# shellcheck source=tests/lib.sh
+. "$SRC/tests/lib.sh"
 # shellcheck disable=SC1090,SC1091 # the harness, found at run time
 . "$HARNESS"
 netns_require
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OUT=$(mktemp -d /tmp/gplaccmp.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+OUT=$T
 H200="$TOPO/hwloc-aws-p5en.48xlarge.xml"
 A100="$TOPO/hwloc-aws-p4d.24xlarge.xml"
-fail() {
-  echo "FAIL: $*"
-  tail -n 30 "$OUT/err" 2>/dev/null || true
-  exit 1
-}
 # Quick: no search, a tiny allreduce, a threshold any link meets.
 printf '[accept]\nsize = 256K\niters = 2\nmin_busbw = 0.001\nsearch = off\n' >"$OUT/accept.conf"
 chmod 755 "$OUT"

@@ -4,15 +4,10 @@
 # well-formed, readable by an HTML parser, self-contained, with one chart bar per measured pair;
 # the exclude list is what scripts/hostfile reads; a saved JSON renders to the same files again.
 #   test_accept_reports.sh ACCEPT_RENDER
-set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
 RENDER=${1:?usage: test_accept_reports.sh ACCEPT_RENDER}
 XSD="${GPULAUNCH_SOURCE_DIR:?}/tests/accept/junit.xsd"
-T=$(mktemp -d /tmp/gplaccept-rep.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
 "$RENDER" --sample "$T" >"$T/table.txt"
 
 # JUnit: schema, suites, counts.

@@ -2,13 +2,10 @@
 # scripts/plot: bench JSON files (gpulaunch's, and nccl-tests' own -J shape) to SVG and PNG charts
 # with one line per run; the SVG is valid XML with exactly that many plot lines; bad inputs are
 # refused with the file named.
-set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
 : "${GPULAUNCH_SOURCE_DIR:?}"
 PLOT="$GPULAUNCH_SOURCE_DIR/scripts/plot"
-T=$(mktemp -d /tmp/gplplot.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok - $*"; }
 
 # Two runs as gpulaunch bench writes them (one with two collectives), one as nccl-tests -J does.
 row() { # SIZE BUSBW [OP]
@@ -37,17 +34,17 @@ for t in "cluster A: allreduce" "cluster A: allgather" "cluster-b" "nccl"; do
 done
 grep -q 'MiB' "$T/c.svg" || fail "size axis without binary units"
 grep -q 'plot: wrote .*c.svg (4 lines)' "$T/log" || fail "no summary line"
-ok "SVG: valid, 4 lines with legends from labels, file names and ops"
+pass "SVG: valid, 4 lines with legends from labels, file names and ops"
 
 "$PLOT" -o "$T/c.png" "$T/cluster-b.json" >/dev/null
 [[ "$(head -c 8 "$T/c.png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "not a PNG"
 w=$(od -An -tu1 -j16 -N8 "$T/c.png" | awk '{ print $3 * 256 + $4, $7 * 256 + $8 }')
 [[ "$w" == "960 600" ]] || fail "PNG size $w, expected 960 600"
-ok "PNG: signature and size"
+pass "PNG: signature and size"
 
 "$PLOT" -o "$T/i.svg" --inplace "$T/cluster-b.json" >/dev/null || fail "--inplace"
 xmllint --noout "$T/i.svg" || fail "--inplace: not valid XML"
-ok "--inplace"
+pass "--inplace"
 
 # a real run's JSON, when the bench is built
 if [[ -n "${GPULAUNCH:-}" && -x "${GPULAUNCH:-}" ]]; then
@@ -55,7 +52,7 @@ if [[ -n "${GPULAUNCH:-}" && -x "${GPULAUNCH:-}" ]]; then
     fail "bench failed: $(cat "$T/err")"
   "$PLOT" -o "$T/real.svg" "$T/real.json" "$T/a.json" >/dev/null || fail "plot of a real run"
   [[ $(grep -o 'id="gnuplot_plot_[0-9]*"' "$T/real.svg" | sort -u | wc -l) == 3 ]] || fail "real run: 3 lines expected"
-  ok "a real run's JSON plots"
+  pass "a real run's JSON plots"
 fi
 
 # refusals
@@ -69,4 +66,4 @@ grep -q 'bad.json is not a bench JSON file' "$T/err" || fail "bad JSON: message 
 "$PLOT" -o "$T/x.pdf" "$T/a.json" 2>"$T/err"; rc=$?
 [[ $rc == 64 ]] || fail "pdf output: status $rc, expected 64"
 set -e
-ok "refuses no file, a file that is not bench JSON, an unknown format"
+pass "refuses no file, a file that is not bench JSON, an unknown format"

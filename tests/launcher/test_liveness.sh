@@ -26,7 +26,6 @@ start_bg() { # config: mpirun in the background, returns when the 4 programs run
   done
   fail "the programs did not start"
 }
-wait_rc() { for _ in $(seq 1 $(($1 * 10))); do [[ -f $T/rc ]] && return 0; sleep 0.1; done; return 1; }
 
 # 1. Rank 2's supervisor stops.
 rm -f "$T/rc"
@@ -35,7 +34,7 @@ victim=$(rank_pid 2 "$T/live.conf")
 [[ -n $victim ]] || fail "rank 2's gpulaunch not found"
 t0=$(now)
 kill -STOP "$victim"
-wait_rc 30 || { kill -CONT "$victim"; fail "the job did not end 30 s after rank 2's supervisor stopped"; }
+wait_for "$T/rc" 30 || { kill -CONT "$victim"; fail "the job did not end 30 s after rank 2's supervisor stopped"; }
 t1=$(now)
 kill -CONT "$victim" 2>/dev/null || true
 assert_eq "$(cat "$T/rc")" 68 "exit status"
@@ -52,7 +51,7 @@ rm -f "$T/rc"
 start_bg "$T/live.conf"
 victim=$(rank_pid 3 "$T/live.conf")
 kill -KILL "$victim"
-wait_rc 20 || fail "the job did not end after rank 3's gpulaunch was killed"
+wait_for "$T/rc" 20 || fail "the job did not end after rank 3's gpulaunch was killed"
 rc=$(cat "$T/rc")
 [[ $rc == 68 || $rc == 137 ]] || fail "exit status $rc after a killed supervisor"
 sleep 0.5
@@ -66,7 +65,7 @@ start_bg "$T/live.conf"
 victim=$(rank_pid 0 "$T/live.conf")
 [[ -n $victim ]] || fail "rank 0's gpulaunch not found"
 kill -KILL "$victim"
-wait_rc 20 || fail "the job did not end after rank 0's gpulaunch was killed"
+wait_for "$T/rc" 20 || fail "the job did not end after rank 0's gpulaunch was killed"
 sleep 0.5
 [[ $(pgrep -fc "$PROG sleep 60" || true) == 0 ]] || fail "a program outlived the job"
 n=$(grep -c "rank 0 (host $host): its gpulaunch died" "$T/err" || true)
@@ -83,6 +82,6 @@ sleep $((LIVE * 2 + 1))
 [[ ! -f $T/rc ]] || { kill -CONT "$victim"; fail "liveness_timeout = 0 still ended the job"; }
 kill -CONT "$victim"
 pkill -f "$PROG sleep 60" || true
-wait_rc 20 || true
+wait_for "$T/rc" 20 || true
 assert_nogrep "$T/err" "no heartbeat" "no liveness message when off"
 pass "liveness_timeout = 0: off"

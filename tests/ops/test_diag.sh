@@ -3,7 +3,8 @@
 # no secret from the environment or the config anywhere in the bundle or the tarball.
 #   test_diag.sh OPS_DIAG_RUN [--mpi]        the bundle code through the test driver
 #   test_diag.sh GPULAUNCH --cli [--mpi]     the same through `gpulaunch diag CONFIG --out DIR`
-set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
 driver=$1
 shift
 mode="" cli=0
@@ -21,9 +22,7 @@ run_args() {
     echo ${mode:+--mpi} --out "$out" --config "$dir/train.conf"
   fi
 }
-dir=$(mktemp -d /tmp/gpl-ops-diag-XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+dir=$T
 
 # Secrets planted in the environment and in the config.
 export MY_API_TOKEN=s3cr3t-tok-9d8e7f1a

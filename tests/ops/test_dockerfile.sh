@@ -5,11 +5,11 @@
 # module the build looks for has its package installed, install-deps.sh's build libraries are
 # installed, the image is an nvidia/cuda devel image, and the entrypoint is the installed binary.
 #   test_dockerfile.sh SOURCE_DIR
-set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
 src=${1:?source dir}
 df=$src/scripts/container/Dockerfile
-[[ -f $df ]] || { echo "FAIL: no $df"; exit 1; }
-fail() { echo "FAIL: $*"; exit 1; }
+[[ -f $df ]] || fail "no $df"
 
 # Instructions with continuation lines joined, comments dropped.
 joined=$(sed -e '/^[[:space:]]*#/d' "$df" | sed -e ':a' -e '/\\$/N; s/\\\n/ /; ta')

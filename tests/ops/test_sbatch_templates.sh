@@ -3,12 +3,11 @@
 # first command), scripts/slurm/render for other node shapes, and their bodies run against
 # stand-in srun / mpirun / scontrol that record what they were asked.
 #   test_sbatch_templates.sh SOURCE_DIR
-set -euo pipefail
+# shellcheck source=tests/lib.sh
+source "$(dirname "$0")/../lib.sh"
 src=${1:?source dir}
 slurm=$src/scripts/slurm
-dir=$(mktemp -d /tmp/gpl-ops-sbatch-XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+dir=$T
 
 # The options sbatch would see: #SBATCH lines before the first line that is not a comment.
 sbatch_opts() {
@@ -109,13 +108,13 @@ requeue_case() {
   local what=$1 want=$2 st=0
   shift 2
   rm -f "$dir/scontrol.args"
-  env FAKE_STATUS=75 "$@" bash "$slurm/gpulaunch-$T.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
-  [[ $st == 75 ]] || fail "$T body ($what): exit $st, want 75: $(cat "$dir/out")"
-  grep -q 'preempted' "$dir/out" || fail "$T body ($what): preemption not said"
+  env FAKE_STATUS=75 "$@" bash "$slurm/gpulaunch-$TMPL.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
+  [[ $st == 75 ]] || fail "$TMPL body ($what): exit $st, want 75: $(cat "$dir/out")"
+  grep -q 'preempted' "$dir/out" || fail "$TMPL body ($what): preemption not said"
   if ((want)); then
-    [[ $(tr '\n' ' ' <"$dir/scontrol.args" 2>/dev/null) == "requeue 4242 " ]] || fail "$T body ($what): no requeue: $(cat "$dir/out")"
+    [[ $(tr '\n' ' ' <"$dir/scontrol.args" 2>/dev/null) == "requeue 4242 " ]] || fail "$TMPL body ($what): no requeue: $(cat "$dir/out")"
   else
-    ! grep -qx requeue "$dir/scontrol.args" 2>/dev/null || fail "$T body ($what): requeued: $(cat "$dir/out")"
+    ! grep -qx requeue "$dir/scontrol.args" 2>/dev/null || fail "$TMPL body ($what): requeued: $(cat "$dir/out")"
   fi
 }
 requeue_cases() {
@@ -123,13 +122,13 @@ requeue_cases() {
   requeue_case GPULAUNCH_REQUEUE=1 1 GPULAUNCH_REQUEUE=1
   requeue_case GPULAUNCH_REQUEUE=0 0 GPULAUNCH_REQUEUE=0
   requeue_case --no-requeue 0 FAKE_JOB="JobId=4242 JobState=RUNNING Requeue=0 Restarts=0"
-  grep -q "not requeueable" "$dir/out" || fail "$T body: a job that is not requeueable is not said"
+  grep -q "not requeueable" "$dir/out" || fail "$TMPL body: a job that is not requeueable is not said"
   requeue_case "already requeued" 0 FAKE_JOB="JobId=4242 JobState=PENDING Requeue=1 Restarts=1"
   requeue_case "Slurm requeueing it" 0 FAKE_JOB="JobId=4242 JobState=COMPLETING Requeue=1 Restarts=1"
-  grep -q "Slurm is requeueing or ending it already" "$dir/out" || fail "$T body: a job Slurm requeues is not said"
+  grep -q "Slurm is requeueing or ending it already" "$dir/out" || fail "$TMPL body: a job Slurm requeues is not said"
   requeue_case "run 2" 1 SLURM_RESTART_COUNT=1 FAKE_JOB="JobId=4242 JobState=RUNNING Requeue=1 Restarts=1"
 }
-T=srun requeue_cases
+TMPL=srun requeue_cases
 st=0
 bash "$slurm/gpulaunch-srun.sbatch" >"$dir/out" 2>&1 || st=$?
 [[ $st == 64 ]] || fail "no config must be a usage error"
@@ -157,6 +156,6 @@ node02 slots=1" ]] || fail "hostfile (-n 3): $(cat "$dir/hostfile.seen")"
 [[ $(sed -n 2p "$dir/mpirun.args") == 3 ]] || fail "mpirun -np for -n 3: $(sed -n 2p "$dir/mpirun.args")"
 # exit 75 passes through mpirun's script and requeues the job (the same cases)
 cp "$dir/scontrol.standin" "$dir/bin/scontrol"
-T=mpirun requeue_cases
+TMPL=mpirun requeue_cases
 [[ ! -e $(sed -n 3p "$dir/mpirun.args") ]] || fail "the temporary hostfile was left behind"
 echo "ok: sbatch templates"
