@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every example config (examples/*.conf, what the README points users to) passes `gpulaunch check`,
 # and every setting it writes is taken: each `key = value` line shows up as the origin of a value.
-source "$(dirname "$0")/../lib.sh"
-SRC="${GPULAUNCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+source "$(dirname "$0")/../../lib.sh"
+SRC="${GPULAUNCH_SOURCE_DIR:-$(cd "$(dirname "$0")/../../.." && pwd)}"
 
 n=0
 for c in "$SRC"/examples/*.conf; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Broken configs: the error names file:line and the key (with the nearest valid key for a typo),
 # the exit status is 65 and nothing is started; `check` prints the effective settings.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 
@@ -189,7 +189,7 @@ pass "check prints the effective settings; commands split like a POSIX shell"
 
 # Log lines name source files relative to the project, never by the build machine's path: the
 # CHECK chain of a failed topology load at info level.
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SRC=$(cd "$(dirname "$0")/../../.." && pwd)
 GPULAUNCH_LOG=info run_one "$GPULAUNCH" topo --topology "$T/missing.xml"
 assert_grep "$T/err" " topology/[a-z_]+\.c:[0-9]+ -> -[0-9]+ " "the CHECK chain names topology/FILE.c:LINE"
 assert_nogrep "$T/err" "$SRC/" "no absolute source path ($SRC) in log lines"

@@ -5,7 +5,7 @@
 # DOCKER_PASS, GITLAB_PAT, SENTRY_DSN, mysql -p VALUE; issue 19: a token as a URL's user name, a
 # Slack webhook, bare sk-/ghp_/AKIA/xoxb- keys). Every secret holds "S3KRT"; the program's
 # own output passes through as it is, so only gpulaunch's own lines are searched.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1" # (unused: the program here is sh)
 : "$PROG"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Signals to the job reach every program: SIGUSR1/SIGUSR2 forwarded, SIGTERM (preemption) turned
 # into the preempt signal, then SIGKILL after the grace; the job says "preempted".
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 

@@ -4,7 +4,7 @@
 # job ends with 68, no program left; a supervisor killed outright (SIGKILL) is named at once;
 # liveness_timeout = 0 turns it off (the stopped supervisor then goes unnoticed until mpirun's
 # own end).
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 host=$(hostname -s)
 LIVE=2

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # restarts = N: a failure stops every rank's program and starts all again together, with the
 # same environment but the restart count.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 host=$(hostname -s)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Output: every line whole and prefixed, none lost under a burst, a last line without newline kept,
 # other prefix modes, per-rank log files.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 N=20000
 host=$(hostname -s)

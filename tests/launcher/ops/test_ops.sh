@@ -2,9 +2,9 @@
 # The monitor, OOM root cause and audit log through gpulaunch itself: a replayed sample stream
 # with one rank under 80% warns once and names it; a CUDA OOM in the output is the root cause
 # with the peak memory seen; the audit log holds one line per start and end, mode 0600.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
-DATA="$(cd "$(dirname "$0")/../ops/data" && pwd)"
+DATA="$(cd "$(dirname "$0")/../../ops/data" && pwd)"
 export GPL_TEST_DIR="$T"
 
 cat >"$T/mon.conf" <<CONF

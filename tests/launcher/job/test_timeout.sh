@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A rank that never arrives at start-up is named within the deadline instead of a hang.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 
 t0=$(now)

@@ -2,7 +2,7 @@
 # Issue 14: the program's descendants (one in its process group, one that left it with setsid)
 # die with the program, with a SIGKILLed gpulaunch and with a SIGKILLed mpirun; a killed
 # gpulaunch leaves no gpulaunch-proxy-* folder behind.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T" TMPDIR="$T"
 

@@ -3,7 +3,7 @@
 # to 2 s mpirun's own kill sequence at times: launcher/job/job.c) with one root-cause line; the
 # rank that failed first is the cause; signals, a missing program and left-behind children are
 # handled.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 host=$(hostname -s)

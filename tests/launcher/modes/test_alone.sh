@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every mode of a job of one started alone (no mpirun) runs without MPI: MPI_Init is trapped
-# (tests/launcher/mpi_init_trap.c, LD_PRELOAD: status 99 and a message if it is ever called), no
-# launcher variable is set, and each mode must still do its job within a bounded time.
+# (tests/launcher/modes/mpi_init_trap.c, LD_PRELOAD: status 99 and a message if it is ever
+# called), no launcher variable is set, and each mode must still do its job within a bounded time.
 # usage: test_alone.sh TRAP.so TESTPROG MPI_PROGRAM
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 TRAP="$1"
 PROG="$2"
 MPI_MINIMAL="$3"

@@ -4,7 +4,7 @@
 # three write(2) calls at random cuts). mpirun reads each rank's two streams apart and writes
 # what it read at any byte, so rank 0's gpulaunch writes every line through one stream when its
 # stdout and stderr end in the same file: under plain mpirun, gpulaunch-run, and alone.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 RUN="$(dirname "$GPULAUNCH")/gpulaunch-run"
 N=2000

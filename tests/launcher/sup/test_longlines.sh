@@ -3,7 +3,7 @@
 # several ranks at once: every piece is cut at the cap, prefixed with its rank and ended, and no
 # other rank's bytes ever land inside it; nothing is lost. (output = rank0, the default: with
 # output = local each rank writes to mpirun, which splits the streams where it likes.)
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 host=$(hostname -s)
 N=$((3 * 1048576 + 12345)) # three whole pieces and a rest

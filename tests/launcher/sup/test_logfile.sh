@@ -2,7 +2,7 @@
 # Issue 14: a rank whose log file cannot be opened ends the job at once on every rank, named
 # (rank, host, path, why), exit 65, instead of a 60 s hang; a log file system that fills up is
 # reported (which rank, how many bytes) and a job that otherwise succeeded exits 76.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 

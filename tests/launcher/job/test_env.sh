@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every rank's program gets the torchrun-compatible environment, [env] and [nccl], and no MPI
 # runtime variables; `gpulaunch env` shows the same without running anything.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 
 cat >"$T/train.conf" <<CONF

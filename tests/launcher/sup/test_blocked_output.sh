@@ -3,7 +3,7 @@
 # as in `gpulaunch x.conf | sleep 25`) while the program floods it: SIGTERM is still served at
 # once (the program gets it within a second), SIGKILL comes after the grace, gpulaunch ends
 # soon after, and the lines it could not write are counted, not silently gone.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
 export GPL_TEST_DIR="$T"
 mkfifo "$T/fifo"
