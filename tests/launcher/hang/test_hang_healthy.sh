@@ -2,7 +2,7 @@
 # Issue 18, the negative: steps longer than hang_timeout are healthy when the program shows
 # progress within it: an output line every second, or a touch of [job] heartbeat_file without any
 # output. Never reported as a hang; the job succeeds and no straggler is named.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 need_torch_python
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
 export OMP_NUM_THREADS=1

@@ -4,7 +4,7 @@
 # (gdb), with /proc state and wchan. 1. the others wait in gpl_barrier (np 3, rank 1 hangs);
 # 2. the others idle in a sleep loop calling nothing (np 4, rank 0 itself hangs), the program
 # started by a shell that waits for it.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG=${1:?usage: test_hang_native.sh HANG_PROG}
 command -v gdb >/dev/null || { echo "SKIP: no gdb"; exit 77; }
 host=$(hostname -s)

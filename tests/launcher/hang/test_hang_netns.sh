@@ -7,8 +7,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_hang_netns.sh HANG_PROG}
-# shellcheck source-path=SCRIPTDIR source=../netns/testlib.sh
-. "$(dirname "$0")/../netns/testlib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../netns/testlib.sh
+. "$(dirname "$0")/../../netns/testlib.sh"
 PY=""
 for p in /usr/bin/python3 python3; do
   if "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null; then PY=$(command -v "$p"); break; fi

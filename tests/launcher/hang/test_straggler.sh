@@ -2,7 +2,7 @@
 # Issue 18, the straggler view: a rank that sleeps 50 ms more per step is named in the --summary
 # JSON and on stderr: 1. the PyTorch script's `step N` lines through [job] step_regex; 2. a C
 # program's gpl_progress(comm, step).
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 PROG=${1:?usage: test_straggler.sh HANG_PROG}
 need_torch_python
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"

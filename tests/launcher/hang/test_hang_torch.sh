@@ -4,7 +4,7 @@
 # and that function from its Python stack (py-spy), shows all_reduce in the others', writes the
 # report (text + JSON) beside --summary and ends the job with exit 77 within hang_timeout + 20 s.
 # With hang_action = report the job goes on (the sleep ends) and succeeds.
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 need_torch_python
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
 export OMP_NUM_THREADS=1
