@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # What gpulaunch needs to build (scripts/container/Dockerfile installs these lib*-dev too;
-# tests/ops/test_dockerfile.sh checks that it does).
+# tests/scripts/test_dockerfile.sh checks that it does).
 pkgs=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin

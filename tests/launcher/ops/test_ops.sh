@@ -4,7 +4,7 @@
 # with the peak memory seen; the audit log holds one line per start and end, mode 0600.
 source "$(dirname "$0")/../../lib.sh"
 PROG="$1"
-DATA="$(cd "$(dirname "$0")/../../ops/data" && pwd)"
+DATA="$(cd "$(dirname "$0")/data" && pwd)"
 export GPL_TEST_DIR="$T"
 
 cat >"$T/mon.conf" <<CONF

@@ -2,7 +2,7 @@
 # --min-busbw: exit 72 and by how much when the bus bandwidth falls short (largest size, or per
 # size with SIZE:X), 0 when it is met; a SIZE that is not in the sweep is a usage error (64); the
 # [bench] min_busbw key of a config file works the same and is named with its file:line.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 B=(bench -b 64K -e 256K -f 2 -n 2 -w 1)
 

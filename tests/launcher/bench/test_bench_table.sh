@@ -2,7 +2,7 @@
 # The table as nccl-tests' all_reduce_perf prints it, parsed back: header, columns and units, the
 # size sequence of -b/-e/-f, counts, bandwidth formulas, the footer; only rank 0 prints; the
 # progress line shows on a terminal only.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 
 run_mpi 4 "$GPULAUNCH" bench --op allreduce -b 1M -e 4M -f 2 -n 3 -w 1

@@ -20,7 +20,7 @@
 #include "launcher/ops/monitor_int.h"
 #include "launcher/sup/supervise.h"
 
-static const char *g_data; /* tests/ops/data */
+static const char *g_data; /* tests/launcher/ops/data */
 static char g_tmp[256];    /* a fresh folder per run */
 
 /* ---- stderr capture: the log writes to fd 2 ---- */
@@ -572,7 +572,7 @@ static void test_numbers_range_checked(void **state) {
 }
 
 int main(int argc, char **argv) {
-  g_data = argc > 1 ? argv[1] : "tests/ops/data";
+  g_data = argc > 1 ? argv[1] : "tests/launcher/ops/data";
   snprintf(g_tmp, sizeof g_tmp, "/tmp/gpl-ops-mon-XXXXXX");
   if (!mkdtemp(g_tmp)) return 1;
   log_init();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the recorded monitor sample streams used by tests/ops (JSON lines, the --metrics format).
+"""Writes the recorded monitor sample streams used by tests/launcher/ops (JSON lines, the --metrics format).
 
 Deterministic (no randomness): rerun to regenerate after a format change. The first four are in
 the format of the first recordings, where GPU busy time was called "sm": they must keep replaying.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Odd sizes and rank counts that do not divide them: counts are rounded down to a multiple of the
 # rank count (as nccl-tests) and still checked exactly; a job of one rank.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 
 run_mpi 3 "$GPULAUNCH" bench --op allreduce,allgather,reducescatter,alltoall,broadcast -b 1001 -e 100003 -f 9 -n 2 -w 1 -d float

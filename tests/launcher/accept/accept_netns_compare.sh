@@ -101,7 +101,7 @@ case "$CASE" in
       fail "the terminal table does not name h3's GPU count against the majority's"
     grep -Eq '^FAIL +majority +gpu model' "$OUT/out" || fail "no FAIL row for the GPU model in the table"
     [ "$(grep -v '^#' "$OUT/bad.txt" | sort | paste -sd' ')" = "h2 h3" ] || fail "exclude list: $(cat "$OUT/bad.txt")"
-    xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+    xmllint --noout --schema "$SRC/tests/launcher/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
     xmllint --noout "$OUT/a.html" || fail "HTML is not well-formed"
     grep -q 'h2 differs from the majority in gpu model: h2 has GA100 \[A100 SXM4 40GB\]; the majority (3 of 4 nodes: h0, h1, h3) has NVIDIA H200' "$OUT/a.html" ||
       fail "the HTML page does not name h2 against the majority"

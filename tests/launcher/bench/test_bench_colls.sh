@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every collective on 4 ranks of the cpu backend, with several dtypes and reduction ops: exit 0,
 # no wrong elements, busbw = algbw * the collective's nccl-tests factor.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 S=(-b 4K -e 256K -f 8 -n 2 -w 1 --backend cpu)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # NCCL on one GPU: gpulaunch bench --backend nccl with device buffers, every collective checked.
 # Exit 77 (skipped) where there is no usable GPU or gpulaunch was built without CUDA.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 if ! command -v nvidia-smi >/dev/null || [[ -z "$(nvidia-smi -L 2>/dev/null)" ]]; then
   echo "SKIP: no GPU here"

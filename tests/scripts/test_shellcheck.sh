@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs shellcheck on every shell script under scripts/ (whoever wrote it) and on the ops tests' own
-# scripts. A script is a file with a sh/bash shebang, or named *.sh / *.sbatch.
+# Runs shellcheck on every shell script under scripts/ (whoever wrote it), on these tests' own and on
+# the ops tests' (tests/launcher/ops). A script is a file with a sh/bash shebang, or named *.sh /
+# *.sbatch.
 #   test_shellcheck.sh SOURCE_DIR
 set -uo pipefail
 src=${1:?source dir}
@@ -12,7 +13,7 @@ while IFS= read -r -d '' f; do
     *)
       if head -n1 "$f" | grep -Eq '^#!.*\b(ba)?sh\b'; then scripts+=("$f"); fi ;;
   esac
-done < <(find "$src/scripts" "$src/tests/ops" -type f ! -name '*.py' ! -name '*.c' ! -name '*.jsonl' \
+done < <(find "$src/scripts" "$src/tests/scripts" "$src/tests/launcher/ops" -type f ! -name '*.py' ! -name '*.c' ! -name '*.jsonl' \
            ! -name 'Dockerfile*' ! -name 'CMakeLists.txt' -print0 | sort -z)
 ((${#scripts[@]} >= 5)) || { echo "FAIL: found only ${#scripts[@]} scripts under $src/scripts"; exit 1; }
 bad=0

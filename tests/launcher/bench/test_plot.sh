@@ -3,7 +3,7 @@
 # with one line per run; the SVG is valid XML with exactly that many plot lines; bad inputs are
 # refused with the file named.
 # shellcheck source=tests/lib.sh
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 : "${GPULAUNCH_SOURCE_DIR:?}"
 PLOT="$GPULAUNCH_SOURCE_DIR/scripts/plot"
 

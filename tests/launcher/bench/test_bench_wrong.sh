@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wrong elements are counted across all ranks and fail the run (exit 72): a test hook
 # (GPULAUNCH_TEST_CORRUPT=rank) flips one output element on that rank before each check.
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 
 GPULAUNCH_TEST_CORRUPT=2 run_mpi 4 "$GPULAUNCH" bench -b 64K -e 256K -f 2 -n 2 -w 1

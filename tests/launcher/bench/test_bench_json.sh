@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # --json in nccl-tests' -J shape (validated and round-tripped by cJSON in bench_json_check), its
 # rows equal to the table's; --csv; --label; several ops in one run; the job summary's "bench".
-# shellcheck source=tests/bench/bench_lib.sh
+# shellcheck source=tests/launcher/bench/bench_lib.sh
 source "$(dirname "$0")/bench_lib.sh"
 : "${BENCH_JSON_CHECK:?}"
 

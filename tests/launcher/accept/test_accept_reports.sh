@@ -5,9 +5,9 @@
 # the exclude list is what scripts/hostfile reads; a saved JSON renders to the same files again.
 #   test_accept_reports.sh ACCEPT_RENDER
 # shellcheck source=tests/lib.sh
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 RENDER=${1:?usage: test_accept_reports.sh ACCEPT_RENDER}
-XSD="${GPULAUNCH_SOURCE_DIR:?}/tests/accept/junit.xsd"
+XSD="${GPULAUNCH_SOURCE_DIR:?}/tests/launcher/accept/junit.xsd"
 "$RENDER" --sample "$T" >"$T/table.txt"
 
 # JUnit: schema, suites, counts.

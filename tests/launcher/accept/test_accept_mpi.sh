@@ -7,7 +7,7 @@
 #   test_accept_mpi.sh   (GPULAUNCH, MPIEXEC from CTest; GPULAUNCH_TOPOLOGY_DIR, GPULAUNCH_SOURCE_DIR)
 # shellcheck disable=SC1091 # tests/lib.sh, found at run time
 . "$GPULAUNCH_SOURCE_DIR/tests/lib.sh"
-XSD="$GPULAUNCH_SOURCE_DIR/tests/accept/junit.xsd"
+XSD="$GPULAUNCH_SOURCE_DIR/tests/launcher/accept/junit.xsd"
 G4DN="$GPULAUNCH_TOPOLOGY_DIR/hwloc-aws-g4dn.metal-8xt4.xml"
 
 # This machine has no GPU: a run of it is a CPU-only run, which accept passes only when told so

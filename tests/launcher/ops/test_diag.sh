@@ -4,7 +4,7 @@
 #   test_diag.sh OPS_DIAG_RUN [--mpi]        the bundle code through the test driver
 #   test_diag.sh GPULAUNCH --cli [--mpi]     the same through `gpulaunch diag CONFIG --out DIR`
 # shellcheck source=tests/lib.sh
-source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../../lib.sh"
 driver=$1
 shift
 mode="" cli=0

@@ -103,7 +103,7 @@ if [ "$CASE" = blocked ]; then
   [ "$st" = "interface agreement:pass,preflight:fail" ] ||
     fail "reachability rows: '$st' (expected the interface agreement to pass and the preflight to fail)"
   grep -Eq 'rank 1 \(host h1\) could not reach rank 2 \(host h2\)' "$OUT/a.json" || fail "the blocked path is not named"
-  xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  xmllint --noout --schema "$SRC/tests/launcher/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
   [ "$(xmllint --xpath 'count(//testsuite[@name="job"]/testcase[starts-with(@name,"reach")]/failure)' "$OUT/a.xml")" -ge 2 ] ||
     fail "no reachability failure in the JUnit file"
 elif [ "$CASE" = fallback ]; then
@@ -119,7 +119,7 @@ elif [ "$CASE" = link ]; then
   [ "$links" = "h1 + h2" ] || fail "expected the link 'h1 + h2' to be named, got '$links'"
   [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
   grep -q 'name="bad_link\[h1 + h2\]"' "$OUT/a.xml" || fail "no bad_link testcase in the JUnit file"
-  xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  xmllint --noout --schema "$SRC/tests/launcher/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
 elif [ "$CASE" = healthy ]; then
   [ -z "$bad" ] || fail "healthy links, yet bad hosts named: $bad"
   [ "$rc" = 0 ] || fail "healthy job exited $rc"
@@ -129,7 +129,7 @@ else
   [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
   grep -qx "$SLOW" "$OUT/bad.txt" || fail "$SLOW not in the exclude list"
   grep -q "name=\"bad_node\[$SLOW\]\"" "$OUT/a.xml" || fail "no bad_node testcase for $SLOW in the JUnit file"
-  xmllint --noout --schema "$SRC/tests/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  xmllint --noout --schema "$SRC/tests/launcher/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
   # The page's chart: one bar per measured group, the slow host's in red.
   nm=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["search"]["measurements"]))' "$OUT/a.json")
   nb=$(xmllint --xpath 'count(//*[local-name()="rect" and contains(@class,"pair")])' "$OUT/a.html")

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Helpers of the bench script tests: tests/lib.sh, plus the table's rows and footer parsed back.
 # shellcheck source=tests/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../lib.sh"
 : "${BENCH_JSON_CHECK:=}"
 # Start-up waits: fail fast rather than hang a test for a minute.
 export GPULAUNCH_TIMEOUT="${GPULAUNCH_TIMEOUT:-30s}"

@@ -3,7 +3,7 @@
  * gone; the odd node out of three named with its value and the majority's; two nodes that
  * differ (no majority) both failed and named; a 2-2 split; explicit expectations replacing the
  * comparison; unknown values skipped; one node; compare = off; NVLink from the NVML rows; and a
- * node without a GPU failing unless [accept] gpus = 0 (tests/accept/cpu-only.xml). */
+ * node without a GPU failing unless [accept] gpus = 0 (tests/launcher/accept/cpu-only.xml). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,7 +265,7 @@ static void test_nvlink_profile(void **state) {
 static void test_no_gpu_fails_unless_allowed(void **state) {
   (void)state;
   char path[1024];
-  snprintf(path, sizeof path, "%s/tests/accept/cpu-only.xml", g_src);
+  snprintf(path, sizeof path, "%s/tests/launcher/accept/cpu-only.xml", g_src);
   topo_t *t = load_path(path);
   assert_int_equal(t->ngpus, 0);
   accept_opts_t o;
