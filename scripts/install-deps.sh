@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # What gpulaunch needs to build (scripts/container/Dockerfile installs these lib*-dev too;
-# tests/ops/test_dockerfile.sh checks that it does).
+# tests/scripts/test_dockerfile.sh checks that it does).
 pkgs=(
   build-essential cmake pkg-config git
   libopenmpi-dev openmpi-bin
@@ -22,7 +22,7 @@ pkgs=(
 )
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
-# native stacks of a hung program, tests/hang).
+# native stacks of a hung program, tests/launcher/hang).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
@@ -97,8 +97,8 @@ PY
   rm -rf "$tmp"
 fi
 
-# py-spy reads a hung Python program's stacks (the hang watchdog; tests/hang). Debian has no
-# package of it: the static binary comes from its wheel on PyPI, into /usr/local/bin.
+# py-spy reads a hung Python program's stacks (the hang watchdog; tests/launcher/hang). Debian has
+# no package of it: the static binary comes from its wheel on PyPI, into /usr/local/bin.
 if ! command -v py-spy >/dev/null 2>&1 && [[ $(id -u) -eq 0 ]]; then
   tmp=$(mktemp -d)
   if python3 -m pip --version >/dev/null 2>&1 &&

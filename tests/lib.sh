@@ -10,12 +10,19 @@ T="$(mktemp -d /tmp/gpltest.XXXXXX)"
 trap 'rm -rf "$T"' EXIT
 TESTS_RUN=0
 
+# fail MESSAGE: "FAIL: MESSAGE" and what explains it (fail_context) on stderr; exit 1. The only
+# fail of the script tests: a script that has more to show redefines fail_context.
 fail() {
   echo "FAIL: $*" >&2
-  for f in "$T"/out "$T"/err; do
-    [[ -f "$f" ]] && { echo "---- ${f##*/}:" >&2; tail -n 40 "$f" >&2; }
-  done
+  fail_context >&2 || true
   exit 1
+}
+# The end of the last run's output ($T/out, $T/err: run_mpi, run_one), where there is one.
+fail_context() {
+  local f
+  for f in "$T"/out "$T"/err; do
+    [[ -f "$f" ]] && { echo "---- ${f##*/}:"; tail -n 40 "$f"; }
+  done
 }
 pass() { echo "ok - $*"; TESTS_RUN=$((TESTS_RUN + 1)); }
 assert_eq() { [[ "$1" == "$2" ]] || fail "$3: expected '$2', got '$1'"; }

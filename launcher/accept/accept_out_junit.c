@@ -2,7 +2,7 @@
  * check; fail -> <failure>, error -> <error>, skipped -> <skipped message=reason>; a warning is
  * a passing testcase with the warning in <system-out> (a <failure type="warn"> when strict).
  * The shape is the common one CI servers read (Jenkins, GitLab, GitHub test reporters); see
- * tests/accept/junit.xsd. */
+ * tests/launcher/accept/junit.xsd. */
 #include <stdio.h>
 #include <string.h>
 

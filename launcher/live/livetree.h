@@ -1,6 +1,6 @@
 /* The supervisors' liveness tree without a transport: its shape, its frames, and what one
  * process does on a frame, a closed connection and a tick. liveness.c drives it over libuv/TCP;
- * tests/launcher/live_sim.c drives thousands of them in one process on a simulated clock. */
+ * tests/launcher/live/live_sim.c drives thousands of them in one process on a simulated clock. */
 #ifndef GPL_LAUNCHER_LIVETREE_H
 #define GPL_LAUNCHER_LIVETREE_H
 

@@ -42,7 +42,7 @@ int mode_diag(launch_t *L) {
   }
   int n;
   char **rest = cli_rest(&c, &n);
-  /* The mode word, if a caller kept it (tests/ops/diag_run.c). */
+  /* The mode word, if a caller kept it (tests/launcher/ops/diag_run.c). */
   if (ret < 0 && n > 0 && !(n == 1 && strcmp(rest[0], "diag") == 0)) {
     log_print("gpulaunch diag: unknown argument '%s'\n%s", rest[n > 1 && strcmp(rest[0], "diag") == 0], g_diag_usage);
     ret = GPL_EXIT_USAGE;

@@ -50,7 +50,7 @@ command = $PROG burst 10
 [audit]
 log = $shared/audit.log
 [monitor]
-replay = $GPULAUNCH_SOURCE_DIR/tests/ops/data/all_busy.jsonl
+replay = $GPULAUNCH_SOURCE_DIR/tests/launcher/ops/data/all_busy.jsonl
 interval = 10ms
 CONF
 # The audit log fails closed: the job does not start, and the link is named.

@@ -1,5 +1,5 @@
-/* Unit tests of the launcher's pieces: config loading and errors, word splitting, parsing,
- * output line handling, the program's environment. */
+/* Unit tests of the launcher's pieces: config loading and errors, output line handling, the
+ * program's environment (common/ has its own: tests/common). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <time.h>
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
@@ -20,7 +19,6 @@
 #include "launcher/conf/conf.h"
 #include "launcher/conf/envset.h"
 #include "launcher/sup/output.h"
-#include "common/safefile.h"
 
 static char g_dir[64];
 
@@ -152,120 +150,6 @@ static void test_conf_errors(void **st) {
   expect_error("many.conf", "[job]\ncommand = x\nrestarts = x\ngrace = y\n", "many.conf:4: [job] grace");
 }
 
-static void test_split_words(void **st) {
-  (void)st;
-  char **argv;
-  int argc;
-  char err[128];
-  assert_int_equal(util_split_words("  a  'b c' \"d \\\"e\\\" $f\" g\\ h 'i'\"j\"k ''", &argv, &argc, err, sizeof err), 0);
-  assert_int_equal(argc, 6);
-  assert_string_equal(argv[0], "a");
-  assert_string_equal(argv[1], "b c");
-  assert_string_equal(argv[2], "d \"e\" $f");
-  assert_string_equal(argv[3], "g h");
-  assert_string_equal(argv[4], "ijk");
-  assert_string_equal(argv[5], "");
-  util_free_argv(argv);
-  assert_int_equal(util_split_words("a 'b", &argv, &argc, err, sizeof err), GPL_EINVAL);
-  assert_non_null(strstr(err, "unterminated single quote"));
-  assert_int_equal(util_split_words("a \\", &argv, &argc, err, sizeof err), GPL_EINVAL);
-  /* Quoting for display gives the words back. */
-  const char *words[] = {"plain", "two words", "it's", "", "$HOME"};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-    char *q = util_quote_word(words[i]);
-    assert_int_equal(util_split_words(q, &argv, &argc, err, sizeof err), 0);
-    assert_int_equal(argc, 1);
-    assert_string_equal(argv[0], words[i]);
-    util_free_argv(argv);
-    free(q);
-  }
-}
-
-/* The first of each value, against the quadratic definition, on random names with repeats. */
-static void test_first_of_each(void **st) {
-  (void)st;
-  enum { N = 500 };
-  static char names[N][8];
-  const char *s[N];
-  int first[N];
-  unsigned seed = (unsigned)time(NULL);
-  for (int i = 0; i < N; i++) {
-    snprintf(names[i], sizeof names[i], "h%d", rand_r(&seed) % 37);
-    s[i] = names[i];
-  }
-  assert_int_equal(util_first_of_each(s, N, first), GPL_OK);
-  for (int i = 0; i < N; i++) {
-    int want = i;
-    for (int j = 0; j < i; j++)
-      if (strcmp(s[j], s[i]) == 0) {
-        want = j;
-        break;
-      }
-    assert_int_equal(first[i], want);
-  }
-}
-
-static void test_parsers(void **st) {
-  (void)st;
-  uint64_t sz;
-  assert_int_equal(util_parse_size("1M", &sz), 0);
-  assert_int_equal(sz, 1u << 20);
-  assert_int_equal(util_parse_size("64K", &sz), 0);
-  assert_int_equal(sz, 65536);
-  assert_int_equal(util_parse_size("2GiB", &sz), 0);
-  assert_int_equal(sz, 2ull << 30);
-  assert_int_equal(util_parse_size("12", &sz), 0);
-  assert_int_equal(sz, 12);
-  assert_int_equal(util_parse_size("1X", &sz), GPL_EINVAL);
-  assert_int_equal(util_parse_size("-1", &sz), GPL_EINVAL);
-  double d;
-  assert_int_equal(util_parse_duration("250ms", &d), 0);
-  assert_true(d == 0.25);
-  assert_int_equal(util_parse_duration("2m", &d), 0);
-  assert_true(d == 120);
-  assert_int_equal(util_parse_duration("3", &d), 0);
-  assert_true(d == 3);
-  assert_int_equal(util_parse_duration("3 days", &d), GPL_EINVAL);
-  /* issue 19: decimal only, as documented (strtod took hex, hex floats, inf and nan) */
-  assert_int_equal(util_parse_duration("0x10", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_duration("0x1p3s", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_duration("inf", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_duration(".5s", &d), 0);
-  assert_true(d == 0.5);
-  assert_int_equal(util_parse_size("0x10", &sz), GPL_EINVAL);
-  assert_int_equal(util_parse_size("0x1p3M", &sz), GPL_EINVAL);
-  assert_int_equal(util_parse_size("nan", &sz), GPL_EINVAL);
-  assert_int_equal(util_parse_size("1.5K", &sz), 0);
-  assert_int_equal(sz, 1536);
-  assert_int_equal(util_parse_double("0x10", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_double("infinity", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_double(" 5", &d), GPL_EINVAL);
-  assert_int_equal(util_parse_double("1e3", &d), 0);
-  assert_true(d == 1000);
-  assert_int_equal(util_parse_double("-2.5", &d), 0);
-  assert_true(d == -2.5);
-  long l;
-  assert_int_equal(util_parse_long("0x10", 0, 100, &l), GPL_EINVAL);
-  assert_int_equal(util_parse_long(" 7", 0, 100, &l), GPL_EINVAL);
-  assert_int_equal(util_parse_long("010", 0, 100, &l), 0);
-  assert_int_equal(l, 10);
-  int s;
-  assert_int_equal(util_parse_signal("SIGUSR2", &s), 0);
-  assert_int_equal(s, 12);
-  assert_int_equal(util_parse_signal("term", &s), 0);
-  assert_int_equal(s, 15);
-  assert_string_equal(util_signal_name(9), "SIGKILL");
-  const char *cands[] = {"restarts", "command", "grace"};
-  assert_string_equal(util_nearest("restart", cands, 3), "restarts");
-  assert_null(util_nearest("bananas", cands, 3));
-  assert_true(util_is_secret_name("WANDB_API_KEY"));
-  assert_true(util_is_secret_name("HF_TOKEN"));
-  assert_true(util_is_secret_name("AWS_REGION"));
-  assert_true(util_is_secret_name("db_password"));
-  assert_false(util_is_secret_name("NCCL_SOCKET_IFNAME"));
-  assert_false(util_is_secret_name("KEYBOARD"));
-}
-
 /* Feed output in awkward pieces and check what reaches stdout/stderr. */
 static void test_output_lines(void **st) {
   (void)st;
@@ -327,50 +211,13 @@ static void test_envset(void **st) {
   envset_free(&e);
 }
 
-/* safefile: no link followed, 0600, other kinds of files refused, reads capped. */
-static void test_safefile(void **st) {
-  (void)st;
-  char path[256], link[256], err[512];
-  snprintf(path, sizeof path, "%s/sf.txt", g_dir);
-  snprintf(link, sizeof link, "%s/sf.link", g_dir);
-  int fd;
-  assert_int_equal(safefile_open_append(path, &fd, err, sizeof err), 0);
-  assert_int_equal(write(fd, "abc", 3), 3);
-  close(fd);
-  struct stat sb;
-  assert_int_equal(stat(path, &sb), 0);
-  assert_int_equal(sb.st_mode & 0777, 0600);
-  assert_int_equal(symlink(path, link), 0);
-  assert_int_equal(safefile_open_append(link, &fd, err, sizeof err), GPL_ESYS);
-  assert_non_null(strstr(err, "symbolic link"));
-  assert_int_equal(safefile_open_write(link, &fd, err, sizeof err), GPL_ESYS);
-  char *txt;
-  size_t n;
-  assert_int_equal(safefile_read(path, 100, &txt, &n, err, sizeof err), 0);
-  assert_int_equal(n, 3);
-  free(txt);
-  assert_int_equal(safefile_read(path, 2, &txt, &n, err, sizeof err), GPL_ERANGE);
-  assert_int_equal(safefile_read("/dev/zero", 100, &txt, &n, err, sizeof err), GPL_EINVAL);
-  assert_non_null(strstr(err, "character device"));
-  assert_int_equal(safefile_read(g_dir, 100, &txt, &n, err, sizeof err), GPL_EINVAL);
-  /* /proc files say size 0 and have content */
-  assert_int_equal(safefile_read("/proc/self/status", 1 << 20, &txt, &n, err, sizeof err), 0);
-  assert_true(n > 0);
-  free(txt);
-  assert_int_equal(safefile_check_parent("/no/such/dir/x", err, sizeof err), GPL_ENOENT);
-  unlink(link);
-  unlink(path);
-}
-
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/gpl-units.XXXXXX");
   if (!mkdtemp(g_dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conf_defaults), cmocka_unit_test(test_conf_values),
-      cmocka_unit_test(test_conf_errors),   cmocka_unit_test(test_split_words),
-      cmocka_unit_test(test_first_of_each),
-      cmocka_unit_test(test_parsers),       cmocka_unit_test(test_output_lines),
-      cmocka_unit_test(test_envset),        cmocka_unit_test(test_safefile),
+      cmocka_unit_test(test_conf_errors),   cmocka_unit_test(test_output_lines),
+      cmocka_unit_test(test_envset),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[128];

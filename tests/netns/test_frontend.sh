@@ -37,7 +37,6 @@ start_job() {
   bad "the job did not start"
   return 1
 }
-wait_done() { for ((i = 0; i < $1 * 10; i++)); do [ -f "$T/done" ] && return 0; sleep 0.1; done; return 1; }
 front_pid() { pgrep -f "^$RUN " | head -1; }
 
 # 1. SIGTERM to the user's command.

@@ -21,25 +21,6 @@ FAN=(-x GPULAUNCH_LIVE_FANOUT=2)
 printf '[job]\ncommand = %s sleep 120\nliveness_timeout = %ss\n' "$PROG" "$LIVE" >"$T/live.conf"
 printf '[job]\ncommand = %s sleep 1\nliveness_timeout = %ss\n' "$PROG" "$LIVE" >"$T/short.conf"
 
-ours() { # gpulaunch and test programs still alive in our namespaces
-  local h p n=0 exe
-  for h in "${NETNS_HOSTS[@]}"; do
-    for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
-      exe=$(readlink "/proc/$p/exe" 2>/dev/null) || continue
-      [ "$exe" = "$(readlink -f "$GPULAUNCH")" ] || [ "$exe" = "$(readlink -f "$PROG")" ] && n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
-running_progs() {
-  local h p n=0
-  for h in "${NETNS_HOSTS[@]}"; do
-    for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
-      grep -qa "sleep" "/proc/$p/cmdline" 2>/dev/null && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$PROG")" ] && n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
 start_job() {
   rm -f "$T/done"
   (netns_run 8 "$HOSTS" "${FAN[@]}" "$GPULAUNCH" "$T/live.conf"; echo "$RC $SECS" >"$T/done") &
@@ -50,16 +31,6 @@ start_job() {
   bad "the job did not start"
   return 1
 }
-wait_gone() {
-  local t0 i
-  t0=$(date +%s.%N)
-  for ((i = 0; i < $1 * 10; i++)); do
-    [ "$(ours)" = 0 ] && { echo "$(date +%s.%N) - $t0" | bc; return; }
-    sleep 0.1
-  done
-  echo 999
-}
-wait_done() { for ((i = 0; i < $1 * 10; i++)); do [ -f "$T/done" ] && return 0; sleep 0.1; done; return 1; }
 clean_slate() {
   pkill -KILL -f "mpirun.*$T/live.conf" 2>/dev/null || true
   for h in "${NETNS_HOSTS[@]}"; do

@@ -19,17 +19,6 @@ hosts=""
 for ((i = 0; i < NH; i++)); do hosts+="${hosts:+,}h$i:$K"; done
 export GPULAUNCH_TIMEOUT=30
 
-running_progs() { # programs of the job running in our namespaces
-  local h p n=0
-  for h in "${NETNS_HOSTS[@]}"; do
-    for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
-      grep -qa "sleep" "/proc/$p/cmdline" 2>/dev/null && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$PROG")" ] &&
-        n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
-
 # lost_case NAME HOST LIVENESS: start the job, cut HOST's links once every program runs, and
 # check the user's mpirun: its exit status and the seconds from the cut to its return.
 lost_case() {

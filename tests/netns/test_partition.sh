@@ -18,27 +18,6 @@ export GPULAUNCH_TIMEOUT=8
 LIVE=4
 printf '[job]\ncommand = %s sleep 120\nliveness_timeout = %ss\n' "$PROG" "$LIVE" >"$T/live.conf"
 
-# Processes of ours still alive in our namespaces: gpulaunch and the test program, by executable.
-ours() {
-  local h p n=0 exe
-  for h in "${NETNS_HOSTS[@]}"; do
-    for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
-      exe=$(readlink "/proc/$p/exe" 2>/dev/null) || continue
-      [ "$exe" = "$(readlink -f "$GPULAUNCH")" ] || [ "$exe" = "$(readlink -f "$PROG")" ] && n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
-running_progs() { # programs of the long job running in our namespaces
-  local h p n=0
-  for h in "${NETNS_HOSTS[@]}"; do
-    for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
-      grep -qa "sleep" "/proc/$p/cmdline" 2>/dev/null && [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$PROG")" ] && n=$((n + 1))
-    done
-  done
-  echo "$n"
-}
-
 # 1. Total partition h1 <-> h2 before the job.
 for pair in "h1 h2" "h2 h1"; do
   read -r a b <<<"$pair"
@@ -65,17 +44,6 @@ start_job() {
   bad "the job did not start"
   return 1
 }
-# Seconds from now until all of our processes are gone (at most $1 s); 999 if they are not.
-wait_gone() {
-  local t0 i
-  t0=$(date +%s.%N)
-  for ((i = 0; i < $1 * 10; i++)); do
-    [ "$(ours)" = 0 ] && { echo "$(date +%s.%N) - $t0" | bc; return; }
-    sleep 0.1
-  done
-  echo 999
-}
-wait_done() { for ((i = 0; i < $1 * 10; i++)); do [ -f "$T/done" ] && return 0; sleep 0.1; done; return 1; }
 
 # 2. h2's link goes down mid-job.
 if start_job; then
