@@ -51,6 +51,7 @@ wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
   return 1
 }
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
+# shellcheck disable=SC2317 # called through wait_for
 started() { [ "$(starts "$1")" -ge "$2" ]; } # started WORLD N: N ranks said they started at WORLD
 done_rc() { [ -f "$T/done" ] && cat "$T/done"; }
 

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Elastic training across network-namespace hosts (issue 28), gpulaunch against torchrun's elastic
+# mode on the same hosts and the same PyTorch (gloo) DDP script (tests/torch/elastic_train.py:
+# resumes from its checkpoint, saves one every 10 steps and on SIGTERM; process-group timeout
+# --timeout, 30 s): N hosts x 2 ranks, the last host's link cut once rank 0 took 30 steps; the
+# time from the cut to the first step at the smaller size, and the steps redone. gpulaunch:
+# `gpulaunch-run --nodes 2:N --hostfile` on h0 with the default liveness_timeout (10 s); torchrun:
+# one agent per host, `--nnodes 2:N --rdzv-backend c10d --rdzv-endpoint h0:29400 --max-restarts 10`.
+# Needs root (ip netns) and PyTorch for /usr/bin/python3. Alternated R times.
+#   benchmarks/run_elastic_netns.sh [--build DIR] [--hosts N] [--reps R] [--timeout S]
+# shellcheck source=benchmarks/helpers.sh
+source "$(dirname "$0")/helpers.sh"
+parse_build_arg "$@"
+NH=4 REPS=2 PGTIMEOUT=30 LIMIT=200
+set -- "${ARGS[@]+"${ARGS[@]}"}"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --hosts) NH=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --timeout) PGTIMEOUT=$2; shift 2 ;;
+    *) echo "run_elastic_netns: unknown option $1" >&2; exit 64 ;;
+  esac
+done
+RUN="$BUILD/launcher/gpulaunch-run"
+need "$GPULAUNCH" "$RUN"
+PY=/usr/bin/python3
+"$PY" -c 'import torch.distributed' 2>/dev/null || { echo "run_elastic_netns: no PyTorch for $PY" >&2; exit 69; }
+TRAIN="$ROOT/tests/torch/elastic_train.py"
+unset NCCL_SOCKET_IFNAME
+# shellcheck source=tests/netns/netns.sh
+. "$ROOT/tests/netns/netns.sh"
+netns_require
+NETNS_DECOYS=0 netns_setup "$NH" >/dev/null
+# torchrun's rendezvous names hosts: each namespace gets an /etc/hosts of the test hosts (ip netns
+# exec mounts /etc/netns/NS/hosts over /etc/hosts), removed at the end.
+for h in "${NETNS_HOSTS[@]}"; do
+  mkdir -p "/etc/netns/${NETNS_NS[$h]}"
+  { echo "127.0.0.1 localhost"; for g in "${NETNS_HOSTS[@]}"; do echo "${NETNS_ADDR[$g]} $g"; done; } \
+    >"/etc/netns/${NETNS_NS[$h]}/hosts"
+done
+cleanup() {
+  netns_teardown
+  for h in "${NETNS_HOSTS[@]}"; do rm -rf "/etc/netns/${NETNS_NS[$h]:-none}"; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+D=$NETNS_DIR
+LAST=h$((NH - 1))
+W=$((NH * 2)) W2=$(((NH - 1) * 2))
+export GPULAUNCH_TIMEOUT=60 GLOO_SOCKET_IFNAME=eth0
+
+steps_at() { cat "$D"/out.* 2>/dev/null | grep -c "^\(\[[^]]*\] \)\?step [0-9]* world $1 " || true; }
+first_at() { cat "$D"/out.* 2>/dev/null | grep -m1 "^\(\[[^]]*\] \)\?step [0-9]* world $1 " | sed 's/.* at //'; }
+last_step_at() { cat "$D"/out.* 2>/dev/null | grep "^\(\[[^]]*\] \)\?step [0-9]* world $1 " | sed 's/.*step \([0-9]*\) .*/\1/' | sort -n | tail -1; }
+resumed_at() { cat "$D"/out.* 2>/dev/null | grep -m1 "start rank 0 world $1 " | sed 's/.* step \([0-9]*\) at .*/\1/'; }
+kill_all() { local h p; for h in "${NETNS_HOSTS[@]}"; do for p in $(ip netns pids "${NETNS_NS[$h]}"); do kill -KILL "$p" 2>/dev/null; done; done; sleep 1; }
+
+# one KIND: prints "seconds_to_resume steps_redone" (nan when it did not resume within LIMIT s)
+one() {
+  local kind=$1 i t0 t1 args hosts=""
+  rm -rf "$D/ckpt" "$D"/out.* && mkdir -p "$D/ckpt"
+  ip -n "${NETNS_NS[$LAST]}" link set "${NETNS_IF[$LAST]}" up
+  args=(--ckpt-dir "$D/ckpt" --steps 100000 --step-seconds 0.1 --every 10 --timeout "$PGTIMEOUT")
+  if [[ $kind == gpulaunch ]]; then
+    for h in "${NETNS_HOSTS[@]}"; do hosts+="$h slots=2"$'\n'; done
+    printf '%s' "$hosts" >"$D/elastic.hosts"
+    MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun netns_mpirun --hostfile "$D/elastic.hosts" --nodes "2:$NH" \
+      "$GPULAUNCH" -- "$PY" "$TRAIN" "${args[@]}" >"$D/out.h0" 2>"$D/err.h0" &
+  else
+    for h in "${NETNS_HOSTS[@]}"; do
+      netns_exec "$h" env GLOO_SOCKET_IFNAME="${NETNS_IF[$h]}" "$PY" -m torch.distributed.run --nnodes "2:$NH" \
+        --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "${NETNS_ADDR[h0]}:29400" --rdzv-id bench \
+        --max-restarts 10 --monitor-interval 1 "$TRAIN" "${args[@]}" >"$D/out.$h" 2>"$D/err.$h" &
+    done
+  fi
+  for ((i = 0; i < 1800; i++)); do [[ $(steps_at "$W") -ge 30 ]] && break; sleep 0.1; done
+  t0=$(date +%s.%N)
+  netns_link_down "$LAST"
+  for ((i = 0; i < LIMIT * 10; i++)); do [[ -n $(first_at "$W2") ]] && break; sleep 0.1; done
+  t1=$(first_at "$W2")
+  if [[ -n $t1 ]]; then
+    echo "$(echo "$t1 - $t0" | bc) $(($(last_step_at "$W") - $(resumed_at "$W2")))"
+  else
+    echo "nan nan"
+  fi
+  kill_all
+}
+
+echo "### elastic training: a host's link cut, gpulaunch-run --nodes against torchrun --nnodes"
+echo
+machine
+echo "- $NH namespace hosts x 2 ranks, tests/torch/elastic_train.py (gloo, 0.1 s steps, checkpoint"
+echo "  every 10 steps, process-group timeout ${PGTIMEOUT} s); the link of $LAST cut after 30 steps;"
+echo "  $REPS runs of each, alternating; \"nan\": no step at the new size within $LIMIT s"
+echo
+show "benchmarks/run_elastic_netns.sh --hosts $NH --reps $REPS --timeout $PGTIMEOUT"
+echo
+for ((r = 0; r < REPS; r++)); do
+  for kind in gpulaunch torchrun; do one "$kind" >>"$TMP/$kind.txt"; done
+done
+echo "| launcher | cut to first step at $W2 ranks, s (each run) | median | steps redone (each run) |"
+echo "|---|---|---:|---|"
+for kind in gpulaunch torchrun; do
+  f="$TMP/$kind.txt"
+  label=$([[ $kind == gpulaunch ]] && echo "gpulaunch-run --nodes 2:$NH" || echo "torchrun --nnodes 2:$NH (c10d)")
+  echo "| $label | $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }' "$f") | $(awk '$1 != "nan" { print $1 }' "$f" | median) | $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }' "$f") |"
+done
