@@ -85,6 +85,9 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
   X(RUN_ID, "GPULAUNCH_RUN_ID", "", ENVVAR_INTERNAL,                                             \
     "gpulaunch to the program: the run's id (gpl_init: wrapped by gpulaunch); an elastic "       \
     "gpulaunch-run to gpulaunch: the one run id of all its launches")                            \
+  X(ELASTIC_HISTORY, "GPULAUNCH_ELASTIC_HISTORY", "", ENVVAR_INTERNAL,                           \
+    "an elastic gpulaunch-run to gpulaunch: its restarts so far (JSON), for --summary and the "  \
+    "audit log")                                                                                 \
   X(RESTART_BASE, "GPULAUNCH_RESTART_BASE", "0", ENVVAR_INTERNAL,                                \
     "an elastic gpulaunch-run to gpulaunch: restarts before this launch (the counts go on)")    \
   X(TEST_STALL, "GPULAUNCH_TEST_STALL", "", ENVVAR_TEST,                                          \

@@ -318,6 +318,11 @@ int main(int argc, char **argv) {
   cJSON_AddStringToObject(L.summary, "gpulaunch", GPULAUNCH_VERSION);
   cJSON_AddStringToObject(L.summary, "mode", mode->name);
   if (config) cJSON_AddStringToObject(L.summary, "config", config);
+  /* Under an elastic gpulaunch-run: the restarts before this launch (hosts, cause, times). */
+  const char *elastic = envvar_get(ENVVAR_ELASTIC_HISTORY);
+  cJSON *restarts = elastic && *elastic ? cJSON_Parse(elastic) : NULL;
+  if (cJSON_IsArray(restarts)) cJSON_AddItemToObject(L.summary, "elastic_restarts", restarts);
+  else cJSON_Delete(restarts);
 
   job_t job;
   int use_mpi = mode->needs_mpi == 1 || (mode->needs_mpi == 2 && util_env_rank() >= 0);

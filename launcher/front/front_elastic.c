@@ -16,6 +16,8 @@
 
 #define SOURCE_TIMEOUT_S 10.0 /* a discovery script that takes longer failed this poll */
 #define RUN_ID_ENV "GPULAUNCH_RUN_ID"
+#define HISTORY_ENV "GPULAUNCH_ELASTIC_HISTORY"
+#define HISTORY_MAX 16 /* the restarts --summary and the audit log carry: the last ones */
 #define RESTART_BASE_ENV "GPULAUNCH_RESTART_BASE"
 
 typedef struct cool_s {
@@ -41,6 +43,8 @@ typedef struct el_s {
   int restarts;
   double last_launch;
   char why[512];   /* the membership change asked for while the job runs */
+  char *history[HISTORY_MAX]; /* each restart as a JSON object, the oldest first */
+  int nhistory;
 } el_t;
 
 static void *source_thread(void *arg) {
@@ -236,6 +240,8 @@ static int launch(el_t *el, front_job_t *j, const front_host_t *hosts, int n) {
   av[k++] = RESTART_BASE_ENV;
   av[k++] = "-x";
   av[k++] = RUN_ID_ENV;
+  av[k++] = "-x";
+  av[k++] = HISTORY_ENV;
   av[k++] = "-np";
   av[k++] = npbuf;
   av[k++] = "--host";
@@ -251,6 +257,46 @@ static int launch(el_t *el, front_job_t *j, const front_host_t *hosts, int n) {
   free(av);
   free(hostarg);
   return rc;
+}
+
+/* One restart for --summary and the audit log (GPULAUNCH_ELASTIC_HISTORY, a JSON array of the
+ * last HISTORY_MAX): its number, cause, hosts before and after and the seconds from the change to
+ * the new launch. Host names and causes are ours ([A-Za-z0-9._-] names, fixed words): no escaping. */
+static void remember(el_t *el, const char *why, const front_host_t *before, int nbefore,
+                     const front_host_t *after, int nafter, double relaunch_s) {
+  size_t len = (size_t)(nbefore + nafter) * 80 + strlen(why) + 256;
+  char *e = malloc(len), *hb = malloc((size_t)nbefore * 80 + 96), *ha = malloc((size_t)nafter * 80 + 96);
+  if (e && hb && ha) {
+    host_list(before, nbefore, hb, (size_t)nbefore * 80 + 96);
+    host_list(after, nafter, ha, (size_t)nafter * 80 + 96);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(e, len, "{\"restart\":%d,\"time\":%ld,\"cause\":\"%s\",\"hosts_before\":\"%s\","
+             "\"hosts_after\":\"%s\",\"seconds_to_relaunch\":%.2f}", el->restarts, (long)ts.tv_sec, why, hb, ha,
+             relaunch_s);
+    if (el->nhistory == HISTORY_MAX) {
+      free(el->history[0]);
+      memmove(el->history, el->history + 1, (HISTORY_MAX - 1) * sizeof *el->history);
+      el->nhistory--;
+    }
+    el->history[el->nhistory++] = e;
+    e = NULL;
+  }
+  free(e);
+  free(hb);
+  free(ha);
+  size_t total = 3;
+  for (int i = 0; i < el->nhistory; i++) total += strlen(el->history[i]) + 1;
+  char *all = malloc(total);
+  if (!all) return;
+  strcpy(all, "[");
+  for (int i = 0; i < el->nhistory; i++) {
+    if (i) strcat(all, ",");
+    strcat(all, el->history[i]);
+  }
+  strcat(all, "]");
+  setenv(HISTORY_ENV, all, 1);
+  free(all);
 }
 
 /* After a launch: the hosts named lost or noticed are left out; "" when this end is no
@@ -296,6 +342,7 @@ int front_elastic_run(const front_elastic_t *e, front_job_t *j) {
              (unsigned)(ts.tv_nsec ^ (unsigned)getpid()) & 0xffffffu);
     setenv(RUN_ID_ENV, id, 1);
   }
+  setenv(HISTORY_ENV, "[]", 1); /* mpirun -x wants it set */
   if (pthread_create(&el->thread, NULL, source_thread, el) != 0) {
     front_say("cannot start the host source's thread");
     return 70;
@@ -313,9 +360,11 @@ int front_elastic_run(const front_elastic_t *e, front_job_t *j) {
     host_list(hosts, n, list, sizeof list);
     if (el->restarts == 0)
       front_say("elastic job on %d host%s (%d to %d): %s", n, n == 1 ? "" : "s", e->min, e->max, list);
-    else
+    else {
       front_say("restart %d: %s; going on with %d host%s: %s (relaunched %.1f s after the change)", el->restarts,
                 why, n, n == 1 ? "" : "s", list, front_now() - change_at);
+      remember(el, why, el->cur, el->ncur, hosts, n, front_now() - change_at);
+    }
     if (launch(el, j, hosts, n) < 0) {
       code = 70;
       break;
@@ -342,6 +391,7 @@ int front_elastic_run(const front_elastic_t *e, front_job_t *j) {
   pthread_mutex_unlock(&el->mu);
   pthread_join(el->thread, NULL);
   pthread_mutex_destroy(&el->mu);
+  for (int i = 0; i < el->nhistory; i++) free(el->history[i]);
   free(el->seen);
   free(el->cur);
   free(el->cool);

@@ -148,6 +148,9 @@ static cJSON *base_line(const char *event, const audit_info_t *info) {
   if (info->mode) cJSON_AddStringToObject(o, "mode", info->mode);
   cJSON_AddNumberToObject(o, "ranks", info->ranks);
   cJSON_AddNumberToObject(o, "nodes", info->nodes);
+  cJSON *restarts = info->elastic ? cJSON_Parse(info->elastic) : NULL;
+  if (cJSON_IsArray(restarts)) cJSON_AddItemToObject(o, "elastic_restarts", restarts);
+  else cJSON_Delete(restarts);
   cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
   for (int i = 0; hosts && info->hosts && i < info->nodes; i++)
     if (info->hosts[i]) cJSON_AddItemToArray(hosts, cJSON_CreateString(info->hosts[i]));

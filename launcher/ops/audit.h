@@ -21,6 +21,8 @@ typedef struct audit_info_s {
   int argc;
   const char *mode;       /* "run", "bench", "accept", ... (may be NULL) */
   const char *conf_path;  /* the config file, or NULL */
+  const char *elastic;    /* an elastic gpulaunch-run's restarts before this launch (a JSON array),
+                           * or NULL */
 } audit_info_t;
 
 /* Fill job id, user, uid and start time; everything else zero. */

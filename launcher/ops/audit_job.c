@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/envvar.h"
 #include "launcher/ops/audit.h"
 #include "launcher/exitcode.h"
 #include "launcher/launcher.h"
@@ -34,6 +35,7 @@ void audit_job_begin(launch_t *L, const char *mode) {
   g_info.argc = argc;
   g_info.mode = mode;
   g_info.conf_path = L->conf_path;
+  g_info.elastic = envvar_get(ENVVAR_ELASTIC_HISTORY);
   g_path = path;
   audit_job_start(path, &g_info);
 }

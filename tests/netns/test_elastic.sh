@@ -38,9 +38,9 @@ hostfile() { : >"$T/elastic.hosts"; for h in "$@"; do echo "$h slots=$K" >>"$T/e
 # elastic ARGS...: gpulaunch-run with the hostfile on h0 in the background; "$T/done" gets its
 # status. The output is in $T/out and $T/err.
 elastic() {
-  rm -f "$T/done" "$T/ckpt" "$T"/saved.*
+  rm -f "$T/done" "$T/ckpt" "$T"/saved.* "$T/summary.json"
   (RC=0
-   netns_mpirun --hostfile "$T/elastic.hosts" -x STEPS -x FAIL_RANK --discovery-interval 1 "$@" "$GPULAUNCH" "$T/job.conf" \
+   netns_mpirun --hostfile "$T/elastic.hosts" -x STEPS -x FAIL_RANK --discovery-interval 1 "$@" "$GPULAUNCH" --summary "$T/summary.json" "$T/job.conf" \
      >"$T/out" 2>"$T/err" || RC=$?
    echo "$RC" >"$T/done") &
 }
@@ -77,6 +77,8 @@ if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
     t1=$(grep "start rank 0 world 6 " "$T/out" | grep -o 'at [0-9.]*' | head -1)
     took=$(echo "${t1#at } - $t0" | bc)
     grep -q "done rank 5 step 60" "$T/out" || bad "link cut: the job did not complete at world 6"
+    python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["elastic_restarts"]; sys.exit(0 if len(r) == 1 and r[0]["cause"] == "host h2 lost" and r[0]["hosts_after"] == "h0:2,h1:2,h3:2" else 1)' \
+      "$T/summary.json" || bad "link cut: --summary does not record the restart"
     [ "$fail" = 0 ] && ok "link cut on h2: resumed on 3 hosts ${took}s after the cut, from $resumed (first start at $first), completed"
   else
     bad "link cut: gpulaunch-run still runs 90 s after the cut"
