@@ -5,7 +5,7 @@
 # --timeout, 30 s): N hosts x 2 ranks, the last host's link cut once rank 0 took 30 steps; the
 # time from the cut to the first step at the smaller size, and the steps redone. gpulaunch:
 # `gpulaunch-run --nodes 2:N --hostfile` on h0 with the default liveness_timeout (10 s); torchrun:
-# one agent per host, `--nnodes 2:N --rdzv-backend c10d --rdzv-endpoint h0:29400 --max-restarts 10`.
+# one agent per host, `--nnodes 2:N --rdzv_backend c10d --rdzv_endpoint h0:29400 --max-restarts 10`.
 # Needs root (ip netns) and PyTorch for /usr/bin/python3. Alternated R times.
 #   benchmarks/run_elastic_netns.sh [--build DIR] [--hosts N] [--reps R] [--timeout S]
 # shellcheck source=benchmarks/helpers.sh
@@ -68,9 +68,9 @@ one() {
       "$GPULAUNCH" -- "$PY" "$TRAIN" "${args[@]}" >"$D/out.h0" 2>"$D/err.h0" &
   else
     for h in "${NETNS_HOSTS[@]}"; do
-      netns_exec "$h" env GLOO_SOCKET_IFNAME="${NETNS_IF[$h]}" "$PY" -m torch.distributed.run --nnodes "2:$NH" \
-        --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint "${NETNS_ADDR[h0]}:29400" --rdzv-id bench \
-        --max-restarts 10 --monitor-interval 1 "$TRAIN" "${args[@]}" >"$D/out.$h" 2>"$D/err.$h" &
+      netns_exec "$h" env GLOO_SOCKET_IFNAME="${NETNS_IF[$h]}" "$PY" -m torch.distributed.run --redirects 2 --tee 2 --nnodes "2:$NH" \
+        --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint "${NETNS_ADDR[h0]}:29400" --rdzv_id bench \
+        --max_restarts 10 --monitor_interval 1 "$TRAIN" "${args[@]}" >"$D/out.$h" 2>"$D/err.$h" &
     done
   fi
   for ((i = 0; i < 1800; i++)); do [[ $(steps_at "$W") -ge 30 ]] && break; sleep 0.1; done

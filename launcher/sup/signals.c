@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -41,8 +42,18 @@ static void on_rm_wait(uv_timer_t *t) {
   signals_deliver_stop(s, s->stop_signo, GPL_MAX(0.0, s->stop_grace - RM_WAIT_MS / 1000.0), 0);
 }
 
+#define AT_EARLY_S 0.004 /* the loop's timer wakes this much before the moment ... */
+
 static void on_at(uv_timer_t *t) {
   sup_t *s = t->loop->data;
+  /* ... and the rest is slept to the clock's own precision (libuv's timers have millisecond
+   * steps, and a process that is already awake is not late to the moment however busy the
+   * machine): every rank's program gets the stop within a millisecond or so of the others. */
+  struct timespec ts = {.tv_sec = (time_t)s->at_when};
+  ts.tv_nsec = (long)((s->at_when - (double)ts.tv_sec) * 1e9);
+  if (s->at_when - util_wall_now() < AT_EARLY_S * 2)
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
   signals_deliver_stop(s, s->at_signo, s->at_grace, 0);
 }
 
@@ -54,8 +65,9 @@ void signals_deliver_at(sup_t *s, int sig, double grace, double at) {
   }
   s->at_signo = sig;
   s->at_grace = grace;
+  s->at_when = at;
   uv_update_time(&s->loop); /* the loop's cached time may be a poll behind */
-  uv_timer_start(&s->at_timer, on_at, (uint64_t)(wait * 1000), 0);
+  uv_timer_start(&s->at_timer, on_at, (uint64_t)(GPL_MAX(0.0, wait - AT_EARLY_S) * 1000), 0);
 }
 
 void signals_await_rm(sup_t *s, int sig, double grace) {

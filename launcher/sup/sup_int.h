@@ -32,7 +32,7 @@ typedef struct sup_s {
   uv_timer_t poll_timer, kill_timer, drain_timer, tick_timer, rm_timer;
   uv_timer_t at_timer;  /* a stop the coordinator scheduled for one moment on every rank */
   int at_signo;
-  double at_grace;
+  double at_grace, at_when; /* its signal, grace and wall-clock moment */
   /* The cloud's interruption notice (node leaders, [preempt] notice; sup/supnotice.c). */
   struct notice_watch_s *notice_w;
   uv_async_t notice_async;
