@@ -27,6 +27,8 @@ test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
   gdb elfutils
+  # the Prometheus text parser that reads the monitor's textfile (tests/launcher/ops)
+  python3-prometheus-client
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
