@@ -10,7 +10,6 @@
 #include "common/util.h"
 #include "launcher/preempt/notice.h"
 #include "launcher/job/childenv.h"
-#include "launcher/ops/audit.h"
 #include "launcher/ops/monitor.h"
 #include "launcher/launcher.h"
 #include "launcher/job/place.h"
@@ -275,7 +274,6 @@ int mode_run(launch_t *L) {
     mon_opts_default(&mo);
     mon_opts_from_conf(&mo, c);
     mo.off_level = job->local_rank == 0 ? LOG_LVL_WARN : LOG_LVL_INFO;
-    mo.job = audit_sched_job_id();
     const char *pci = NULL;
     if (pl.plan && pl.plan->ranks[job->local_rank].gpu >= 0)
       pci = pl.topo->gpus[pl.plan->ranks[job->local_rank].gpu].pci;
