@@ -22,12 +22,12 @@ pkgs=(
 )
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
-# native stacks of a hung program, tests/launcher/hang).
+# native stacks of a hung program, tests/launcher/hang), Prometheus' text parser for Python (reads
+# the monitor's textfile, tests/launcher/ops).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
   gdb elfutils
-  # the Prometheus text parser that reads the monitor's textfile (tests/launcher/ops)
   python3-prometheus-client
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
