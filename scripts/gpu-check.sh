@@ -5,7 +5,8 @@
 #   facts (GPU, driver, CUDA, the NCCL found and its version), the bundle check, CUDA vs C reference
 #   bit for bit, kernel GB/s against a device-to-device copy, ncu DRAM throughput of pack/unpack,
 #   compute-sanitizer memcheck, the 1-rank NCCL path, init timeout and abort with a lone rank of 2,
-#   fused vs unfused on one GPU, and tests/torch/ddp_train.py on the nccl backend under gpulaunch.
+#   fused vs unfused on one GPU, the GPU monitor's under-use alarm on a fed and a starved GPU, and
+#   tests/torch/ddp_train.py on the nccl backend under gpulaunch.
 # Without a GPU it says so, prints the facts and runs what needs none (exit 2).
 #
 # usage: scripts/gpu-check.sh [--bundle DIR] [--out DIR] [--deadline SECONDS] [--mib N]
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --out) RES=$2; shift 2 ;;
     --deadline) DEADLINE_S=$2; shift 2 ;;
     --mib) MIB=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown option $1 (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -247,7 +248,64 @@ if ((HAVE_GPU)); then
   else fail fused_vs_unfused "$(why_rc $RC)"; fi
 else skip fused_vs_unfused "no GPU"; fi
 
-# ---- 9. the torchrun-style PyTorch script under gpulaunch (a job of one) ----
+# ---- 9. the GPU monitor: a fed GPU and a starved one ----
+# Two jobs of one under the monitor (NVML, GPM SM activity on Hopper), each 30 s: matrix products
+# back to back, and the same products behind a 0.2 s data-loader sleep. Only the starved one may
+# raise the under-use alarm, and it must name rank 0 and its GPU; both write the Prometheus
+# textfile with dcgm-exporter's names and the GPU's identity. The figures go in the result line,
+# the textfiles' main lines in steps.log.
+# monitor_run NAME MODE: runs the workload MODE under the monitor; files $TMPD/mon_NAME.*
+monitor_run() {
+  local name=$1 mode=$2
+  cat >"$TMPD/mon_$name.conf" <<CONF
+[job]
+command = $PY $ROOT/tests/launcher/ops/gpu_load.py $mode --seconds 30
+[monitor]
+interval = 500ms
+window = 15s
+sm_threshold = 80
+prom = $TMPD/mon_$name.prom
+CONF
+  step "monitor_$name" 90 "$TMPD/mon_$name.txt" "$GPL" "$TMPD/mon_$name.conf" --summary "$TMPD/mon_$name.json"
+  {
+    echo "-- monitor_$name: the textfile's DCGM lines"
+    grep -E '^(DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_SM_ACTIVE|DCGM_FI_DEV_FB_USED|gpulaunch_gpu_under_threshold_alarm)\{' \
+      "$TMPD/mon_$name-rank0.prom" 2>&1
+  } >>"$LOG"
+}
+# monitor_fig NAME: "mean GPU busy B%, mean SM activity S% (judged by ...), alarm yes|no"
+monitor_fig() {
+  "$PY" - "$TMPD/mon_$1.json" <<'PY' 2>/dev/null || echo "no summary"
+import json, sys
+r = json.load(open(sys.argv[1]))["monitor"]["ranks"][0]
+sm = "%.1f%%" % r["mean_sm_active"] if "mean_sm_active" in r else "- (no GPM)"
+print("mean GPU busy %.1f%%, mean SM activity %s, judged by %s, %d samples, alarm %s"
+      % (r["mean_busy"], sm, r["judged_by"], r["samples"], "yes" if r["warned"] else "no"))
+PY
+}
+ALARM_RE='stayed under 80% for [0-9]+ s on rank 0 \(host [^)]*\) GPU [0-9]+'
+if ((HAVE_GPU)) && [[ -n $PY ]] && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  monitor_run fed fed
+  rc_fed=$RC
+  monitor_run starved starved
+  rc_starved=$RC
+  fed_alarms=$(grep -cE "$ALARM_RE" "$TMPD/mon_fed.txt")
+  starved_alarm=$(grep -oE -m1 "(SM activity|GPU busy) $ALARM_RE" "$TMPD/mon_starved.txt")
+  figs="fed: $(monitor_fig fed); starved: $(monitor_fig starved)"
+  prom_alarm() { sed -n 's/^gpulaunch_gpu_under_threshold_alarm{.*} //p' "$TMPD/mon_$1-rank0.prom" 2>/dev/null; }
+  alarms="textfile alarm $(prom_alarm fed) (fed), $(prom_alarm starved) (starved)"
+  ident=$(grep -o -m1 'UUID="GPU-[^"]*",pci_bus_id="[^"]*",device="[^"]*",modelName="[^"]*"' "$TMPD/mon_starved-rank0.prom" 2>/dev/null)
+  if ((rc_fed != 0 || rc_starved != 0)); then
+    fail monitor_alarm "workload $(why_rc $rc_fed) (fed), $(why_rc $rc_starved) (starved); see steps.log"
+  elif ((fed_alarms != 0)); then fail monitor_alarm "the fed GPU raised the alarm; $figs"
+  elif [[ -z $starved_alarm ]]; then fail monitor_alarm "the starved GPU raised no alarm naming rank 0 and its GPU; $figs"
+  elif [[ $alarms != "textfile alarm 0 (fed), 1 (starved)" ]]; then fail monitor_alarm "$alarms; $figs"
+  elif [[ -z $ident ]]; then fail monitor_alarm "the textfile names no GPU (UUID, pci_bus_id, modelName); $figs"
+  else pass monitor_alarm "only the starved GPU: \"$starved_alarm\"; $figs; $alarms; labels $ident"; fi
+elif ((HAVE_GPU)); then fail monitor_alarm "no PyTorch with CUDA for the workloads (PYTHON)"
+else skip monitor_alarm "no GPU"; fi
+
+# ---- 10. the torchrun-style PyTorch script under gpulaunch (a job of one) ----
 if [[ -n $PY ]]; then
   : >"$RES/torch.txt"
   for be in nccl gloo; do

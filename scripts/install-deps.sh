@@ -22,11 +22,13 @@ pkgs=(
 )
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
-# native stacks of a hung program, tests/launcher/hang).
+# native stacks of a hung program, tests/launcher/hang), Prometheus' text parser for Python (reads
+# the monitor's textfile, tests/launcher/ops).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
   gdb elfutils
+  python3-prometheus-client
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.

@@ -22,6 +22,8 @@
 #   torch     a Python with PyTorch's torch.distributed (/usr/bin/python3 or python3)
 #   pyspy     py-spy on PATH (scripts/install-deps.sh installs it from PyPI)
 #   gdb       gdb on PATH (native stacks of a hung program)
+#   promclient a Python with prometheus_client, the Prometheus text parser (Debian's
+#             python3-prometheus-client, for /usr/bin/python3: scripts/install-deps.sh)
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
 #             scontrol, mpi_pmix.so)
@@ -100,6 +102,13 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       return 1 ;;
     pyspy) command -v py-spy >/dev/null || { why="no py-spy (scripts/install-deps.sh installs it)"; return 1; } ;;
     gdb) command -v gdb >/dev/null || { why="no gdb"; return 1; } ;;
+    promclient)
+      local q
+      for q in /usr/bin/python3 python3; do
+        "$q" -c 'import prometheus_client.parser' 2>/dev/null && return 0
+      done
+      why="no Python with prometheus_client"
+      return 1 ;;
     slurm)
       probe_netns || return 1
       local t

@@ -24,6 +24,8 @@ struct monitor_s {
   char host[64];
   mon_source_t *src;
   int active;
+  mon_ident_t ident; /* the GPU's labels in the Prometheus file (index -1: unknown) */
+  char job[96];      /* the "job" label */
   /* outputs */
   int metrics_fd;
   char *metrics_path, *prom_path;
@@ -88,7 +90,9 @@ static int make(monitor_t **out, const mon_opts_t *opts, int rank, const char *h
   monitor_t *m = calloc(1, sizeof *m);
   ALLOCCHECK(m);
   m->opts = *opts;
-  m->opts.replay = m->opts.metrics = m->opts.prom = NULL; /* not kept: expanded copies below */
+  m->opts.replay = m->opts.metrics = m->opts.prom = m->opts.job = NULL; /* not kept: copies */
+  util_strlcpy(m->job, opts->job ? opts->job : "", sizeof m->job);
+  m->ident.index = -1;
   m->rank = rank;
   m->gpu = gpu;
   util_strlcpy(m->host, host ? host : util_hostname(), sizeof m->host);
@@ -126,6 +130,7 @@ int mon_create_with_source(monitor_t **out, const mon_opts_t *opts, int rank, co
   }
   (*out)->src = src;
   (*out)->active = src != NULL && opts->enabled;
+  if (src && src->ops->ident && src->ops->ident(src, &(*out)->ident) < 0) (*out)->ident.index = -1;
   return 0;
 }
 
@@ -299,7 +304,8 @@ static int write_outputs(monitor_t *m, const mon_sample_t *s) {
   if (m->prom_path) {
     mon_stats_t st;
     mon_stats(m, &st);
-    if (mon__prom_write(m->prom_path, s, &st, m->opts.sm_threshold) < 0) {
+    mon_prom_id_t id = {&m->ident, m->job};
+    if (mon__prom_write(m->prom_path, s, &st, m->opts.sm_threshold, &id) < 0) {
       if (!m->out_err_logged)
         LOG_WARN("monitor: writing the Prometheus file %s failed: %s", m->prom_path,
                  strerror(errno));

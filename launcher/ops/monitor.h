@@ -66,6 +66,15 @@ typedef struct mon_sample_s {
 
 /* ---- Sampling sources: a small table of functions, one per kind of source ------------------ */
 
+/* Which GPU a source reads: the identity dcgm-exporter puts in its labels (gpu, UUID, pci_bus_id,
+ * device, modelName), so that the Prometheus textfile names the GPU the way its dashboards do. */
+typedef struct mon_ident_s {
+  int index;      /* NVML's device index (dcgm-exporter's "gpu"); -1 when unknown */
+  char uuid[96];  /* "GPU-8d1c..." ("" when unknown) */
+  char pci[32];   /* "00000000:3B:00.0": NVML's and DCGM's spelling */
+  char model[96]; /* "NVIDIA H100 80GB HBM3" */
+} mon_ident_t;
+
 typedef struct mon_source_s mon_source_t;
 typedef struct mon_source_ops_s {
   const char *name; /* "nvml", "replay" */
@@ -73,6 +82,9 @@ typedef struct mon_source_ops_s {
    * negative: error (the monitor logs it and keeps going on the next tick). */
   int (*read)(mon_source_t *src, mon_sample_t *out);
   void (*close)(mon_source_t *src);
+  /* The GPU's identity (NULL for sources that have none, such as a replayed stream): 0 with
+   * *out filled, or negative. */
+  int (*ident)(mon_source_t *src, mon_ident_t *out);
 } mon_source_ops_t;
 
 struct mon_source_s {
@@ -107,6 +119,7 @@ typedef struct mon_opts_s {
   const char *replay;    /* [monitor] replay: JSON lines to replay instead of NVML (NULL: NVML) */
   const char *metrics;   /* [monitor] metrics / --metrics: append each sample as a JSON line */
   const char *prom;      /* [monitor] prom / --prom: Prometheus textfile, rewritten each tick */
+  const char *job;       /* the "job" label of the textfile: the scheduler's job id (NULL: "") */
   log_level_t off_level; /* level of the one "monitor off" line (default LOG_LVL_WARN; callers
                           * may pass LOG_LVL_INFO on all but the first rank of a node) */
 } mon_opts_t;
@@ -114,7 +127,8 @@ typedef struct mon_opts_s {
 /* Fill the defaults above. */
 void mon_opts_default(mon_opts_t *o);
 /* Fill from the config's [monitor] section (--metrics/--prom are conf_set overrides of
- * monitor.metrics/monitor.prom). The strings stay owned by the config. In monitor_conf.c, built
+ * monitor.metrics/monitor.prom), and job from the scheduler's or mpirun's job id
+ * (audit_sched_job_id). The strings stay owned by the config and the environment. In monitor_conf.c, built
  * into gpulaunch only (the gpl_ops library does not need conf.c). Returns 0. */
 struct conf_s;
 int mon_opts_from_conf(mon_opts_t *o, const struct conf_s *c);

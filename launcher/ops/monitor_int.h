@@ -11,10 +11,20 @@
  * not overwrite one another's textfile. Returns a malloc'd string or NULL. */
 char *mon__expand_path(const char *path, int rank, const char *host, int prom_suffix);
 
-/* Write the Prometheus textfile for one sample and the running stats: to path.tmp.<pid>, then
- * rename over path (node exporters never read a half-written file). 0 or GPL_ESYS. */
+/* What the textfile's labels say beyond the stats' rank and host: the GPU's identity (NULL or
+ * index -1: unknown, gpu is then the stats' index and UUID, pci_bus_id, modelName are empty) and
+ * the job id (NULL: ""). */
+typedef struct mon_prom_id_s {
+  const mon_ident_t *gpu;
+  const char *job;
+} mon_prom_id_t;
+
+/* Write the Prometheus textfile for one sample and the running stats, in dcgm-exporter's names
+ * and labels where DCGM has the measure (see monitor_out.c): to a fresh temporary file, then
+ * rename over path (node exporters never read a half-written file). id may be NULL.
+ * 0 or GPL_ESYS. */
 int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *st,
-                    double sm_threshold);
+                    double sm_threshold, const mon_prom_id_t *id);
 
 /* The monitor's under-use threshold, [monitor] sm_threshold (80 for NULL). */
 double mon__threshold(const monitor_t *m);

@@ -1,15 +1,18 @@
 /* The monitor's NVML source: one GPU's readings through the project's NVML loader (topology/nvml.h), as monitor samples. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/check.h"
 #include "common/util.h"
 #include "launcher/ops/monitor.h"
+#include "topology/busid.h"
 #include "topology/nvml.h"
 
 typedef struct nvml_src_s {
   nvml_dev_t *dev;
   double t0;
+  mon_ident_t ident; /* index -1 when NVML's list did not name the GPU */
 } nvml_src_t;
 
 /* The reading's fields, one by one: the two headers name them after their own modules. */
@@ -61,7 +64,35 @@ static void nvml_src_close(mon_source_t *src) {
   free(src);
 }
 
-static const mon_source_ops_t nvml_ops = {"nvml", nvml_read, nvml_src_close};
+static int nvml_ident(mon_source_t *src, mon_ident_t *out) {
+  const nvml_src_t *n = src->state;
+  *out = n->ident;
+  return n->ident.index >= 0 ? 0 : GPL_ENOGPU;
+}
+
+static const mon_source_ops_t nvml_ops = {"nvml", nvml_read, nvml_src_close, nvml_ident};
+
+/* The opened GPU's index, UUID, bus id and model from NVML's list, found by bus id when given,
+ * else by index. Read once: they are labels, not readings. */
+static void find_ident(const char *pci_bus_id, int index, mon_ident_t *id) {
+  memset(id, 0, sizeof *id);
+  id->index = -1;
+  unsigned d = 0, b = 0, s = 0, f = 0;
+  int by_pci = pci_bus_id && topo_parse_busid(pci_bus_id, &d, &b, &s, &f) == 0;
+  nvml_gpu_t *v = NULL;
+  int n = nvml_list(&v);
+  for (int i = 0; i < n; i++) {
+    const nvml_gpu_t *g = &v[i];
+    if (by_pci ? !(g->domain == d && g->bus == b && g->dev == s && g->func == f) : g->index != index)
+      continue;
+    id->index = g->index;
+    util_strlcpy(id->uuid, g->uuid, sizeof id->uuid);
+    util_strlcpy(id->model, g->name, sizeof id->model);
+    snprintf(id->pci, sizeof id->pci, "%08X:%02X:%02X.%X", g->domain, g->bus, g->dev, g->func);
+    break;
+  }
+  free(v);
+}
 
 int mon_nvml_open(const char *pci_bus_id, int index, mon_source_t **out, char *why, size_t whylen) {
   *out = NULL;
@@ -77,6 +108,7 @@ int mon_nvml_open(const char *pci_bus_id, int index, mon_source_t **out, char *w
   }
   n->dev = dev;
   n->t0 = util_now();
+  find_ident(pci_bus_id, index, &n->ident);
   src->ops = &nvml_ops;
   src->state = n;
   *out = src;

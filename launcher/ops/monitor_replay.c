@@ -78,7 +78,8 @@ static void replay_close(mon_source_t *src) {
   free(src);
 }
 
-static const mon_source_ops_t replay_ops = {"replay", replay_read, replay_close};
+/* A recording names no GPU: the textfile then labels it by the index the monitor was given. */
+static const mon_source_ops_t replay_ops = {"replay", replay_read, replay_close, NULL};
 
 int mon_replay_open(const char *path, int rank, mon_source_t **out) {
   *out = NULL;

@@ -423,9 +423,14 @@ static void test_prometheus_file_well_formed(void **state) {
   char *txt = NULL;
   size_t n;
   assert_int_equal(safefile_read_text(path, &txt, &n), 0);
-  check_prom(txt, "host=\"we\\\"ird\\\\h\"");
-  assert_non_null(strstr(txt, "gpulaunch_gpu_busy_percent{rank=\"2\""));
-  assert_non_null(strstr(txt, "gpulaunch_gpu_memory_total_bytes{"));
+  check_prom(txt, "Hostname=\"we\\\"ird\\\\h\"");
+  /* dcgm-exporter's names and label order; a recording names no GPU: identity left empty */
+  assert_non_null(strstr(txt, "\nDCGM_FI_DEV_GPU_UTIL{gpu=\"2\",UUID=\"\",pci_bus_id=\"\","
+                              "device=\"nvidia2\",modelName=\"\",Hostname=\"we"));
+  assert_non_null(strstr(txt, "# TYPE DCGM_FI_DEV_FB_USED gauge\n"));
+  assert_non_null(strstr(txt, "# TYPE DCGM_FI_DEV_FB_FREE gauge\n"));
+  assert_null(strstr(txt, "gpulaunch_gpu_busy_percent")); /* the old names are gone */
+  assert_null(strstr(txt, "gpulaunch_gpu_memory_total_bytes"));
   free(txt);
   /* written atomically: no temporary file left beside it */
   char tmp[340];

@@ -202,6 +202,55 @@ static void test_gpu_lost(void **state) {
   unsetenv("FAKE_NVML_LOST");
 }
 
+/* The GPU's identity for the textfile's labels (dcgm-exporter's gpu, UUID, pci_bus_id, device,
+ * modelName), from NVML's list: found by bus id in any spelling, or by index. */
+static void test_ident_labels(void **state) {
+  (void)state;
+  setenv("FAKE_NVML_GPUS", "00000000:3B:00.0|NVIDIA A100-SXM4-40GB|GPU-one;0000:bc:00.0|NVIDIA "
+                           "\"odd\" name|GPU-two", 1);
+  mon_source_t *src = NULL;
+  char why[256];
+  mon_ident_t id;
+  assert_int_equal(mon_nvml_open("0000:bc:00.0", -1, &src, why, sizeof why), 0);
+  assert_int_equal(src->ops->ident(src, &id), 0);
+  assert_int_equal(id.index, 1);
+  assert_string_equal(id.uuid, "GPU-two");
+  assert_string_equal(id.pci, "00000000:BC:00.0");
+  assert_string_equal(id.model, "NVIDIA \"odd\" name");
+  src->ops->close(src);
+  assert_int_equal(mon_nvml_open(NULL, 0, &src, why, sizeof why), 0);
+  assert_int_equal(src->ops->ident(src, &id), 0);
+  assert_int_equal(id.index, 0);
+  assert_string_equal(id.uuid, "GPU-one");
+  assert_string_equal(id.pci, "00000000:3B:00.0");
+  src->ops->close(src);
+
+  /* through the monitor: the labels in dcgm-exporter's order, the model name escaped, the job */
+  char dir[] = "/tmp/gpl-ops-prom-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char prom[128], path[160];
+  snprintf(prom, sizeof prom, "%s/g.prom", dir);
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.prom = prom;
+  o.job = "4242";
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 5, "n7", 3, "00000000:BC:00.0"), 0);
+  assert_int_equal(mon_tick(m), 0);
+  mon_destroy(m);
+  snprintf(path, sizeof path, "%s/g-rank5.prom", dir);
+  char *txt = NULL;
+  size_t n = 0;
+  assert_int_equal(safefile_read_text(path, &txt, &n), 0);
+  assert_non_null(strstr(txt, "\nDCGM_FI_DEV_FB_USED{gpu=\"1\",UUID=\"GPU-two\",pci_bus_id=\"00000000:BC:00.0\","
+                              "device=\"nvidia1\",modelName=\"NVIDIA \\\"odd\\\" name\",Hostname=\"n7\","
+                              "rank=\"5\",job=\"4242\"} 12288\n"));
+  free(txt);
+  unlink(path);
+  rmdir(dir);
+  unsetenv("FAKE_NVML_GPUS");
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   g_lib = argv[1];
@@ -222,6 +271,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_monitor_over_nvml_and_versions),
       cmocka_unit_test(test_gpm_sm_activity),
       cmocka_unit_test(test_gpu_lost),
+      cmocka_unit_test(test_ident_labels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
