@@ -13,8 +13,10 @@
 
 #include "common/envvar.h"
 #include "launcher/front/front_hosts.h"
+#include "launcher/front/front_probe.h"
 
 #define SOURCE_TIMEOUT_S 10.0 /* a discovery script that takes longer failed this poll */
+#define PROBE_TIMEOUT_S 15.0  /* a host that cannot start `true` within this long is unreachable */
 #define RUN_ID_ENV "GPULAUNCH_RUN_ID"
 #define HISTORY_ENV "GPULAUNCH_ELASTIC_HISTORY"
 #define HISTORY_MAX 16 /* the restarts --summary and the audit log carry: the last ones */
@@ -253,6 +255,7 @@ static int launch(el_t *el, front_job_t *j, const front_host_t *hosts, int n) {
   el->last_launch = front_now();
   el->why[0] = 0;
   j->av = av;
+  j->start_limit = e->start_limit;
   int rc = front_job_run(j, tick, el);
   free(av);
   free(hostarg);
@@ -314,8 +317,24 @@ static void membership_change(el_t *el, front_job_t *j, char *why, size_t len) {
                             j->notice[i]);
   }
   if (!off && j->asked_stop && el->why[0]) snprintf(why, len, "%s", el->why);
-  if (!off && !j->asked_stop && j->code == 68)
-    snprintf(why, len, "a rank was lost (exit status 68) and no host was named");
+  if (off || j->asked_stop) return;
+  /* Nobody named a host, yet the launch lost a rank, failed the network checks or did not start
+   * (a host that went with others at once, one that cannot be reached at all): the hosts where
+   * the launcher cannot start a program now are the ones to leave out. A config error and the
+   * like (64-79, the job started or not) are no membership change. */
+  int code = j->code;
+  if (code == 68 || code == 67 || j->start_timed_out || (!j->rank0_seen && (code < 64 || code > 79))) {
+    int *ok = calloc((size_t)el->ncur, sizeof *ok);
+    if (ok && front_probe(el->e->head, el->e->nhead, el->e->tail, el->e->nopts, el->cur, el->ncur,
+                          PROBE_TIMEOUT_S, ok) == 0)
+      for (int i = 0; i < el->ncur && off + 100 < len; i++)
+        if (!ok[i]) {
+          cool_down(el, el->cur[i].name);
+          off += (size_t)snprintf(why + off, len - off, "%shost %s unreachable", off ? ", " : "", el->cur[i].name);
+        }
+    free(ok);
+  }
+  if (!off && code == 68) snprintf(why, len, "a rank was lost (exit status 68) and no host was named");
 }
 
 int front_elastic_run(const front_elastic_t *e, front_job_t *j) {

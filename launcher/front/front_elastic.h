@@ -23,6 +23,8 @@ typedef struct front_elastic_s {
   int nhead;
   char **tail;              /* the user's launcher options and `gpulaunch ARGS...` */
   int ntail;
+  int nopts;                /* ... of which the launcher options are the first nopts */
+  double start_limit;       /* rank 0 must connect within this long of a launch */
 } front_elastic_t;
 
 /* Run the job elastically until it ends; returns the exit status for gpulaunch-run. j carries the

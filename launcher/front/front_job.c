@@ -167,7 +167,7 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
     if ((hello && strcmp(line + 6, j->token) == 0) || (tell && strcmp(line + 5, j->token) == 0)) {
       c->authed = hello ? 1 : 2;
       send_line(c->fd, "ok\n");
-      if (hello) r->rank0_seen = 1;
+      if (hello) r->rank0_seen = j->rank0_seen = 1;
       if (hello && r->stop_sig && !r->stop_sent) send_stop(r, r->stop_sig);
       return 0;
     }
@@ -268,6 +268,13 @@ static void check_timers(run_t *r) {
     kill(r->pid, SIGKILL);
     r->orphan_at = 0;
   }
+  if (j->start_limit > 0 && !r->rank0_seen && !j->start_timed_out && !r->stop_sig &&
+      t - j->started > j->start_limit) {
+    front_say("rank 0 did not connect within %.0f s of the launch: ending %s", j->start_limit, j->av[0]);
+    j->start_timed_out = 1;
+    kill(-r->pid, SIGKILL);
+    kill(r->pid, SIGKILL);
+  }
   if (r->stop_sig && !r->stop_sent && t - r->stop_at > UNHEARD_S) {
     /* Still starting up: no program runs yet, nothing to checkpoint. mpirun's SIGINT ends it. */
     front_say("rank 0 has not connected yet (the job is still starting): ending mpirun");
@@ -281,7 +288,7 @@ static void check_timers(run_t *r) {
 int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   run_t r = {.j = j};
   j->verdict = j->launcher_status = -1;
-  j->user_stop = j->asked_stop = j->nlost = j->nnotice = 0;
+  j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->rank0_seen = j->start_timed_out = 0;
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;

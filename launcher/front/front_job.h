@@ -11,6 +11,8 @@ typedef struct front_job_s {
   /* in */
   char **av;              /* the launcher's argv (mpirun ... gpulaunch ...), NULL-terminated */
   const char *token;      /* the channel's token (GPULAUNCH_FRONTEND_TOKEN) */
+  double start_limit;     /* > 0: rank 0 must connect within this many seconds, else the
+                           * launcher is ended (an elastic launch on a host that cannot start) */
   int lfd;                /* the channel's listening socket */
   /* out */
   int verdict;            /* the job's exit status as rank 0 said it (-1: never said) */
@@ -18,6 +20,8 @@ typedef struct front_job_s {
   int code;               /* what gpulaunch-run would exit with for this launch */
   int user_stop;          /* SIGTERM/SIGINT/SIGHUP to gpulaunch-run: the whole job ends */
   int asked_stop;         /* front_job_stop was called (a membership change) */
+  int rank0_seen;         /* rank 0 connected: the job started */
+  int start_timed_out;    /* ended for start_limit */
   int nlost, nnotice;     /* hosts named lost / with an interruption notice */
   char lost[FRONT_MAX_NAMED][64];
   char notice[FRONT_MAX_NAMED][64];

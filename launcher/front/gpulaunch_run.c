@@ -60,7 +60,9 @@ static const char g_usage[] =
     "  --cooldown SECONDS              leave a lost or noticed host out this long (default 300)\n"
     "  --scale-up-interval SECONDS     grow back at most this often (default 60)\n"
     "  --min-wait SECONDS              below MIN hosts wait this long, then exit 78 (default 600)\n"
-    "  --max-restarts N                membership restarts allowed (default: no limit)\n";
+    "  --max-restarts N                membership restarts allowed (default: no limit)\n"
+    "  --start-timeout SECONDS         a launch whose rank 0 is not up this long is ended and its\n"
+    "                                  hosts probed; unreachable ones are left out (default 120)\n";
 
 /* 1 when an mpirun option (or OMPI_MCA_ variable) already sets this MCA parameter. */
 static int mca_given(int argc, char **argv, const char *name) {
@@ -152,6 +154,8 @@ static int elastic_args(int *argc, char **argv, front_elastic_t *e, int *elastic
       if (number_arg(a, v, 0, &e->scale_up_every) < 0) return -1;
     } else if (strcmp(a, "--min-wait") == 0) {
       if (number_arg(a, v, 0, &e->min_wait) < 0) return -1;
+    } else if (strcmp(a, "--start-timeout") == 0) {
+      if (number_arg(a, v, 0, &e->start_limit) < 0) return -1;
     } else if (strcmp(a, "--max-restarts") == 0) {
       if (number_arg(a, v, 1, &d) < 0) return -1;
       e->max_restarts = (int)d;
@@ -195,7 +199,8 @@ int main(int argc, char **argv) {
     fputs(g_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 64 : 0;
   }
-  front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1};
+  front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1,
+                        .start_limit = 120};
   int elastic = 0;
   if (elastic_args(&argc, argv, &el, &elastic) < 0) return 64;
   const char *mpirun = envvar_get(ENVVAR_MPIRUN);
@@ -273,6 +278,7 @@ int main(int argc, char **argv) {
     el.nhead = n;
     el.tail = argv + 1;
     el.ntail = argc - 1;
+    while (el.nopts < el.ntail && !is_gpulaunch(el.tail[el.nopts])) el.nopts++;
     code = front_elastic_run(&el, &job);
     free(av);
     return code;

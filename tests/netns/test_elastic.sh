@@ -4,7 +4,8 @@
 # with the hosts that remain from its checkpoint and completes, TORCHELASTIC_RESTART_COUNT one
 # higher, the same run id; (b) a host added to the hostfile: the job grows back; (c) below MIN:
 # the bounded wait and exit 78 naming what is usable; (d) a program failing on a healthy host:
-# its status, no host dropped, no restart.
+# its status, no host dropped, no restart; (e) rank 0's own host lost (the head, h0, not in the
+# list); (f) two hosts' processes killed at once (network up); (g) two hosts' links cut at once.
 #   test_elastic.sh GPULAUNCH_RUN
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
@@ -112,6 +113,77 @@ else
   bad "grow: the job did not start on 6 ranks"
 fi
 wait
+
+# (e) rank 0's own host lost: gpulaunch-run on h0 runs the job on h1..h3 only, rank 0 on h1; h1's
+# link cut: the surviving rank that names the loss tells gpulaunch-run, the job goes on with h2, h3.
+hostfile h1 h2 h3
+export STEPS=70
+elastic --nodes 2:3
+if wait_for 60 started 6 6 && wait_for 20 test -s "$T/ckpt"; then
+  t0=$(date +%s.%N)
+  netns_link_down h1
+  if wait_for 90 test -f "$T/done"; then
+    rc=$(done_rc)
+    [ "$rc" = 0 ] || bad "rank 0's host: exit $rc, expected 0"
+    grep -q "restart 1: host h1 lost" "$T/err" || bad "rank 0's host: the restart's cause not said"
+    [ "$(starts 4)" = 4 ] || bad "rank 0's host: $(starts 4) of 4 ranks started again at world 4"
+    t1=$(grep "start rank 0 world 4 " "$T/out" | grep -o 'at [0-9.]*' | head -1)
+    [ "$fail" = 0 ] && ok "rank 0's host h1 lost: resumed on h2, h3 $(echo "${t1#at } - $t0" | bc)s after the cut, completed"
+  else
+    bad "rank 0's host: gpulaunch-run still runs 90 s after the cut"
+  fi
+else
+  bad "rank 0's host: the job did not start on 6 ranks"
+fi
+wait
+ip -n "${NETNS_NS[h1]}" link set "${NETNS_IF[h1]}" up
+
+# (f) two hosts die at once with their network up (every process of h2 and h3 killed): the job
+# goes on; a host whose processes died but whose network is up may serve again at once.
+hostfile h0 h1 h2 h3
+export STEPS=70
+elastic --nodes 2:4
+if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
+  for h in h2 h3; do
+    # shellcheck disable=SC2046 # a list of pids
+    kill -KILL $(ip netns pids "${NETNS_NS[$h]}") 2>/dev/null || true
+  done
+  if wait_for 90 test -f "$T/done"; then
+    rc=$(done_rc)
+    [ "$rc" = 0 ] || bad "processes killed: exit $rc, expected 0"
+    grep -Eq "restart 1: host h[23] lost" "$T/err" || bad "processes killed: the lost host not named"
+    grep -q "done rank 0 step 70" "$T/out" || bad "processes killed: the job did not complete"
+    [ "$fail" = 0 ] && ok "h2 and h3's processes killed: $(grep -o 'restart 1: [^;]*' "$T/err"), completed"
+  else
+    bad "processes killed: gpulaunch-run still runs 90 s after the kill"
+  fi
+else
+  bad "processes killed: the job did not start on 8 ranks"
+fi
+wait
+
+# (g) two hosts' links cut at once: both are left out (named lost, or found unreachable by the
+# probe after the launch that could not start), the job goes on with h0, h1 and completes.
+hostfile h0 h1 h2 h3
+export STEPS=80
+elastic --nodes 2:4 --start-timeout 40
+if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
+  netns_link_down h2
+  netns_link_down h3
+  if wait_for 200 test -f "$T/done"; then
+    rc=$(done_rc)
+    [ "$rc" = 0 ] || bad "two links cut: exit $rc, expected 0"
+    [ "$(starts 4)" = 4 ] || bad "two links cut: $(starts 4) of 4 ranks started at world 4"
+    grep -q "done rank 0 step 80" "$T/out" || bad "two links cut: the job did not complete"
+    [ "$fail" = 0 ] && ok "h2 and h3 cut at once: $(grep -o 'restart [0-9]: [^;]*' "$T/err" | paste -sd';' -), completed at world 4"
+  else
+    bad "two links cut: gpulaunch-run still runs 200 s after the cut"
+  fi
+else
+  bad "two links cut: the job did not start on 8 ranks"
+fi
+wait
+for h in h2 h3; do ip -n "${NETNS_NS[$h]}" link set "${NETNS_IF[$h]}" up; done
 
 # (c) below MIN: a bounded wait, then 78 naming what is usable.
 hostfile h0 h1
