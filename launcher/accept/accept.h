@@ -449,6 +449,9 @@ int accept_write_exclude(const accept_report_t *r, const char *path);
 /** Write a whole report file through safefile_write_text; a failure (the file cannot be opened,
  * a full file system) is logged as a warning naming the file. \return 0 or GPL_ESYS. */
 int accept_write_text(const char *path, const char *text);
+/** Why the last accept_write_text that failed did ("/x/a.json: No space left on device"), for the
+ * verdict; "" when none failed. */
+const char *accept_write_error(void);
 /** Append s with XML's special characters escaped (and control characters dropped), so the
  * text is safe in element content and in double-quoted attributes. */
 void accept_xml_escape(strbuf_t *b, const char *s);

@@ -214,9 +214,18 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
   accept_report_counts(r, n);
   accept_status_t v = accept_verdict(r->exit_code);
   const char *verdict = v == ACCEPT_PASS ? "PASS" : v == ACCEPT_FAIL ? "FAIL" : "ERROR";
-  fprintf(f, "\nResult: %s: %d passed, %d warning(s), %d failed, %d skipped, %d error(s) (exit %d%s)\n",
+  fprintf(f, "\nResult: %s: %d passed, %d warning(s), %d failed, %d skipped, %d error(s) (exit %d%s)",
           verdict, n[ACCEPT_PASS], n[ACCEPT_WARN], n[ACCEPT_FAIL], n[ACCEPT_SKIP], n[ACCEPT_ERROR],
           r->exit_code, r->strict ? ", strict: warnings fail" : "");
+  /* An ERROR verdict says what the error was: the first check that could not run. */
+  for (int i = 0; v == ACCEPT_ERROR && i < r->nchecks; i++) {
+    const accept_check_t *c = &r->checks[i];
+    if (c->status != ACCEPT_ERROR) continue;
+    fprintf(f, ": %s%s%s%s%s: %s", c->name, c->subject[0] ? " " : "", c->subject, c->host[0] ? " on " : "",
+            c->host, c->detail);
+    break;
+  }
+  fputc('\n', f);
   if (r->nbad) {
     fprintf(f, "Bad hosts:");
     for (int i = 0; i < r->nbad; i++) fprintf(f, " %s", r->bad_hosts[i]);

@@ -7,6 +7,7 @@
 
 #include "common/safefile.h"
 #include "common/check.h"
+#include "common/util.h"
 #include "gpulaunch/version.h"
 #include "launcher/accept/accept.h"
 #include "launcher/exitcode.h"
@@ -53,6 +54,7 @@ static const struct {
     {"pair_search", "node pairs: no node or link is much slower than the others"},
     {"bad_node", "this node is slow with every partner: likely its network card, cable or port"},
     {"bad_link", "this pair of nodes is slow together while both are fast with others"},
+    {"report", "a report file asked for (--json, --junit, --html, --exclude-out) could be written"},
 };
 
 const char *accept_check_desc(const char *name) {
@@ -348,12 +350,20 @@ cJSON *accept_report_json(const accept_report_t *r) {
   return doc;
 }
 
+/* Why the last report that could not be written failed (rank 0 writes the reports, one thread). */
+static char g_write_err[ACCEPT_DETAIL_LEN];
+
 int accept_write_text(const char *path, const char *text) {
   char err[4400];
   int rc = safefile_write_text(path, text, err, sizeof err);
-  if (rc < 0) LOG_WARN("cannot write: %s", err);
+  if (rc < 0) {
+    LOG_WARN("cannot write: %s", err);
+    util_strlcpy(g_write_err, err, sizeof g_write_err);
+  }
   return rc;
 }
+
+const char *accept_write_error(void) { return g_write_err; }
 
 int accept_write_json(const accept_report_t *r, const char *path) {
   cJSON *doc = accept_report_json(r);

@@ -16,6 +16,7 @@
 #include "common/util.h"
 #include "launcher/accept/accept.h"
 #include "launcher/launcher.h"
+#include "launcher/job/outpath.h"
 #include "launcher/job/place.h"
 #include "topology/plan.h"
 #include "topology/topo.h"
@@ -258,9 +259,18 @@ static void write_reports(const accept_opts_t *o, accept_report_t *rep) {
              {o->exclude, "exclude list", accept_write_exclude}};
   for (size_t i = 0; i < sizeof out / sizeof out[0]; i++) {
     if (!out[i].path) continue;
-    if (out[i].fn(rep, out[i].path) < 0) {
+    int rc = out[i].fn(rep, out[i].path);
+    if (rc < 0) {
       log_print("gpulaunch accept: could not write the %s report %s\n", out[i].what, out[i].path);
       if (rep->exit_code == 0) rep->exit_code = GPL_EXIT_ACCEPT_ERROR;
+      /* A row of its own, so that the table counts it and the verdict says what the error was
+       * (the reports written before it do not have it). */
+      accept_check_t c;
+      accept_check_init(&c, "report", "", -1, -1, out[i].what);
+      const char *why = accept_write_error();
+      accept_check_set(&c, ACCEPT_ERROR, "could not write the %s report: %s", out[i].what,
+                       rc == GPL_ENOMEM || !why[0] ? gpl_strerror(rc) : why);
+      accept_report_add(rep, &c);
     }
   }
 }
@@ -282,6 +292,12 @@ int mode_accept(launch_t *L) {
   if (rc < 0) return GPL_EXIT_USAGE;
   rc = accept_opts_from_conf(&o, L->conf);
   if (rc < 0) return rc == GPL_EINVAL ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
+  /* The reports are written at the end: a path that cannot be fails now, before anything is
+   * measured (the reports' own options; --summary's folder main checked already). */
+  const outpath_t outs[] = {{"--json", o.json}, {"--junit", o.junit}, {"--html", o.html},
+                            {"--exclude-out", o.exclude}, {"--summary", L->summary_path}};
+  rc = outpath_check(job, "gpulaunch accept", outs, (int)GPL_ARRAY_LEN(outs));
+  if (rc != GPL_EXIT_OK) return rc;
   int progress = rank0 && (o.progress >= 0 ? o.progress : watching());
   double t_start = util_now();
   accept_report_t rep;

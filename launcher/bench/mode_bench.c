@@ -19,6 +19,7 @@
 #include "launcher/bench/bench.h"
 #include "launcher/cli.h"
 #include "launcher/launcher.h"
+#include "launcher/job/outpath.h"
 #include "launcher/job/place.h"
 
 static const char g_bench_usage[] =
@@ -153,8 +154,8 @@ static int bad_value(const launch_t *L, const void *field, const char *what) {
   return origin[0] == '-' ? GPL_EXIT_USAGE : GPL_EXIT_CONFIG;
 }
 
-/* The settings of [bench] and its options. check_only (gpulaunch check, no job yet): validate
- * what can be without the job, open nothing. */
+/* The settings of [bench] and its options; with the job, the output files checked before anything
+ * is measured. check_only (gpulaunch check, no job yet): validate what can be, open nothing. */
 static int read_settings(launch_t *L, bench_opts_t *o, int check_only) {
   const conf_t *cf = L->conf;
   memset(o, 0, sizeof *o);
@@ -210,7 +211,9 @@ static int read_settings(launch_t *L, bench_opts_t *o, int check_only) {
   o->json = cf->bench.json;
   o->csv = cf->bench.csv;
   o->label = cf->bench.label;
-  return GPL_EXIT_OK;
+  const outpath_t out[] = {{conf_origin(cf, &cf->bench.json), o->json},
+                           {conf_origin(cf, &cf->bench.csv), o->csv}, {"--summary", L->summary_path}};
+  return check_only ? GPL_EXIT_OK : outpath_check(L->job, "gpulaunch bench", out, (int)GPL_ARRAY_LEN(out));
 }
 
 /* The dtype an op runs with: -d, except that fused defaults to [comm] wire_dtype. */

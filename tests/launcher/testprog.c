@@ -1,5 +1,6 @@
-/* A program for the launcher's tests to wrap: reports its environment, floods its output, fails on
- * one rank, records the signals it receives, leaves children behind. */
+/* A program for the launcher's tests to wrap: reports its environment and open descriptors, floods
+ * its output, fails on one rank, records the signals it receives, leaves children behind. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,7 +35,7 @@ static void on_sig(int s) {
 
 static int usage(void) {
   fprintf(stderr,
-          "testprog env | burst N | fail RANK CODE DELAY | cascade RANK CODE | signals [SECONDS] |\n"
+          "testprog env | fds | burst N | fail RANK CODE DELAY | cascade RANK CODE | signals [SECONDS] |\n"
           "         restart RANK |"
           "         orphan RANK | killself RANK SIGNO | sleep SECONDS | flood | tree [SECONDS] |\n"
           "         longline N | pieces N   (files go to $GPL_TEST_DIR)\n");
@@ -49,6 +50,28 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (strcmp(cmd, "env") == 0) {
     for (char **e = environ; *e; e++) printf("ENV %s\n", *e);
+    return 0;
+  }
+  if (strcmp(cmd, "fds") == 0) {
+    /* Every descriptor it was started with (not the one reading /proc/self/fd): one line
+     * "FDS RANK: 0 1 2", then "FD N -> what" for each. */
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return 1;
+    char line[4096] = "", what[8192] = "";
+    size_t n = 0, m = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.' || atoi(e->d_name) == dirfd(d)) continue;
+      char path[300], target[512];
+      snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+      ssize_t k = readlink(path, target, sizeof target - 1);
+      target[k > 0 ? k : 0] = 0;
+      n += (size_t)snprintf(line + n, sizeof line - n, " %s", e->d_name);
+      m += (size_t)snprintf(what + m, sizeof what - m, "FD %s -> %s\n", e->d_name, target);
+      if (n >= sizeof line - 16 || m >= sizeof what - 600) break;
+    }
+    closedir(d);
+    printf("FDS %d:%s\n%s", g_rank, line, what);
     return 0;
   }
   if (strcmp(cmd, "burst") == 0 && argc > 2) {

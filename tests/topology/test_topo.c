@@ -285,6 +285,62 @@ static void test_bad_files(void **state) {
   free(text);
 }
 
+/* A real file with the first `find` replaced by `repl`, in a temporary file (the caller unlinks
+ * and frees it). */
+static char *variant(const char *file, const char *find, const char *repl) {
+  char path[1024], *text = NULL;
+  FILE *f = fopen(exp_path(file, path, sizeof path), "r");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  rewind(f);
+  text = calloc(1, (size_t)n + strlen(repl) + 1);
+  assert_non_null(text);
+  assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  char *at = strstr(text, find);
+  assert_non_null(at);
+  size_t flen = strlen(find), rlen = strlen(repl);
+  memmove(at + rlen, at + flen, strlen(at + flen) + 1);
+  memcpy(at, repl, rlen);
+  char *tmp = write_temp(text, strlen(text));
+  free(text);
+  return tmp;
+}
+
+/* Issue 29: an os_index hwloc would read as another number ("-7" as 4294967289, a value past 32
+ * bits cut) is a topology error, on any object; the bound is INT_MAX for CPU-side objects and
+ * UINT_MAX - 1 for PCI ones (hwloc packs the bus id into theirs). */
+static void test_bad_os_index(void **state) {
+  (void)state;
+  static const char pascal[] = "hwloc-llnl-pascal-2xp100-1ib.xml";
+  const struct {
+    const char *file, *find, *repl;
+    int rc;
+  } cases[] = {
+      {pascal, "type=\"PU\" os_index=\"1\"", "type=\"PU\" os_index=\"-7\"", GPL_ETOPO},
+      {pascal, "type=\"NUMANode\" os_index=\"1\"", "type=\"NUMANode\" os_index=\"2147483648\"", GPL_ETOPO},
+      {pascal, "type=\"Package\" os_index=\"0\"", "type=\"Package\" os_index=\"99999999999\"", GPL_ETOPO},
+      {pascal, "type=\"Core\" os_index=\"0\"", "type=\"Core\" os_index=\"\"", GPL_ETOPO},
+      {pascal, "type=\"Core\" os_index=\"0\"", "type=\"Core\" os_index=\"+0\"", GPL_ETOPO},
+      {pascal, "type=\"OSDev\"", "type=\"OSDev\" os_index=\"-1\"", GPL_ETOPO},
+      {pascal, "type=\"PCIDev\"", "type=\"PCIDev\" os_index=\"4294967295\"", GPL_ETOPO},
+      /* what hwloc writes for a PCI device in domain 0x8b1c (Hyper-V), cut to 32 bits */
+      {pascal, "type=\"PCIDev\"", "type=\"PCIDev\" os_index=\"2982150144\"", 0},
+      {pascal, "type=\"PU\" os_index=\"1\"", "type=\"PU\" os_index=\"0001\"", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    print_message("%s\n", cases[i].repl);
+    char *tmp = variant(cases[i].file, cases[i].find, cases[i].repl);
+    topo_t *t = (topo_t *)(uintptr_t)1;
+    assert_int_equal(topo_load(&t, tmp), cases[i].rc);
+    if (cases[i].rc) assert_null(t);
+    else topo_free(t);
+    unlink(tmp);
+    free(tmp);
+  }
+}
+
 /* ---- the live machine ---------------------------------------------------------------------- */
 
 static void test_live_machine(void **state) {
@@ -339,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_every_file_loads_and_plans),
       cmocka_unit_test(test_nccl_topo_files_rejected),
       cmocka_unit_test(test_bad_files),
+      cmocka_unit_test(test_bad_os_index),
       cmocka_unit_test(test_live_machine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

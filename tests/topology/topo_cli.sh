@@ -143,6 +143,13 @@ expect_rc 0 "more ranks than GPUs with --no-gpus" "$CLI" --topology "$DIR/hwloc-
 expect_rc 66 "NCCL topology file" "$CLI" --topology "$DIR/nccl-topo-azure-ndv4.xml"
 grep -q "NCCL topology file" "$TMP/err" && ok "says it is an NCCL topology file" || bad "message: $(cat "$TMP/err")"
 expect_rc 66 "missing file" "$CLI" --topology "$TMP/nope.xml"
+# An os_index hwloc would read as another number (issue 29): the file, the value and its line.
+sed 's/type="PU" os_index="1"/type="PU" os_index="-7"/' "$DIR/hwloc-llnl-pascal-2xp100-1ib.xml" >"$TMP/badidx.xml"
+expect_rc 66 "os_index=\"-7\" on a PU" "$CLI" --topology "$TMP/badidx.xml"
+grep -q 'topology file .*badidx.xml: 1 of [0-9]* objects have an os_index .*os_index="-7" at line 61, on an object of type PU' "$TMP/err" \
+  && ok "names the file, the value and its line" || bad "message: $(cat "$TMP/err")"
+sed 's/type="NUMANode" os_index="1"/type="NUMANode" os_index="4294967296"/' "$DIR/hwloc-llnl-pascal-2xp100-1ib.xml" >"$TMP/badidx.xml"
+expect_rc 66 "os_index past 32 bits on a NUMA node" "$CLI" --topology "$TMP/badidx.xml"
 expect_rc 64 "bad --ranks-per-node" "$CLI" --ranks-per-node zero
 expect_rc 64 "bad --bind" "$CLI" --bind socket
 expect_rc 64 "unknown option" "$CLI" --frobnicate
