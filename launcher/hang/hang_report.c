@@ -164,6 +164,64 @@ void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) 
   free(fr);
 }
 
+/* A frame that only says how a function waits (the C library, a lock, the interpreter's
+ * internals): the function named is the innermost one that is not. */
+static int plumbing(const char *f) {
+  static const char *const names[] = {"sleep", "usleep", "nanosleep", "clock_nanosleep", "poll", "ppoll",
+                                      "select", "pselect", "epoll_wait", "epoll_pwait", "read", "pread",
+                                      "pread64", "recv", "recvfrom", "recvmsg", "write", "send", "accept",
+                                      "accept4", "connect", "pause", "sigsuspend", "sigwaitinfo",
+                                      "sigtimedwait", "wait", "waitpid", "wait4", "syscall", "sched_yield",
+                                      "futex", "get", "acquire", "join", "??"};
+  if (f[0] == '_' || strncmp(f, "pthread_", 8) == 0 || strncmp(f, "sem_", 4) == 0) return 1;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(names); i++)
+    if (strcmp(f, names[i]) == 0) return 1;
+  return 0;
+}
+
+int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, char *func, size_t len) {
+  func[0] = 0;
+  int *odd = calloc((size_t)(n > 0 ? n : 1), sizeof *odd);
+  frames_t *fr = calloc((size_t)(n > 0 ? n : 1), sizeof *fr);
+  if (!odd || !fr) {
+    free(odd);
+    free(fr);
+    return -1;
+  }
+  hang_verdict_t v;
+  hang_analyze(ranks, n, odd, &v);
+  int have = 0, nwait = 0, nc = 0, who = -1, bare = -1;
+  for (int i = 0; i < n; i++) {
+    frames_of(ranks[i].text, &fr[i]);
+    have += fr[i].n > 0;
+    nwait += fr[i].n > 0 && waits(&fr[i]);
+  }
+#define LONGER(i, j) ((j) < 0 || ranks[i].silent_s > ranks[j].silent_s)
+  for (int i = 0; i < n; i++) {
+    if (!cand[i]) continue;
+    nc++;
+    if (!fr[i].n && LONGER(i, bare)) bare = i;
+    if (fr[i].n && (odd[i] || (have == 1 && !waits(&fr[i]))) && LONGER(i, who)) who = i;
+  }
+#undef LONGER
+  if (who < 0 && bare >= 0 && nwait == have && (have > 0 || nc == 1)) who = bare;
+  if (who >= 0 && fr[who].n) {
+    const frames_t *o = &fr[who];
+    int k = o->n - 1, d = -1;
+    while (k > 0 && plumbing(o->f[k])) k--;
+    if (who == v.first_odd)
+      for (int i = 0; i < k; i++)
+        if (strcmp(o->f[i], v.func) == 0) d = i;
+    if (d >= 0 && strcmp(o->f[d], "main") != 0 && strcmp(o->f[d], "<module>") != 0)
+      snprintf(func, len, "%s (called from %s)", o->f[k], o->f[d]);
+    else
+      util_strlcpy(func, o->f[k], len);
+  }
+  free(odd);
+  free(fr);
+  return who;
+}
+
 /* One rank's text as JSON: its processes with their threads, frames and the tools' output. */
 static cJSON *rank_json(const hang_rank_t *r, int odd) {
   cJSON *o = cJSON_CreateObject();
