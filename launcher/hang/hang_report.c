@@ -212,10 +212,19 @@ int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, char *fun
     if (who == v.first_odd)
       for (int i = 0; i < k; i++)
         if (strcmp(o->f[i], v.func) == 0) d = i;
-    if (d >= 0 && strcmp(o->f[d], "main") != 0 && strcmp(o->f[d], "<module>") != 0)
-      snprintf(func, len, "%s (called from %s)", o->f[k], o->f[d]);
-    else
-      util_strlcpy(func, o->f[k], len);
+    if (d < 0 || strcmp(o->f[d], "main") == 0 || strcmp(o->f[d], "<module>") == 0) d = k;
+    /* its path from there to that function, as the hang's summary writes it: a > b > c */
+    strbuf_t p = STRBUF_INIT;
+    for (int i = d; i <= k; i++) {
+      if (i - d == 2 && k - i > 1) { /* the first two, "...", the last */
+        strbuf_append(&p, " > ...");
+        i = k - 1;
+        continue;
+      }
+      strbuf_printf(&p, "%s%s", i > d ? " > " : "", o->f[i]);
+    }
+    util_strlcpy(func, strbuf_str(&p), len);
+    strbuf_free(&p);
   }
   free(odd);
   free(fr);

@@ -214,6 +214,7 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
     co->failing = 0;
     co->have_cause = 0;
     co->silent_note[0] = 0;
+    co->silent_rank = -1;
     broadcast(co, CTL_START, 0, 0, 0, a);
     return;
   }
@@ -361,6 +362,9 @@ void coord_silent_found(coord_t *co, int rank, const char *host, double silent_s
   if (!co->collecting || co->finished) return;
   co->collecting = 0;
   if (rank >= 0 && rank < co->o.size) {
+    co->silent_rank = rank;
+    co->silent_for = silent_s;
+    util_strlcpy(co->silent_func, func ? func : "", sizeof co->silent_func);
     if (func && *func)
       snprintf(co->silent_note, sizeof co->silent_note, "rank %d (host %s) was still running, silent for %.0f s, "
                "in %s: the likely cause", rank, host, silent_s, func);
@@ -462,6 +466,7 @@ int coord_init(coord_t *co, const coord_opts_t *o) {
   memset(co, 0, sizeof *co);
   co->o = *o;
   co->end_preemption = 1; /* an unknown reason counts as a preemption */
+  co->silent_rank = -1;
   co->down = calloc((size_t)o->size, 1);
   co->sig_seen = calloc((size_t)o->size, 1);
   co->down_at = calloc((size_t)o->size, sizeof *co->down_at);

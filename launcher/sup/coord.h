@@ -96,6 +96,9 @@ typedef struct coord_s {
   double collect_until; /* ... until then at most */
   char silent_note[512]; /* "rank 2 (host h) was still running, silent for 15 s, in f: the likely
                           * cause" ("" none), said after the failure's own description */
+  int silent_rank;  /* ... that rank (-1: none), silent that long, in that function */
+  double silent_for;
+  char silent_func[256];
 } coord_t;
 
 /* 0 or GPL_ENOMEM. */

@@ -182,6 +182,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->front.fd = -1;
   memset(res, 0, sizeof *res);
   res->failed_rank = -1;
+  res->silent_rank = -1;
   s->o = o;
   s->job = o->job;
   s->t0 = util_now();
@@ -314,6 +315,11 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     size_t rn = strlen(res->root_cause); /* rank 0: the silent rank that was the likely cause */
     if (s->co.silent_note[0] && rn < sizeof res->root_cause)
       snprintf(res->root_cause + rn, sizeof res->root_cause - rn, "; %s", s->co.silent_note);
+    if (s->co.silent_note[0]) {
+      res->silent_rank = s->co.silent_rank;
+      res->silent_s = s->co.silent_for;
+      util_strlcpy(res->silent_func, s->co.silent_func, sizeof res->silent_func);
+    }
   } else if (res->preempted) {
     snprintf(res->root_cause, sizeof res->root_cause, "preempted (SIGTERM)");
   } else if (res->interrupted) {
