@@ -179,7 +179,7 @@ static int plumbing(const char *f) {
   return 0;
 }
 
-int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, char *func, size_t len) {
+int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, int timed_out, char *func, size_t len) {
   func[0] = 0;
   int *odd = calloc((size_t)(n > 0 ? n : 1), sizeof *odd);
   frames_t *fr = calloc((size_t)(n > 0 ? n : 1), sizeof *fr);
@@ -201,7 +201,8 @@ int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, char *fun
     if (!cand[i]) continue;
     nc++;
     if (!fr[i].n && LONGER(i, bare)) bare = i;
-    if (fr[i].n && (odd[i] || (have == 1 && !waits(&fr[i]))) && LONGER(i, who)) who = i;
+    /* alone, it may just be busy (an evaluation) when a peer failed on its own */
+    if (fr[i].n && (odd[i] || (have == 1 && timed_out && !waits(&fr[i]))) && LONGER(i, who)) who = i;
   }
 #undef LONGER
   if (who < 0 && bare >= 0 && nwait == have && (have > 0 || nc == 1)) who = bare;

@@ -121,7 +121,10 @@ static void silent_finish(sup_t *s) {
       hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->co.silent[r]};
       cand[r] = s->co.silent[r] > 0;
     }
-    who = hang_silent_pick(hr, size, cand, func, sizeof func);
+    /* a peer's collective that timed out (gloo: "Timed out waiting", NCCL's watchdog: "timeout") */
+    const char *tail = s->co.cause.tail;
+    int timed_out = strcasestr(tail, "timed out") != NULL || strcasestr(tail, "timeout") != NULL;
+    who = hang_silent_pick(hr, size, cand, timed_out, func, sizeof func);
   }
   LOG_INFO(SUP, "the silent ranks' stacks: %d of %d in; likely cause: %s%d", s->hang_got, size,
            who < 0 ? "none " : "rank ", who);
