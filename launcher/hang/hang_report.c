@@ -60,16 +60,19 @@ static int same_prefix(const frames_t *a, const frames_t *b, int k) {
   return 1;
 }
 
-/* A frame that waits for the other ranks (a collective, a barrier, a wait on a peer). */
-static int waits(const frames_t *fr) {
+/* A frame that waits for the other ranks: a collective, a barrier, or (any_wait) any wait, on a
+ * peer perhaps. */
+static int waits_for(const frames_t *fr, int any_wait) {
   static const char *const words[] = {"all_reduce", "allreduce", "barrier", "Barrier", "all_gather",
                                       "allgather", "broadcast", "reduce_scatter", "alltoall", "Allreduce",
                                       "Bcast", "wait", "Wait"};
+  size_t nw = GPL_ARRAY_LEN(words) - (any_wait ? 0 : 2);
   for (int i = 0; i < fr->n; i++)
-    for (size_t w = 0; w < GPL_ARRAY_LEN(words); w++)
+    for (size_t w = 0; w < nw; w++)
       if (strstr(fr->f[i], words[w])) return 1;
   return 0;
 }
+static int waits(const frames_t *fr) { return waits_for(fr, 1); }
 
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
   memset(v, 0, sizeof *v);
@@ -202,7 +205,7 @@ int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, int timed
     nc++;
     if (!fr[i].n && LONGER(i, bare)) bare = i;
     /* alone, it may just be busy (an evaluation) when a peer failed on its own */
-    if (fr[i].n && (odd[i] || (have == 1 && timed_out && !waits(&fr[i]))) && LONGER(i, who)) who = i;
+    if (fr[i].n && (odd[i] || (have == 1 && timed_out && !waits_for(&fr[i], 0))) && LONGER(i, who)) who = i;
   }
 #undef LONGER
   if (who < 0 && bare >= 0 && nwait == have && (have > 0 || nc == 1)) who = bare;
