@@ -176,9 +176,11 @@ static int plumbing(const char *f) {
                                       "accept4", "connect", "pause", "sigsuspend", "sigwaitinfo",
                                       "sigtimedwait", "wait", "waitpid", "wait4", "syscall", "sched_yield",
                                       "futex", "get", "acquire", "join", "??"};
-  if (f[0] == '_' || strncmp(f, "pthread_", 8) == 0 || strncmp(f, "sem_", 4) == 0) return 1;
+  const char *base = strrchr(f, '.'); /* py-spy's Condition.wait, Queue.get */
+  base = base ? base + 1 : f;
+  if (f[0] == '_' || base[0] == '_' || strncmp(f, "pthread_", 8) == 0 || strncmp(f, "sem_", 4) == 0) return 1;
   for (size_t i = 0; i < GPL_ARRAY_LEN(names); i++)
-    if (strcmp(f, names[i]) == 0) return 1;
+    if (strcmp(base, names[i]) == 0) return 1;
   return 0;
 }
 

@@ -177,7 +177,7 @@ static void test_silent_pick(void **st) {
   /* ... when the failure was a timeout: else it may be busy on its own (an evaluation) */
   assert_int_equal(hang_silent_pick(py, 3, c1, 0, f, sizeof f), -1);
   /* ... stuck in a queue's wait too; but one in a collective is no cause; nor are ranks all alike */
-  py[2].text = text_of(12, "wait;get;next_batch;main;<module>");
+  py[2].text = text_of(12, "Condition.wait;Queue.get;next_batch;main;<module>");
   assert_int_equal(hang_silent_pick(py, 3, c1, 1, f, sizeof f), 2);
   assert_string_equal(f, "next_batch");
   py[2].text = text_of(12, "all_reduce;main;<module>");
