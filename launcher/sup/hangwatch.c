@@ -1,5 +1,6 @@
 /* The hang watchdog's glue (launcher/hang/): progress heard through the liveness frames, rank 0
- * declaring a hang, every rank's stacks collected off the loop, the report and the verdict. */
+ * declaring a hang, every rank's stacks collected off the loop, the report and the verdict; and
+ * at a failure, the stacks of the ranks still running and silent, and the likely cause. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
