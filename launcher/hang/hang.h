@@ -32,6 +32,16 @@ typedef struct hang_verdict_s {
  * those not in the majority. */
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v);
 
+/* At a failure, the ranks still running that were silent (cand[i] = 1) and every rank's stacks
+ * (text NULL or none for those that ended): the one that is the likely cause, or -1. A candidate
+ * whose stack is not where the others' are (hang_analyze's odd ones); or, the only stack read and
+ * the failure a timeout (timed_out), one not in a collective (a lock's or a queue's wait is
+ * the kind of place a stuck rank is); or, every stack read waiting for a peer, a candidate whose stack
+ * could not be read (the only candidate when none could). func gets its path from where it left
+ * the others' to its innermost function of its own (not the C library's or a lock's), "f > g",
+ * "" when its stack could not be read. */
+int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, int timed_out, char *func, size_t len);
+
 /* Write dir/gpulaunch-hang.txt and dir/gpulaunch-hang.json (0600). 0 or a negative code; the
  * paths written go to txt/json. */
 int hang_write_report(const char *dir, const hang_rank_t *ranks, int n, const int *odd,

@@ -60,16 +60,19 @@ static int same_prefix(const frames_t *a, const frames_t *b, int k) {
   return 1;
 }
 
-/* A frame that waits for the other ranks (a collective, a barrier, a wait on a peer). */
-static int waits(const frames_t *fr) {
+/* A frame that waits for the other ranks: a collective, a barrier, or (any_wait) any wait, on a
+ * peer perhaps. */
+static int waits_for(const frames_t *fr, int any_wait) {
   static const char *const words[] = {"all_reduce", "allreduce", "barrier", "Barrier", "all_gather",
                                       "allgather", "broadcast", "reduce_scatter", "alltoall", "Allreduce",
                                       "Bcast", "wait", "Wait"};
+  size_t nw = GPL_ARRAY_LEN(words) - (any_wait ? 0 : 2);
   for (int i = 0; i < fr->n; i++)
-    for (size_t w = 0; w < GPL_ARRAY_LEN(words); w++)
+    for (size_t w = 0; w < nw; w++)
       if (strstr(fr->f[i], words[w])) return 1;
   return 0;
 }
+static int waits(const frames_t *fr) { return waits_for(fr, 1); }
 
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
   memset(v, 0, sizeof *v);
@@ -162,6 +165,76 @@ void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) 
   util_strlcpy(v->summary, strbuf_str(&s), sizeof v->summary);
   strbuf_free(&s);
   free(fr);
+}
+
+/* A frame that only says how a function waits (the C library, a lock, the interpreter's
+ * internals): the function named is the innermost one that is not. */
+static int plumbing(const char *f) {
+  static const char *const names[] = {"sleep", "usleep", "nanosleep", "clock_nanosleep", "poll", "ppoll",
+                                      "select", "pselect", "epoll_wait", "epoll_pwait", "read", "pread",
+                                      "pread64", "recv", "recvfrom", "recvmsg", "write", "send", "accept",
+                                      "accept4", "connect", "pause", "sigsuspend", "sigwaitinfo",
+                                      "sigtimedwait", "wait", "waitpid", "wait4", "syscall", "sched_yield",
+                                      "futex", "get", "acquire", "join", "??"};
+  const char *base = strrchr(f, '.'); /* py-spy's Condition.wait, Queue.get */
+  base = base ? base + 1 : f;
+  if (f[0] == '_' || base[0] == '_' || strncmp(f, "pthread_", 8) == 0 || strncmp(f, "sem_", 4) == 0) return 1;
+  for (size_t i = 0; i < GPL_ARRAY_LEN(names); i++)
+    if (strcmp(base, names[i]) == 0) return 1;
+  return 0;
+}
+
+int hang_silent_pick(const hang_rank_t *ranks, int n, const int *cand, int timed_out, char *func, size_t len) {
+  func[0] = 0;
+  int *odd = calloc((size_t)(n > 0 ? n : 1), sizeof *odd);
+  frames_t *fr = calloc((size_t)(n > 0 ? n : 1), sizeof *fr);
+  if (!odd || !fr) {
+    free(odd);
+    free(fr);
+    return -1;
+  }
+  hang_verdict_t v;
+  hang_analyze(ranks, n, odd, &v);
+  int have = 0, nwait = 0, nc = 0, who = -1, bare = -1;
+  for (int i = 0; i < n; i++) {
+    frames_of(ranks[i].text, &fr[i]);
+    have += fr[i].n > 0;
+    nwait += fr[i].n > 0 && waits(&fr[i]);
+  }
+#define LONGER(i, j) ((j) < 0 || ranks[i].silent_s > ranks[j].silent_s)
+  for (int i = 0; i < n; i++) {
+    if (!cand[i]) continue;
+    nc++;
+    if (!fr[i].n && LONGER(i, bare)) bare = i;
+    /* alone, it may just be busy (an evaluation) when a peer failed on its own */
+    if (fr[i].n && (odd[i] || (have == 1 && timed_out && !waits_for(&fr[i], 0))) && LONGER(i, who)) who = i;
+  }
+#undef LONGER
+  if (who < 0 && bare >= 0 && nwait == have && (have > 0 || nc == 1)) who = bare;
+  if (who >= 0 && fr[who].n) {
+    const frames_t *o = &fr[who];
+    int k = o->n - 1, d = -1;
+    while (k > 0 && plumbing(o->f[k])) k--;
+    if (who == v.first_odd)
+      for (int i = 0; i < k; i++)
+        if (strcmp(o->f[i], v.func) == 0) d = i;
+    if (d < 0 || strcmp(o->f[d], "main") == 0 || strcmp(o->f[d], "<module>") == 0) d = k;
+    /* its path from there to that function, as the hang's summary writes it: a > b > c */
+    strbuf_t p = STRBUF_INIT;
+    for (int i = d; i <= k; i++) {
+      if (i - d == 2 && k - i > 1) { /* the first two, "...", the last */
+        strbuf_append(&p, " > ...");
+        i = k - 1;
+        continue;
+      }
+      strbuf_printf(&p, "%s%s", i > d ? " > " : "", o->f[i]);
+    }
+    util_strlcpy(func, strbuf_str(&p), len);
+    strbuf_free(&p);
+  }
+  free(odd);
+  free(fr);
+  return who;
 }
 
 /* One rank's text as JSON: its processes with their threads, frames and the tools' output. */

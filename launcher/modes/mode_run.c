@@ -129,6 +129,13 @@ static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *re
     cJSON_AddNumberToObject(rc, "status", res->status);
     if (res->signo) cJSON_AddStringToObject(rc, "signal", util_signal_name(res->signo));
     cJSON_AddStringToObject(rc, "message", res->root_cause);
+    if (res->silent_rank >= 0) { /* a rank still running and silent at the failure: its likely cause */
+      cJSON *si = cJSON_AddObjectToObject(rc, "silent");
+      cJSON_AddNumberToObject(si, "rank", res->silent_rank);
+      cJSON_AddStringToObject(si, "host", L->job->hosts[res->silent_rank]);
+      cJSON_AddNumberToObject(si, "silent_s", res->silent_s);
+      cJSON_AddStringToObject(si, "function", res->silent_func);
+    }
   } else if (res->root_cause[0]) {
     cJSON_AddStringToObject(run, "root_cause", res->root_cause);
   }

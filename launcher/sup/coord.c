@@ -86,6 +86,13 @@ void coord_describe(const ctl_msg_t *m, char *buf, size_t len) {
   }
 }
 
+/* The root cause, with the silent rank that was the likely cause when one was found. */
+static void describe_cause(const coord_t *co, char *buf, size_t len) {
+  coord_describe(&co->cause, buf, len);
+  size_t n = strlen(buf);
+  if (co->silent_note[0] && n < len) snprintf(buf + n, len - n, "; %s", co->silent_note);
+}
+
 static void print_tail(const ctl_msg_t *m, coord_acts_t *a) {
   if (!m->tail[0] || (m->flags & CTL_F_HANG)) return;
   say(a, COORD_PRINT, "gpulaunch: last lines of rank %d's stderr:\n", m->rank);
@@ -177,6 +184,7 @@ static int verdict(coord_t *co, double now, coord_acts_t *a) {
 static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
   int size = co->o.size;
   char what[1400];
+  co->collecting = 0; /* every rank is down: nobody is still running */
   if (co->sig && !co->have_cause) {
     if (!verdict(co, now, a)) {
       co->finish_pending = 1; /* Slurm's reason is still on its way (coord_tick tries again) */
@@ -195,7 +203,7 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
     broadcast(co, CTL_EXIT, 0, 0, 0, a);
     return;
   }
-  coord_describe(&co->cause, what, sizeof what);
+  describe_cause(co, what, sizeof what);
   if (co->attempt < co->o.restarts && !(co->cause.flags & CTL_F_HANG)) {
     say(a, COORD_PRINT, "gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
         co->attempt + 1, co->o.restarts);
@@ -205,6 +213,8 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
     co->ndown = co->nok = co->nfailed = 0;
     co->failing = 0;
     co->have_cause = 0;
+    co->silent_note[0] = 0;
+    co->silent_rank = -1;
     broadcast(co, CTL_START, 0, 0, 0, a);
     return;
   }
@@ -230,6 +240,10 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
 
 static void on_signal(coord_t *co, const ctl_msg_t *m, double now, coord_acts_t *a) {
   if (m->rank >= 0 && m->rank < co->o.size) co->sig_seen[m->rank] = 1;
+  if (co->collecting) { /* a failure's stacks are being taken: the signal stops everyone now */
+    co->collecting = 0;
+    stop_all(co, SIGTERM, 0, now, a);
+  }
   /* A job that is already failing stays failed; a second signal changes nothing. */
   if (co->sig || co->have_cause) {
     verdict(co, now, a);
@@ -269,6 +283,7 @@ void coord_event(coord_t *co, const ctl_msg_t *m, double now, coord_acts_t *a) {
   if (m->attempt != co->attempt || m->rank < 0 || m->rank >= co->o.size) return;
   if (co->down[m->rank]) return;
   co->down[m->rank] = 1;
+  co->down_at[m->rank] = now;
   co->ndown++;
   int clean = m->status == 0 && m->signo == 0 && !(m->flags & CTL_F_SPAWN_FAILED);
   if (m->type == CTL_EV_EXIT && clean) co->nok++;
@@ -295,12 +310,84 @@ void coord_event(coord_t *co, const ctl_msg_t *m, double now, coord_acts_t *a) {
   }
 }
 
-/* The first failure was reported COORD_SETTLE_S ago: the ranks not yet down are stopped; the
- * cause is the earliest failure heard of by the end. */
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The settle is over: are ranks still running silent, much longer than those that ended (which
+ * made progress up to their end at least)? Then their stacks are asked for (COORD_COLLECT) and 1
+ * returned; the stop waits for coord_silent_found, COORD_SILENT_WAIT_S at most. */
+static int look_for_silent(coord_t *co, double now, coord_acts_t *a) {
+  if (!co->o.silence || co->o.size < 2) return 0;
+  int size = co->o.size, nd = 0, nc = 0, longest = -1;
+  double *ended = malloc((size_t)size * sizeof *ended);
+  if (!ended) return 0;
+  for (int r = 0; r < size; r++) {
+    double q = co->o.silence(co->o.silence_arg, r);
+    co->silent[r] = 0;
+    if (co->down[r]) {
+      double since = now - co->down_at[r]; /* its failure is news of it, whatever its beats said */
+      ended[nd++] = q >= 0 && q < since ? q : since;
+    } else if (q >= COORD_SILENT_MIN_S) {
+      co->silent[r] = q;
+    }
+  }
+  qsort(ended, (size_t)nd, sizeof *ended, cmp_double);
+  double ref = nd ? (nd % 2 ? ended[nd / 2] : (ended[nd / 2 - 1] + ended[nd / 2]) / 2) : 0;
+  free(ended);
+  for (int r = 0; r < size; r++) {
+    if (co->silent[r] > 0 && co->silent[r] <= COORD_SILENT_FACTOR * ref) co->silent[r] = 0;
+    if (co->silent[r] <= 0) continue;
+    nc++;
+    if (longest < 0 || co->silent[r] > co->silent[longest]) longest = r;
+  }
+  if (!nc) return 0;
+  char n[300];
+  say(a, COORD_INFO, "%d rank%s still running made no progress for %.0f s or more, the longest %s (%.0f s): "
+      "taking their stacks before stopping every rank (%.0f s at most)", nc, nc == 1 ? "" : "s",
+      COORD_SILENT_MIN_S, co->o.rank_name(longest, n, sizeof n), co->silent[longest], COORD_SILENT_WAIT_S);
+  co->collecting = 1;
+  co->collect_until = now + COORD_SILENT_WAIT_S;
+  coord_act_t *x = act_push(a, COORD_COLLECT);
+  x->msg.type = CTL_HANG;
+  x->msg.attempt = co->attempt;
+  x->msg.rank = -1;
+  x->msg.grace = COORD_SILENT_COLLECT_S;
+  return 1;
+}
+
+void coord_silent_found(coord_t *co, int rank, const char *host, double silent_s, const char *func,
+                        double now, coord_acts_t *a) {
+  if (!co->collecting || co->finished) return;
+  co->collecting = 0;
+  if (rank >= 0 && rank < co->o.size) {
+    co->silent_rank = rank;
+    co->silent_for = silent_s;
+    util_strlcpy(co->silent_func, func ? func : "", sizeof co->silent_func);
+    if (func && *func)
+      snprintf(co->silent_note, sizeof co->silent_note, "rank %d (host %s) was still running, silent for %.0f s, "
+               "in %s: the likely cause", rank, host, silent_s, func);
+    else
+      snprintf(co->silent_note, sizeof co->silent_note, "rank %d (host %s) was still running, silent for %.0f s "
+               "(its stack could not be read): the likely cause", rank, host, silent_s);
+  }
+  stop_all(co, SIGTERM, 0, now, a);
+}
+
+/* The first failure was reported COORD_SETTLE_S ago: the ranks not yet down are stopped (after
+ * their stacks when some are silent); the cause is the earliest failure heard of by the end. */
 static void check_settled(coord_t *co, double now, coord_acts_t *a) {
+  if (co->collecting && now >= co->collect_until && !co->finished) {
+    say(a, COORD_INFO, "the silent ranks' stacks did not come in %.0f s: stopping every rank", COORD_SILENT_WAIT_S);
+    co->collecting = 0;
+    stop_all(co, SIGTERM, 0, now, a);
+    return;
+  }
   if (co->settle_until <= 0 || co->finished) return;
   if (now < co->settle_until) return;
   co->settle_until = 0;
+  if (look_for_silent(co, now, a)) return;
   char what[1400];
   coord_describe(&co->cause, what, sizeof what);
   say(a, COORD_INFO, "%s: stopping every rank", what);
@@ -322,7 +409,7 @@ static void check_deadline(coord_t *co, double now, coord_acts_t *a) {
   int code = co->have_cause ? job_code(&co->cause) : GPL_EXIT_TIMEOUT;
   if (co->have_cause) {
     char what[1400];
-    coord_describe(&co->cause, what, sizeof what);
+    describe_cause(co, what, sizeof what);
     say(a, COORD_PRINT, "gpulaunch: %s\n", what);
     print_tail(&co->cause, a);
   }
@@ -379,9 +466,12 @@ int coord_init(coord_t *co, const coord_opts_t *o) {
   memset(co, 0, sizeof *co);
   co->o = *o;
   co->end_preemption = 1; /* an unknown reason counts as a preemption */
+  co->silent_rank = -1;
   co->down = calloc((size_t)o->size, 1);
   co->sig_seen = calloc((size_t)o->size, 1);
-  if (!co->down || !co->sig_seen) {
+  co->down_at = calloc((size_t)o->size, sizeof *co->down_at);
+  co->silent = calloc((size_t)o->size, sizeof *co->silent);
+  if (!co->down || !co->sig_seen || !co->down_at || !co->silent) {
     coord_free(co);
     return GPL_ENOMEM;
   }
@@ -391,5 +481,8 @@ int coord_init(coord_t *co, const coord_opts_t *o) {
 void coord_free(coord_t *co) {
   free(co->down);
   free(co->sig_seen);
+  free(co->down_at);
+  free(co->silent);
   co->down = co->sig_seen = NULL;
+  co->down_at = co->silent = NULL;
 }

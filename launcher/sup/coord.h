@@ -11,6 +11,14 @@
                             * of them is the cause) before stopping the rest */
 #define COORD_MARGIN_S 5.0 /* extra time for the ranks to report a stop */
 #define COORD_QUERY_S 3.0  /* the longest wait for Slurm's reason (scontrol) */
+/* At a failure, a rank still running is silent when it made no progress for COORD_SILENT_MIN_S
+ * and COORD_SILENT_FACTOR times longer than the ranks that ended (the median): its stacks are
+ * taken before it is stopped, COORD_SILENT_WAIT_S at most (each rank's collection gets
+ * COORD_SILENT_COLLECT_S), to name where it was. */
+#define COORD_SILENT_MIN_S 5.0
+#define COORD_SILENT_FACTOR 2.0
+#define COORD_SILENT_WAIT_S 6.0
+#define COORD_SILENT_COLLECT_S 5.0
 
 /* Why the job stops after a SIGTERM/SIGINT (0: undecided, or not stopped by a signal). */
 enum { COORD_PREEMPTED = 1, COORD_CANCELLED, COORD_INTERRUPTED };
@@ -21,8 +29,11 @@ typedef enum coord_act_type_e {
   COORD_SEND,      /* msg: a command to every rank (ctl_broadcast): CTL_STOP, START, EXIT, HANG */
   COORD_QUERY,     /* ask Slurm why the job is being signalled, COORD_QUERY_S at most; its answer
                     * comes back through coord_slurm_end */
-  COORD_ABORT      /* code: ranks never reported the stop (they were named in a COORD_PRINT just
+  COORD_ABORT,     /* code: ranks never reported the stop (they were named in a COORD_PRINT just
                     * before): write what is queued and abort the job with this exit code */
+  COORD_COLLECT    /* msg: CTL_HANG for every rank (grace: each rank's budget): the stacks of the
+                    * ranks still running after a failure, silent[] the candidates; the answer
+                    * comes back through coord_silent_found, before COORD_SILENT_WAIT_S */
 } coord_act_type_t;
 
 typedef struct coord_act_s {
@@ -47,6 +58,10 @@ typedef struct coord_opts_s {
   int preempt_signal;    /* what every program gets when the job gets SIGTERM */
   /* "rank 3 (host h)" for the ranks that never reported (mpix_rank_name) */
   const char *(*rank_name)(int rank, char *buf, size_t len);
+  /* Seconds since the rank's program last made progress (< 0: unknown); NULL: silent ranks are
+   * never looked for at a failure. */
+  double (*silence)(void *arg, int rank);
+  void *silence_arg;
 } coord_opts_t;
 
 typedef struct coord_s {
@@ -75,6 +90,15 @@ typedef struct coord_s {
   char notice_host[64];
   char notice_text[256];
   double stop_grace; /* > 0: the grace of this stop ([job] grace, or less: what a notice leaves) */
+  double *down_at;  /* per rank: when its end was reported (now of coord_event) */
+  double *silent;   /* per rank, at a failure's settle: > 0 a candidate silent this long */
+  int collecting;   /* the candidates' stacks are being taken (COORD_COLLECT) */
+  double collect_until; /* ... until then at most */
+  char silent_note[512]; /* "rank 2 (host h) was still running, silent for 15 s, in f: the likely
+                          * cause" ("" none), said after the failure's own description */
+  int silent_rank;  /* ... that rank (-1: none), silent that long, in that function */
+  double silent_for;
+  char silent_func[256];
 } coord_t;
 
 /* 0 or GPL_ENOMEM. */
@@ -100,6 +124,12 @@ void coord_hang_collect(coord_t *co, coord_acts_t *a);
  * when the job ends for another reason already. */
 void coord_hang(coord_t *co, int rank, const char *host, const char *verdict, double now,
                 coord_acts_t *a);
+
+/* The stacks after COORD_COLLECT are in (or their wait is over): rank `rank` on host, silent for
+ * silent_s, in func ("": its stack could not be read) is the likely cause, or rank -1: nobody.
+ * Every rank is stopped now. Nothing unless collecting. */
+void coord_silent_found(coord_t *co, int rank, const char *host, double silent_s, const char *func,
+                        double now, coord_acts_t *a);
 
 /* The root cause in one line: "rank 2 (host h) exited with status 7", ... */
 void coord_describe(const ctl_msg_t *m, char *buf, size_t len);

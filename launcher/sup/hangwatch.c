@@ -1,5 +1,6 @@
 /* The hang watchdog's glue (launcher/hang/): progress heard through the liveness frames, rank 0
- * declaring a hang, every rank's stacks collected off the loop, the report and the verdict. */
+ * declaring a hang, every rank's stacks collected off the loop, the report and the verdict; and
+ * at a failure, the stacks of the ranks still running and silent, and the likely cause. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ int32_t hangwatch_progress(void *arg, int from, int32_t age_ms) {
 
 static void hang_work_cb(uv_work_t *w) {
   sup_t *s = w->data;
-  s->hang_text = hang_collect(s->hang_pid, HANG_COLLECT_S);
+  s->hang_text = hang_collect(s->hang_pid, s->hang_budget);
 }
 
 static void hang_after_cb(uv_work_t *w, int status) {
@@ -52,9 +53,10 @@ static void hang_after_cb(uv_work_t *w, int status) {
 }
 
 /* Every rank, on CTL_HANG: collect the program's stacks off the loop, then send them to rank 0. */
-void hangwatch_collect(sup_t *s) {
+void hangwatch_collect(sup_t *s, double budget_s) {
   if (s->hang_collecting) return;
   s->hang_collecting = 1;
+  s->hang_budget = budget_s > 0 && budget_s < HANG_COLLECT_S ? budget_s : HANG_COLLECT_S;
   s->hang_pid = s->running && !s->exited ? (int)s->pid : 0;
   s->hang_work.data = s;
   LOG_INFO(SUP, "hang: collecting the stacks of the program (pid %d)", s->hang_pid);
@@ -66,7 +68,7 @@ void hangwatch_collect(sup_t *s) {
 
 /* Rank 0: a rank's stacks arrived. */
 void hangwatch_take(sup_t *s, int src, const char *data, size_t len) {
-  if (!s->hang_active || !s->hang_texts || src < 0 || src >= s->job->size || s->hang_texts[src]) return;
+  if ((!s->hang_active && !s->silent_active) || !s->hang_texts || src < 0 || src >= s->job->size || s->hang_texts[src]) return;
   char *t = malloc(len + 1);
   if (!t) return;
   memcpy(t, data, len);
@@ -83,6 +85,59 @@ void hangwatch_free(sup_t *s) {
   s->hang_got = 0;
 }
 
+/* Rank 0: seconds since the rank's program last made progress, as its liveness frames say. */
+static double silence_of(sup_t *s, int r, double nows, double floor_s) {
+  double last;
+  if (r == 0) last = nows - prog_age(s->o->progress);
+  else last = (double)__atomic_load_n(&s->peer_prog[r], __ATOMIC_RELAXED) / 1e9;
+  return nows - GPL_MAX(last, floor_s); /* no progress before the program started is none */
+}
+
+double hangwatch_silence(void *arg, int rank) {
+  sup_t *s = arg;
+  if (!s->live || !s->peer_prog || !s->o->progress || rank < 0 || rank >= s->job->size) return -1;
+  return silence_of(s, rank, (double)util_now_ns() / 1e9, s->attempt_t0);
+}
+
+/* Rank 0, the coordinator's COORD_COLLECT: every rank takes its program's stacks (the hang
+ * watchdog's collection, the hang's own wins). */
+void hangwatch_silent_start(sup_t *s, const ctl_msg_t *m) {
+  if (s->hang_active || s->silent_active) {
+    coord_silent_found(&s->co, -1, "", 0, "", util_now(), &s->acts);
+    return;
+  }
+  hangwatch_free(s);
+  s->silent_active = 1;
+  ctl_broadcast(&s->ctl, m);
+}
+
+/* Rank 0: the silent ranks' stacks are in (or the coordinator's wait is over): the likely cause. */
+static void silent_finish(sup_t *s) {
+  int size = s->job->size, who = -1;
+  char func[256] = "";
+  hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
+  int *cand = calloc((size_t)size, sizeof *cand);
+  if (hr && cand) {
+    for (int r = 0; r < size; r++) {
+      hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->co.silent[r]};
+      cand[r] = s->co.silent[r] > 0;
+    }
+    /* a peer's collective that timed out (gloo: "Timed out waiting", NCCL's watchdog: "timeout") */
+    const char *tail = s->co.cause.tail;
+    int timed_out = strcasestr(tail, "timed out") != NULL || strcasestr(tail, "timeout") != NULL;
+    who = hang_silent_pick(hr, size, cand, timed_out, func, sizeof func);
+  }
+  LOG_INFO(SUP, "the silent ranks' stacks: %d of %d in; likely cause: %s%d", s->hang_got, size,
+           who < 0 ? "none " : "rank ", who);
+  free(hr);
+  free(cand);
+  hangwatch_free(s);
+  s->silent_active = 0;
+  coord_silent_found(&s->co, who, who >= 0 ? s->job->hosts[who] : "", who >= 0 ? s->co.silent[who] : 0,
+                     func, util_now(), &s->acts);
+  sup_coord_do(s);
+}
+
 /* Rank 0: a rank without progress for hang_timeout declares the hang; every rank collects. */
 static void hang_check(sup_t *s) {
   if (s->hang_timeout <= 0 || s->hang_active || !coord_quiet(&s->co) || !s->running || s->exited)
@@ -93,11 +148,7 @@ static void hang_check(sup_t *s) {
   int nsilent = 0, first = -1;
   double longest = 0;
   for (int r = 0; r < size; r++) {
-    double last;
-    if (r == 0) last = nows - prog_age(s->o->progress);
-    else last = (double)__atomic_load_n(&s->peer_prog[r], __ATOMIC_RELAXED) / 1e9;
-    last = GPL_MAX(last, floor_s);
-    s->hang_silent[r] = nows - last;
+    s->hang_silent[r] = silence_of(s, r, nows, floor_s);
     if (s->hang_silent[r] >= s->hang_timeout) {
       nsilent++;
       if (first < 0 || s->hang_silent[r] > longest) first = r;
@@ -162,6 +213,11 @@ static void hang_finish(sup_t *s) {
 }
 
 void hangwatch_poll(sup_t *s) {
+  if (s->silent_active) {
+    /* before the coordinator's own bound (coord_tick runs after this) */
+    if (s->hang_got >= s->job->size || !s->co.collecting || util_now() >= s->co.collect_until) silent_finish(s);
+    return;
+  }
   if (!s->hang_active) hang_check(s);
   else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) hang_finish(s);
 }

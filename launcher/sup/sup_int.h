@@ -83,8 +83,10 @@ typedef struct sup_s {
   uint64_t *peer_prog;  /* rank 0: util_now_ns() of each rank's last progress (__atomic) */
   uv_work_t hang_work;  /* this rank's stack collection */
   int hang_collecting, hang_pid;
+  double hang_budget;   /* seconds for this collection */
   char *hang_text;
   int hang_active;      /* rank 0: a hang was declared, stacks are coming in */
+  int silent_active;    /* rank 0: after a failure, the stacks of silent ranks are coming in */
   double hang_t0, hang_rearm;
   char **hang_texts;    /* rank 0: each rank's stacks */
   double *hang_silent;  /* rank 0: each rank's silence when the hang was declared */
@@ -128,10 +130,14 @@ void signals_deliver_at(sup_t *s, int sig, double grace, double at);
 
 /* sup/hangwatch.c: the hang watchdog's glue (launcher/hang/). */
 int32_t hangwatch_progress(void *arg, int from, int32_t age_ms);
-void hangwatch_collect(sup_t *s);   /* every rank, on CTL_HANG */
+void hangwatch_collect(sup_t *s, double budget_s); /* every rank, on CTL_HANG (0: the hang's) */
 void hangwatch_take(sup_t *s, int src, const char *data, size_t len);
 void hangwatch_poll(sup_t *s);      /* rank 0: declare a hang, or finish one */
 void hangwatch_free(sup_t *s);
+/* Rank 0, the coordinator's: seconds since the rank's last progress (-1: unknown), and its
+ * COORD_COLLECT (the stacks of the ranks still running after a failure). */
+double hangwatch_silence(void *arg, int rank);
+void hangwatch_silent_start(sup_t *s, const ctl_msg_t *m);
 
 /* sup/lost.c: a rank's supervisor or host was lost (launcher/live/liveness.c). */
 void lost_on_live(uv_async_t *a);

@@ -58,6 +58,9 @@ void sup_coord_do(sup_t *s) {
         slurm_end_query_start(&s->loop, COORD_QUERY_S);
         co_slurm(s); /* outside Slurm, or an answer at once: appended, carried out below */
         break;
+      case COORD_COLLECT:
+        hangwatch_silent_start(s, &a->msg); /* its answer is appended, carried out below */
+        break;
       case COORD_ABORT:
         fflush(stderr);
         outq_stop(s->q, 1.0); /* what is queued goes out before the abort */
@@ -106,7 +109,7 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
       else child_spawn(s);
       break;
     case CTL_HANG:
-      hangwatch_collect(s);
+      hangwatch_collect(s, m->grace);
       break;
     case CTL_EXIT:
       s->done = 1;
@@ -179,6 +182,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   s->front.fd = -1;
   memset(res, 0, sizeof *res);
   res->failed_rank = -1;
+  res->silent_rank = -1;
   s->o = o;
   s->job = o->job;
   s->t0 = util_now();
@@ -220,7 +224,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   if (o->job->rank == 0) {
     coord_opts_t co = {.size = o->job->size, .restarts = o->restarts, .grace = o->grace,
                        .stop_timeout = o->stop_timeout, .preempt_signal = o->preempt_signal,
-                       .rank_name = mpix_rank_name};
+                       .rank_name = mpix_rank_name, .silence = hangwatch_silence, .silence_arg = s};
     if (coord_init(&s->co, &co) < 0) {
       rc = GPL_ENOMEM;
       goto fail_loop;
@@ -255,7 +259,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
          * timeout) is not a hung supervisor; one blocked longer is. */
         .stall_s = o->job->timeout + o->liveness_timeout, .grace_s = o->stop_timeout + 5.0,
         .notify = lost_wake, .arg = &s->live_async,
-        .progress = o->hang_timeout > 0 ? hangwatch_progress : NULL, .progress_arg = s};
+        /* progress ages always: the hang watchdog's, and the silent ranks at a failure */
+        .progress = o->progress ? hangwatch_progress : NULL, .progress_arg = s};
     CHECKGOTO(live_start(&s->live, o->job, &lo), rc, fail_loop);
   }
   /* The watchdog hears the other ranks' progress through the liveness frames. */
@@ -307,6 +312,14 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     res->signo = s->exit_msg.signo;
     util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
     coord_describe(&s->exit_msg, res->root_cause, sizeof res->root_cause);
+    size_t rn = strlen(res->root_cause); /* rank 0: the silent rank that was the likely cause */
+    if (s->co.silent_note[0] && rn < sizeof res->root_cause)
+      snprintf(res->root_cause + rn, sizeof res->root_cause - rn, "; %s", s->co.silent_note);
+    if (s->co.silent_note[0]) {
+      res->silent_rank = s->co.silent_rank;
+      res->silent_s = s->co.silent_for;
+      util_strlcpy(res->silent_func, s->co.silent_func, sizeof res->silent_func);
+    }
   } else if (res->preempted) {
     snprintf(res->root_cause, sizeof res->root_cause, "preempted (SIGTERM)");
   } else if (res->interrupted) {

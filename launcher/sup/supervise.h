@@ -74,6 +74,10 @@ typedef struct sup_result_s {
   char hang_report[512];/* rank 0: the last hang report written (text; .json beside it), or "" */
   char failed_host[64];
   char root_cause[1024];/* one line, also printed by rank 0 */
+  int silent_rank;      /* rank 0: the rank still running and silent at the failure that was its
+                         * likely cause (-1: none), silent that long, in that function */
+  double silent_s;
+  char silent_func[256];
   double seconds;       /* wall time of the supervision */
 } sup_result_t;
 

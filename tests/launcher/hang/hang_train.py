@@ -11,8 +11,11 @@ MASTER_PORT from the environment as torchrun sets them) for the hang watchdog's 
   --step-seconds S     every step takes S seconds (a long but healthy step) ...
   --tick-seconds T     ... printing a line every T seconds while it works (0: silent)
   --heartbeat          touch $GPULAUNCH_HEARTBEAT_FILE every tick instead of printing
+  --timeout-seconds S  the process group's timeout (gloo's collectives fail after it; default
+                       torch's own)
 """
 import argparse
+import datetime
 import os
 import sys
 import time
@@ -51,8 +54,10 @@ def main():
     p.add_argument("--step-seconds", type=float, default=0.0)
     p.add_argument("--tick-seconds", type=float, default=0.0)
     p.add_argument("--heartbeat", action="store_true")
+    p.add_argument("--timeout-seconds", type=float, default=0)
     a = p.parse_args()
-    dist.init_process_group("gloo", init_method="env://")
+    kw = {"timeout": datetime.timedelta(seconds=a.timeout_seconds)} if a.timeout_seconds > 0 else {}
+    dist.init_process_group("gloo", init_method="env://", **kw)
     rank = dist.get_rank()
     t = torch.ones(1000)
     for step in range(a.steps):

@@ -154,10 +154,51 @@ static void test_step_regex(void **st) {
   prog_free(p);
 }
 
+/* Issue 29: at a failure, the silent rank still running that is the likely cause. */
+static void test_silent_pick(void **st) {
+  (void)st;
+  char f[256];
+  /* rank 0 failed (no stack); 1 and 3 wait in the collective, 2 is in its data loader */
+  hang_rank_t r[4] = {
+      {0, "h0", "@@none the program is not running\n", 1},
+      {1, "h0", text_of(11, "poll;proxy_run;gpl_barrier;train;main"), 16},
+      {2, "h1", text_of(12, "__GI___clock_nanosleep;nanosleep;nap;stuck_in_data_loader;next_batch;train;main"), 16.5},
+      {3, "h1", text_of(13, "poll;proxy_run;gpl_barrier;train;main"), 16},
+  };
+  int cand[4] = {0, 1, 1, 1};
+  assert_int_equal(hang_silent_pick(r, 4, cand, 0, f, sizeof f), 2);
+  assert_string_equal(f, "next_batch > stuck_in_data_loader > nap");
+  /* only rank 2 is still running (Python: its own frames only) */
+  hang_rank_t py[3] = {{0, "h0", NULL, 1}, {1, "h0", NULL, 1},
+                       {2, "h1", text_of(12, "stuck_in_data_loader;main;<module>"), 16}};
+  int c1[3] = {0, 0, 1};
+  assert_int_equal(hang_silent_pick(py, 3, c1, 1, f, sizeof f), 2);
+  assert_string_equal(f, "stuck_in_data_loader");
+  /* ... when the failure was a timeout: else it may be busy on its own (an evaluation) */
+  assert_int_equal(hang_silent_pick(py, 3, c1, 0, f, sizeof f), -1);
+  /* ... stuck in a queue's wait too; but one in a collective is no cause; nor are ranks all alike */
+  py[2].text = text_of(12, "Condition.wait;Queue.get;next_batch;main;<module>");
+  assert_int_equal(hang_silent_pick(py, 3, c1, 1, f, sizeof f), 2);
+  assert_string_equal(f, "next_batch");
+  py[2].text = text_of(12, "all_reduce;main;<module>");
+  assert_int_equal(hang_silent_pick(py, 3, c1, 1, f, sizeof f), -1);
+  r[2].text = r[1].text;
+  assert_int_equal(hang_silent_pick(r, 4, cand, 0, f, sizeof f), -1);
+  /* a silent rank whose stack could not be read, the others waiting: named without a function */
+  r[2].text = "@@pid 12\n@@tool none\n@@frames \n";
+  assert_int_equal(hang_silent_pick(r, 4, cand, 0, f, sizeof f), 2);
+  assert_string_equal(f, "");
+  /* a busy rank not silent is never named, odd or not */
+  r[2].text = text_of(12, "compute;train;main");
+  cand[2] = 0;
+  assert_int_equal(hang_silent_pick(r, 4, cand, 0, f, sizeof f), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_majority),  cmocka_unit_test(test_noise_inside_wait), cmocka_unit_test(test_two_and_alike),
       cmocka_unit_test(test_garbage),   cmocka_unit_test(test_straggler),          cmocka_unit_test(test_step_regex),
+      cmocka_unit_test(test_silent_pick),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,7 +23,10 @@ static const char *rank_name(int r, char *buf, size_t len) {
 typedef struct fx_s {
   coord_t co;
   coord_acts_t a;
+  double silence[8]; /* each rank's seconds without progress, as the glue would say */
 } fx_t;
+
+static double silence(void *arg, int rank) { return ((fx_t *)arg)->silence[rank]; }
 
 /* The test's coordinator, freed by fx_free after the test (its teardown, also on failure). */
 static fx_t *fx_new(void **state, int size, int restarts) {
@@ -437,6 +440,153 @@ static void test_failure_dead_supervisor(void **state) {
   assert_int_equal(f->a.v[f->a.n - 1].code, 9);
 }
 
+/* ---- silent ranks at a failure (issue 29) ---- */
+
+/* The coordinator of a job whose ranks' silences the test sets (all 0.5 s at first). */
+static fx_t *fx_silent(void **state, int size) {
+  fx_t *f = fx_new(state, size, 0);
+  coord_free(&f->co);
+  coord_opts_t o = {.size = size, .grace = 10, .stop_timeout = 5, .preempt_signal = SIGUSR1,
+                    .rank_name = rank_name, .silence = silence, .silence_arg = f};
+  assert_int_equal(coord_init(&f->co, &o), 0);
+  for (int r = 0; r < size; r++) f->silence[r] = 0.5;
+  return f;
+}
+
+static void stop_others(fx_t *f, int failed, double t) {
+  for (int r = 0; r < f->co.o.size; r++)
+    if (r != failed) stopped_ev(f, r, t);
+}
+
+/* The others report the stop: the job ends with the failure's lines of before, nobody named. */
+static void ends_plain(fx_t *f, int failed, int status, double t) {
+  char want[512];
+  int n = f->co.o.size - 1;
+  snprintf(want, sizeof want, "gpulaunch: rank %d (host n1) exited with status %d\n"
+           "gpulaunch: job failed after 1 attempt (exit status %d); the other %d rank%s stopped\n",
+           failed, status, status, n, n == 1 ? " was" : "s were");
+  stop_others(f, failed, t);
+  ends(f, want, status);
+}
+
+/* Rank 0 times out waiting for rank 2, which sleeps silent in its data loader: its stacks are
+ * taken before the stop, and it is named beside the failure. */
+static void test_silent_named(void **state) {
+  fx_t *f = fx_silent(state, 4);
+  f->silence[1] = f->silence[3] = 16; /* waiting in the collective, as silent as rank 2 */
+  f->silence[2] = 16.2;
+  f->silence[0] = 16; /* its beats are late: its failure is its news */
+  exit_ev(f, 0, 1, 100.0);
+  coord_tick(&f->co, 101.0, &f->a); /* the settle: stacks asked for, nobody stopped yet */
+  assert_int_equal(count(&f->a, COORD_COLLECT), 1);
+  assert_int_equal(f->a.v[f->a.n - 1].msg.type, CTL_HANG);
+  assert_true(f->a.v[f->a.n - 1].msg.grace > 0 && f->a.v[f->a.n - 1].msg.grace < COORD_SILENT_WAIT_S);
+  assert_int_equal(count(&f->a, COORD_SEND), 0);
+  assert_string_equal(texts(&f->a, COORD_INFO), "3 ranks still running made no progress for 5 s or more, the "
+                      "longest rank 2 (host n1) (16 s): taking their stacks before stopping every rank (6 s at most)");
+  for (int r = 1; r < 4; r++) assert_true(f->co.silent[r] > 0);
+  assert_true(f->co.silent[0] == 0);
+  clear(f);
+  coord_tick(&f->co, 102.0, &f->a);
+  nothing(f);
+  coord_silent_found(&f->co, 2, HOST, 16.2, "stuck_in_data_loader", 102.5, &f->a);
+  sent(&f->a, CTL_STOP);
+  clear(f);
+  coord_tick(&f->co, 110.0, &f->a); /* the collection's bound is no stop again */
+  nothing(f);
+  stop_others(f, 0, 103);
+  ends(f,
+       "gpulaunch: rank 0 (host n1) exited with status 1; rank 2 (host n1) was still running, silent for 16 s, "
+       "in stuck_in_data_loader: the likely cause\n"
+       "gpulaunch: job failed after 1 attempt (exit status 1); the other 3 ranks were stopped\n", 1);
+}
+
+/* Nobody silent (every rank busy, or as silent as the one that failed): the stop at the settle
+ * as before, no stacks, the same lines. */
+static void test_silent_nobody(void **state) {
+  fx_t *f = fx_silent(state, 4);
+  exit_ev(f, 1, 3, 50.0);
+  coord_tick(&f->co, 51.0, &f->a);
+  sent(&f->a, CTL_STOP);
+  assert_int_equal(count(&f->a, COORD_COLLECT), 0);
+  clear(f);
+  ends_plain(f, 1, 3, 51.5);
+  /* A silent crash (no line for 30 s, as long as the others waiting for it): nobody stands out. */
+  fx_free(state);
+  f = fx_silent(state, 3);
+  f->silence[0] = f->silence[1] = f->silence[2] = 30;
+  send_ev(f, ev(CTL_EV_EXIT, 1, 0, 0, SIGSEGV, 0, 5.0, NULL), 20.0);
+  f->co.down_at[1] = -10; /* as far back as its last line: its end said nothing new */
+  coord_tick(&f->co, 21.0, &f->a);
+  sent(&f->a, CTL_STOP);
+  assert_int_equal(count(&f->a, COORD_COLLECT), 0);
+}
+
+/* The stacks never come: every rank is stopped at the bound, the failure's line unchanged. */
+static void test_silent_timeout(void **state) {
+  fx_t *f = fx_silent(state, 3);
+  f->silence[2] = 40;
+  exit_ev(f, 1, 1, 10.0);
+  coord_tick(&f->co, 11.0, &f->a);
+  assert_int_equal(count(&f->a, COORD_COLLECT), 1);
+  clear(f);
+  coord_tick(&f->co, 11.0 + COORD_SILENT_WAIT_S - 0.01, &f->a);
+  nothing(f);
+  coord_tick(&f->co, 11.0 + COORD_SILENT_WAIT_S, &f->a);
+  sent(&f->a, CTL_STOP);
+  clear(f);
+  coord_silent_found(&f->co, 2, HOST, 40, "late", 17.5, &f->a); /* too late: nothing */
+  nothing(f);
+  ends_plain(f, 1, 1, 18);
+  /* ... nor when the stacks name nobody (every silent rank waits for a peer). */
+  fx_free(state);
+  f = fx_silent(state, 3);
+  f->silence[0] = f->silence[2] = 9;
+  exit_ev(f, 1, 1, 10.0);
+  coord_tick(&f->co, 11.0, &f->a);
+  clear(f);
+  coord_silent_found(&f->co, -1, "", 0, "", 12.0, &f->a);
+  sent(&f->a, CTL_STOP);
+  clear(f);
+  ends_plain(f, 1, 1, 12.5);
+}
+
+/* A signal while the stacks are taken stops everyone at once; a rank that ends meanwhile and the
+ * restart that follows carry on as before. */
+static void test_silent_signal_and_restart(void **state) {
+  fx_t *f = fx_silent(state, 2);
+  f->silence[1] = 20;
+  exit_ev(f, 0, 1, 10.0);
+  coord_tick(&f->co, 11.0, &f->a);
+  clear(f);
+  signal_ev(f, 1, SIGTERM, 0, 11.5);
+  sent(&f->a, CTL_STOP);
+  clear(f);
+  /* restarts: the note goes with the restart's line, then is forgotten */
+  fx_free(state);
+  f = fx_silent(state, 2);
+  f->co.o.restarts = 1;
+  f->silence[1] = 20;
+  exit_ev(f, 0, 1, 10.0);
+  coord_tick(&f->co, 11.0, &f->a);
+  clear(f);
+  coord_silent_found(&f->co, 1, HOST, 20, "f", 12.0, &f->a);
+  clear(f);
+  stopped_ev(f, 1, 12.5);
+  assert_string_equal(texts(&f->a, COORD_PRINT), "gpulaunch: rank 0 (host n1) exited with status 1; rank 1 (host "
+                      "n1) was still running, silent for 20 s, in f: the likely cause; restarting all 2 ranks "
+                      "(restart 1 of 1)\n");
+  sent(&f->a, CTL_START);
+  clear(f);
+  f->silence[1] = 0.5;
+  exit_ev(f, 1, 2, 30.0);
+  coord_tick(&f->co, 31.0, &f->a);
+  clear(f);
+  stopped_ev(f, 0, 31.5);
+  assert_string_equal(texts(&f->a, COORD_PRINT), "gpulaunch: rank 1 (host n1) exited with status 2\n"
+                      "gpulaunch: job failed after 2 attempts (exit status 2); the other 1 rank was stopped\n");
+}
+
 /* ---- the root cause's words ---- */
 
 static void test_describe(void **state) {
@@ -472,6 +622,10 @@ int main(void) {
       cmocka_unit_test_teardown(test_signal_after_failure, fx_free),
       cmocka_unit_test_teardown(test_preempted_dead_supervisor, fx_free),
       cmocka_unit_test_teardown(test_failure_dead_supervisor, fx_free),
+      cmocka_unit_test_teardown(test_silent_named, fx_free),
+      cmocka_unit_test_teardown(test_silent_nobody, fx_free),
+      cmocka_unit_test_teardown(test_silent_timeout, fx_free),
+      cmocka_unit_test_teardown(test_silent_signal_and_restart, fx_free),
       cmocka_unit_test(test_describe),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
