@@ -22,6 +22,7 @@
 #   torch     a Python with PyTorch's torch.distributed (/usr/bin/python3 or python3)
 #   pyspy     py-spy on PATH (scripts/install-deps.sh installs it from PyPI)
 #   gdb       gdb on PATH (native stacks of a hung program)
+#   eustack   eu-stack on PATH (elfutils: native stacks sampled for the straggler view)
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
 #             scontrol, mpi_pmix.so)
@@ -100,6 +101,7 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       return 1 ;;
     pyspy) command -v py-spy >/dev/null || { why="no py-spy (scripts/install-deps.sh installs it)"; return 1; } ;;
     gdb) command -v gdb >/dev/null || { why="no gdb"; return 1; } ;;
+    eustack) command -v eu-stack >/dev/null || { why="no eu-stack (elfutils)"; return 1; } ;;
     slurm)
       probe_netns || return 1
       local t
