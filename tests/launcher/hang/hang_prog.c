@@ -48,7 +48,9 @@ __attribute__((noinline)) static double slow_transform(double ms) { return spin(
 
 static int straggle(gpl_comm_t *c, int who, int ms, int steps) {
   int rank = gpl_comm_rank(c);
+  struct timespec t0 = {0, 0}, t1;
   for (int step = 0; step < steps; step++) {
+    if (step == steps / 10) clock_gettime(CLOCK_MONOTONIC, &t0);
     double v = shared_work();
     if (rank == who) v += slow_transform(ms);
     float in = (float)(v > 0), out = 0;
@@ -56,7 +58,10 @@ static int straggle(gpl_comm_t *c, int who, int ms, int steps) {
     if (rank == 0 && step % 10 == 0) printf("step %d\n", step);
     fflush(stdout);
   }
-  if (rank == 0) printf("done\n");
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rank == 0)
+    printf("mean step %.3f ms\ndone\n", ((double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+           (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) / (steps - steps / 10));
   gpl_finalize(c);
   return 0;
 }

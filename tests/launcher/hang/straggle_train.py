@@ -56,7 +56,10 @@ def main():
     dist.init_process_group("gloo", init_method="env://")
     rank = dist.get_rank()
     grad = torch.zeros(1024)
+    t_first = None
     for step in range(a.steps):
+        if step == min(20, a.steps // 4):
+            t_first = (time.perf_counter(), step)
         forward_backward(a.work_ms)
         if rank == a.slow_rank:
             slow_augment(a.slow_ms)
@@ -67,6 +70,9 @@ def main():
             if rank == 0:
                 save_checkpoint(a.ckpt_s)
             dist.barrier()
+    if rank == 0 and t_first:
+        ms = (time.perf_counter() - t_first[0]) * 1000 / (a.steps - t_first[1])
+        print(f"mean step {ms:.3f} ms", flush=True)
     dist.destroy_process_group()
 
 

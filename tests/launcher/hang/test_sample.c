@@ -97,39 +97,34 @@ static void test_straggler(void **st) {
   assert_string_equal(v.wait_func, "gpl_allreduce");
 }
 
+/* The straggler named among 4 ranks of n samples each, rank i waiting nwait[i] of them (rank 1
+ * working in py_work, the others in forward_backward); -1: none. */
+static int judge4(int n, int w0, int w1, int w2, int w3) {
+  const char *fb = "forward_backward\t/home/u/train.py\nmain\t/home/u/train.py\n";
+  int nwait[4] = {w0, w1, w2, w3};
+  sample_report_t r[4];
+  sample_verdict_t v;
+  for (int i = 0; i < 4; i++) fill(&r[i], n, nwait[i], py_wait, i == 1 ? py_work : fb);
+  sample_judge(r, 4, &v);
+  return v.rank;
+}
+
 /* Balanced jobs are never flagged: alike ranks, a compute-bound job, too few samples. */
 static void test_balanced(void **st) {
   (void)st;
-  sample_report_t r[4];
-  sample_verdict_t v;
-  const char *fb = "forward_backward\t/home/u/train.py\nmain\t/home/u/train.py\n";
-  for (int i = 0; i < 4; i++) fill(&r[i], 32, 18 + 2 * i, py_wait, fb);
-  sample_judge(r, 4, &v);
-  assert_int_equal(v.rank, -1);
+  assert_int_equal(judge4(32, 18, 20, 22, 24), -1);
   /* compute-bound: nobody waits much, even if one rank waits less */
-  fill(&r[0], 32, 12, py_wait, fb);
-  fill(&r[1], 32, 1, py_wait, fb);
-  fill(&r[2], 32, 12, py_wait, fb);
-  fill(&r[3], 32, 13, py_wait, fb);
-  sample_judge(r, 4, &v);
-  assert_int_equal(v.rank, -1);
+  assert_int_equal(judge4(32, 12, 1, 12, 13), -1);
   /* a short job: 8 samples need a wider gap */
-  fill(&r[0], 8, 5, py_wait, fb);
-  fill(&r[1], 8, 2, py_wait, py_work);
-  fill(&r[2], 8, 5, py_wait, fb);
-  fill(&r[3], 8, 6, py_wait, fb);
-  sample_judge(r, 4, &v);
-  assert_int_equal(v.rank, -1);
-  fill(&r[1], 8, 0, py_wait, py_work);
-  fill(&r[0], 8, 7, py_wait, fb);
-  sample_judge(r, 4, &v);
-  assert_int_equal(v.rank, 1);
-  /* fewer than SAMPLE_FEW: no judgement; one rank alone: none */
-  for (int i = 0; i < 4; i++) fill(&r[i], 5, i ? 5 : 0, py_wait, py_work);
-  sample_judge(r, 4, &v);
-  assert_int_equal(v.rank, -1);
-  fill(&r[0], 32, 0, py_wait, py_work);
-  sample_judge(r, 1, &v);
+  assert_int_equal(judge4(8, 5, 2, 5, 6), -1);
+  assert_int_equal(judge4(8, 7, 0, 5, 6), 1);
+  /* fewer than SAMPLE_FEW: no judgement */
+  assert_int_equal(judge4(5, 5, 0, 5, 5), -1);
+  /* one rank alone: none */
+  sample_report_t r;
+  sample_verdict_t v;
+  fill(&r, 32, 0, py_wait, py_work);
+  sample_judge(&r, 1, &v);
   assert_int_equal(v.rank, -1);
 }
 
