@@ -15,7 +15,7 @@
 #define OTHERS_MIN 0.5   /* the others' median waiting share is at least this */
 #define SELF_FRAC 0.5    /* and the straggler's at most this fraction of it */
 #define GAP_MIN 0.3      /* and at least this much below it */
-/* A short job (SAMPLE_FEW to SAMPLE_MIN samples) is judged with a wider gap (sd ~ 0.16 at n = 8). */
+/* A short job (SAMPLE_FEW to SAMPLE_MIN samples) is judged with a wider gap (sd ~ 0.14 at n = 12). */
 #define FEW_SELF_FRAC 0.34
 #define FEW_GAP_MIN 0.45
 #define NEAR_BEST 0.15   /* functions whose over-representation is this close to the best's */
@@ -23,7 +23,9 @@
 /* The waiting table: a frame whose function contains one of these names (any case) is a wait in
  * a collective, a barrier or a synchronisation; so is any frame of torch.distributed. With NCCL
  * the collectives return at once and the wait shows in the synchronisations (cudaStreamSynchronize,
- * torch.cuda.synchronize, ncclCommGetAsyncError polling). */
+ * torch.cuda.synchronize, ncclCommGetAsyncError polling). DistributedDataParallel all-reduces the
+ * gradients inside backward() (torch/autograd/), where a Python stack shows its wait: backward is
+ * a wait too (every rank spends the same share computing there, so it weighs alike on all). */
 static const char *const wait_names[] = {
     "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "reducescatter",
     "all_to_all", "alltoall", "broadcast", "barrier", "synchronize", "ncclGroupEnd",
@@ -31,7 +33,20 @@ static const char *const wait_names[] = {
     "MPI_Allreduce", "MPI_Bcast", "MPI_Allgather", "MPI_Test", "wait_all", "_wait_for_work",
 };
 static const char *const wait_wheres[] = {"torch/distributed/", "torch/cuda/streams", "/libgloo",
-                                          "/libnccl", "/libmpi"};
+                                          "/libnccl", "/libmpi", "torch/autograd/"};
+
+/* Start-up, not training: importing modules and the process group's rendezvous. A rank that
+ * imports slower than the others while they wait in the rendezvous is no straggler of the
+ * training; such samples are not counted. */
+static const char *const startup_names[] = {"init_process_group", "rendezvous", "_store_based_barrier",
+                                            "_new_group_with_tag"};
+static const char *const startup_wheres[] = {"<frozen importlib"};
+
+static int in_table(const char *s, const char *const *t, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strstr(s, t[i])) return 1;
+  return 0;
+}
 
 /* Library code: a frame there is not "where the program's time goes" itself. */
 static const char *const lib_wheres[] = {"/site-packages/", "/dist-packages/", "/lib/python",
@@ -55,7 +70,7 @@ static int is_lib(const char *func, const char *where) {
 }
 
 int sample_classify(const char *stack, sample_t *out) {
-  char first[SAMPLE_NAME] = "", waitf[SAMPLE_NAME] = "";
+  char first[SAMPLE_NAME] = "", waitf[SAMPLE_NAME] = "", waitw[SAMPLE_NAME] = "";
   int any = 0;
   memset(out, 0, sizeof *out);
   for (const char *p = stack; p && *p;) {
@@ -70,14 +85,17 @@ int sample_classify(const char *stack, sample_t *out) {
     if (where) *where++ = 0;
     else where = line + n;
     if (!*line) continue;
+    if (in_table(line, startup_names, sizeof startup_names / sizeof *startup_names) ||
+        in_table(where, startup_wheres, sizeof startup_wheres / sizeof *startup_wheres))
+      return SAMPLE_STARTUP;
     if (!any) util_strlcpy(first, line, sizeof first);
     any = 1;
     if (sample_is_wait(line, where)) {
       out->wait = 1;
       /* the outermost matching name: the call the program made (all_reduce), not its insides */
-      for (size_t i = 0; i < sizeof wait_names / sizeof *wait_names; i++)
-        if (strcasestr(line, wait_names[i])) util_strlcpy(waitf, line, sizeof waitf);
-      if (!*waitf) util_strlcpy(waitf, line, sizeof waitf);
+      int named = 0;
+      for (size_t i = 0; i < sizeof wait_names / sizeof *wait_names; i++) named |= strcasestr(line, wait_names[i]) != NULL;
+      util_strlcpy(named ? waitf : waitw, line, SAMPLE_NAME);
     } else if (out->nf < SAMPLE_DEPTH && !is_lib(line, where)) {
       int dup = 0;
       for (int i = 0; i < out->nf; i++) dup |= strcmp(out->f[i], line) == 0;
@@ -86,7 +104,7 @@ int sample_classify(const char *stack, sample_t *out) {
   }
   if (!any) return -1;
   if (out->wait) {
-    util_strlcpy(out->f[0], waitf, SAMPLE_NAME);
+    util_strlcpy(out->f[0], *waitf ? waitf : waitw, SAMPLE_NAME);
     out->nf = 1;
   } else if (!out->nf) {
     util_strlcpy(out->f[0], first, SAMPLE_NAME);

@@ -10,7 +10,7 @@
 
 #define SAMPLE_WINDOW 32   /* samples kept per rank: about 40 s at the default interval */
 #define SAMPLE_MIN 20      /* a rank is judged with this many samples in its window */
-#define SAMPLE_FEW 8       /* ... or, in a short job, this many with stricter thresholds */
+#define SAMPLE_FEW 12      /* ... or, in a short job, this many with stricter thresholds */
 #define SAMPLE_TOP 8       /* working functions per report */
 #define SAMPLE_DEPTH 6     /* the program's own frames kept of one working sample */
 #define SAMPLE_NAME 48     /* bytes of a function's name */
@@ -45,7 +45,10 @@ typedef struct sample_window_s {
 
 /* Classify one stack: lines "function\twhere\n", innermost first (where: the Python file or the
  * native module). Returns 1 when waiting (the outermost waiting call, e.g. all_reduce), 0 when
- * working (the program's own frames; the innermost frame where there is none), -1 when empty. */
+ * working (the program's own frames; the innermost frame where there is none), SAMPLE_STARTUP
+ * when it is in the start-up (importing modules, the process group's rendezvous: not counted),
+ * -1 when empty. */
+#define SAMPLE_STARTUP 2
 int sample_classify(const char *stack, sample_t *out);
 
 /* Is this frame (function, where) a wait, by the waiting table? Exposed for the tests. */

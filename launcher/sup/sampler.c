@@ -99,6 +99,8 @@ static void after_cb(uv_work_t *w, int status) {
     LOG_INFO(SUP, "straggler = sample: no tool reads this program's stacks (py-spy for Python, "
              "eu-stack for native code): the step view only");
     m->stopped = 1;
+  } else if (c == SAMPLE_STARTUP) {
+    m->fails = 0;
   } else if (c < 0) {
     if (++m->fails >= MAX_FAILS) {
       LOG_INFO(SUP, "straggler = sample: %s could not read the program's stack %d times in a row "

@@ -42,6 +42,15 @@ static void test_classify(void **st) {
   assert_string_equal(s.f[0], "spin");
   assert_string_equal(s.f[1], "slow_transform");
   assert_int_equal(sample_classify("", &s), -1);
+  /* start-up: imports and the rendezvous are not counted */
+  assert_int_equal(sample_classify("<module>\t" PY "_decomp/__init__.py\n_call_with_frames_removed\t<frozen "
+                                   "importlib._bootstrap>\n<module>\t/home/u/train.py\n", &s), SAMPLE_STARTUP);
+  assert_int_equal(sample_classify("_store_based_barrier\t" PY "distributed/distributed_c10d.py\n"
+                                   "init_process_group\t" PY "distributed/distributed_c10d.py\n", &s), SAMPLE_STARTUP);
+  /* DDP: the gradients' all-reduce waits inside backward() */
+  assert_int_equal(sample_classify("_engine_run_backward\t" PY "autograd/graph.py\nbackward\t" PY
+                                   "autograd/__init__.py\nbackward\t" PY "_tensor.py\nmain\t/home/u/train.py\n", &s), 1);
+  assert_string_equal(s.f[0], "backward");
   /* only library frames: the innermost is named */
   assert_int_equal(sample_classify("__nanosleep\t/usr/lib/libc.so.6\n", &s), 0);
   assert_string_equal(s.f[0], "__nanosleep");
@@ -115,11 +124,11 @@ static void test_balanced(void **st) {
   assert_int_equal(judge4(32, 18, 20, 22, 24), -1);
   /* compute-bound: nobody waits much, even if one rank waits less */
   assert_int_equal(judge4(32, 12, 1, 12, 13), -1);
-  /* a short job: 8 samples need a wider gap */
-  assert_int_equal(judge4(8, 5, 2, 5, 6), -1);
-  assert_int_equal(judge4(8, 7, 0, 5, 6), 1);
+  /* a short job: 12 samples need a wider gap */
+  assert_int_equal(judge4(12, 8, 3, 8, 9), -1);
+  assert_int_equal(judge4(12, 10, 0, 8, 9), 1);
   /* fewer than SAMPLE_FEW: no judgement */
-  assert_int_equal(judge4(5, 5, 0, 5, 5), -1);
+  assert_int_equal(judge4(8, 8, 0, 8, 8), -1);
   /* one rank alone: none */
   sample_report_t r;
   sample_verdict_t v;
