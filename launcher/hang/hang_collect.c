@@ -1,5 +1,6 @@
 /* Hang diagnosis, on every rank: the stacks of the program's processes, with py-spy (Python),
- * gdb or eu-stack (native), and /proc state and wchan of each thread, all within a deadline. */
+ * gdb or eu-stack (native), and /proc state and wchan of each thread, all within a deadline; and
+ * one sample of the program's main-thread stack for the straggler view. */
 #include "launcher/hang/hang.h"
 
 #include <dirent.h>

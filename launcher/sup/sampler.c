@@ -129,6 +129,7 @@ static void on_timer(uv_timer_t *t) {
     m->pid = 0;
     m->taken = 0;
     memset(&m->win, 0, sizeof m->win);
+    if (m->reports) memset(m->reports, 0, (size_t)s->job->size * sizeof *m->reports);
   }
   m->root = (int)s->pid;
   m->busy = 1;

@@ -2,7 +2,8 @@
 # Issue 29, the straggler by stack samples with real PyTorch (gloo) on 4 ranks, unchanged: rank 1
 # spends 80 ms of each step in slow_augment() while the others wait in all_reduce. It is named on
 # stderr within 60 s while the job still runs, then in --summary. The same script with no slow
-# rank, with uneven phases (every rank evaluates, rank 0 saves checkpoints), is never flagged.
+# rank, with uneven phases (every rank evaluates, rank 0 saves checkpoints), is never flagged; the
+# same with a DistributedDataParallel model (the others wait inside backward()).
 source "$(dirname "$0")/../../lib.sh"
 need_torch_python
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/straggle_train.py"
@@ -42,3 +43,16 @@ for i in 1 2 3; do
   assert_eq "$(jq -r .straggler.sample.flagged "$T/b.json")" false "balanced run $i: summary"
 done
 pass "balanced with evaluation and rank 0's checkpoints: never flagged (3 runs)"
+
+# DistributedDataParallel: the gradients are all-reduced inside backward(), where the others wait.
+printf '[job]\ncommand = %s %s --ddp --slow-rank 2 --steps 250\n' "$PY" "$SCRIPT" >"$T/c.conf"
+run_mpi 4 "$GPULAUNCH" --summary "$T/c.json" "$T/c.conf"
+assert_eq "$RC" 0 "exit status (DDP)"
+assert_grep "$T/err" "^gpulaunch: rank 2 \(host $host\) is the straggler: [0-9]+ % of its samples in slow_augment; the other ranks spend [0-9]+ % waiting in backward$" "DDP: rank 2 named"
+assert_nogrep "$T/err" "rank [013] \(host [^)]*\) is the straggler" "DDP: no other rank named"
+pass "DDP: rank 2 named in slow_augment, the others waiting in backward"
+printf '[job]\ncommand = %s %s --ddp --steps 150 --eval-every 50\n' "$PY" "$SCRIPT" >"$T/d.conf"
+run_mpi 4 "$GPULAUNCH" --summary "$T/d.json" "$T/d.conf"
+assert_eq "$RC" 0 "exit status (DDP balanced)"
+assert_nogrep "$T/err" "is the straggler" "DDP balanced"
+pass "DDP balanced with evaluation and checkpoints: not flagged"
