@@ -24,6 +24,8 @@
 #   gdb       gdb on PATH (native stacks of a hung program)
 #   promclient a Python with prometheus_client, the Prometheus text parser (Debian's
 #             python3-prometheus-client, for /usr/bin/python3: scripts/install-deps.sh)
+#   eustack   eu-stack on PATH (elfutils: native stacks sampled for the straggler view)
+#   yama      root, a writable /proc/sys/kernel/yama/ptrace_scope (Yama in the kernel), useradd
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
 #             scontrol, mpi_pmix.so)
@@ -109,6 +111,11 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       done
       why="no Python with prometheus_client"
       return 1 ;;
+    eustack) command -v eu-stack >/dev/null || { why="no eu-stack (elfutils)"; return 1; } ;;
+    yama)
+      [ "$(id -u)" = 0 ] || { why="not root"; return 1; }
+      [ -w /proc/sys/kernel/yama/ptrace_scope ] || { why="no writable kernel.yama.ptrace_scope (no Yama here)"; return 1; }
+      command -v useradd >/dev/null && command -v runuser >/dev/null || { why="no useradd/runuser"; return 1; } ;;
     slurm)
       probe_netns || return 1
       local t

@@ -54,6 +54,12 @@
   X(job, step_regex, STR, "", NULL, 0, 0, \
     "extended regex on the program's output lines whose first group is the step number, e.g. " \
     "step (\\d+); with gpl_progress(comm, step) it feeds the straggler view") \
+  X(job, straggler, ENUM, "sample", "sample|steps|off", 0, 0, \
+    "the straggler view: sample = samples each rank's program stack (py-spy for Python, eu-stack " \
+    "for native code, about every 1.25 s) and names the rank that waits least in collectives while " \
+    "the others wait most, and the function its time goes to, plus the step view; steps = the step " \
+    "view only (step times from step_regex or gpl_progress); off = none. Without a tool that reads " \
+    "the program's stacks, sample is steps") \
   X(job, straggler_fraction, DOUBLE, "0.2", NULL, 0, 1000, \
     "the straggler view names the slowest rank when it reports its steps later than the median " \
     "rank by more than this fraction of the median step time") \

@@ -12,6 +12,15 @@
  * separated) and the tools' raw output. Never NULL unless out of memory. */
 char *hang_collect(int root_pid, double budget_s);
 
+/* One sample of the program's main-thread stack for the straggler view (hang/sample.c), with the
+ * cheapest reader (py-spy dump --nonblocking for Python, eu-stack for native code) within
+ * budget_s: lines "function\twhere\n" (where: the Python file or the native module), innermost
+ * first, appended to out. *pid: the program's pid found below root_pid, kept between calls (0:
+ * find it). Returns the tool used, NULL when there is none for this program (out empty when it
+ * could not read the stack). */
+struct strbuf_s;
+const char *hang_sample(int root_pid, int *pid, double budget_s, struct strbuf_s *out);
+
 /* One rank's part of the report. */
 typedef struct hang_rank_s {
   int rank;

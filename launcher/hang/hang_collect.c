@@ -1,5 +1,6 @@
 /* Hang diagnosis, on every rank: the stacks of the program's processes, with py-spy (Python),
- * gdb or eu-stack (native), and /proc state and wchan of each thread, all within a deadline. */
+ * gdb or eu-stack (native), and /proc state and wchan of each thread, all within a deadline; and
+ * one sample of the program's main-thread stack for the straggler view. */
 #include "launcher/hang/hang.h"
 
 #include <dirent.h>
@@ -217,6 +218,12 @@ static void parse_eustack(const char *text, int pid, strbuf_t *frames) {
   }
 }
 
+static int is_python(const char *exe, const char *comm) {
+  const char *base = strrchr(exe, '/');
+  base = base ? base + 1 : exe;
+  return strncmp(base, "python", 6) == 0 || strncmp(comm, "python", 6) == 0;
+}
+
 static void one_process(int pid, double deadline, strbuf_t *b) {
   char path[64], comm[64], exe[PATH_MAX] = "", st = '?';
   long ppid = 0;
@@ -248,9 +255,7 @@ static void one_process(int pid, double deadline, strbuf_t *b) {
     nt++;
   }
   if (d) closedir(d);
-  const char *base = strrchr(exe, '/');
-  base = base ? base + 1 : exe;
-  int python = strncmp(base, "python", 6) == 0 || strncmp(comm, "python", 6) == 0;
+  int python = is_python(exe, comm);
   char tool[PATH_MAX], pidarg[16];
   snprintf(pidarg, sizeof pidarg, "%d", pid);
   strbuf_t out = STRBUF_INIT, frames = STRBUF_INIT;
@@ -295,18 +300,24 @@ static int wrapper(int pid) {
   return 0;
 }
 
+/* The index in pids of the program itself: the first process that is not a wrapper (0: none). */
+static int pick_program(const int *pids, int n) {
+  for (int i = 0; i < n; i++)
+    if (!wrapper(pids[i])) return i;
+  return 0;
+}
+
 char *hang_collect(int root_pid, double budget_s) {
   strbuf_t b = STRBUF_INIT;
   double deadline = util_now() + budget_s;
-  int pids[MAX_PROCS], n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;
+  int pids[MAX_PROCS] = {0}, n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;
   /* The process compared across ranks is the first one (hang_report.c): the program itself, or,
    * where that is a wrapper (`bash train.sh`), the first process below it that is not. */
-  for (int i = 0; i < n; i++) {
-    if (wrapper(pids[i])) continue;
-    int keep = pids[i];
-    memmove(pids + 1, pids, (size_t)i * sizeof *pids);
+  int i0 = pick_program(pids, n);
+  if (i0 > 0) {
+    int keep = pids[i0];
+    memmove(pids + 1, pids, (size_t)i0 * sizeof *pids);
     pids[0] = keep;
-    break;
   }
   if (n == 0) strbuf_append(&b, "@@none the program is not running\n");
   for (int i = 0; i < n; i++) {
@@ -319,4 +330,89 @@ char *hang_collect(int root_pid, double budget_s) {
     one_process(pids[i], i == 0 ? deadline - 0.1 * (n - 1) : util_now() + left / (n - i), &b);
   }
   return strbuf_take(&b);
+}
+
+/* ---- one sample for the straggler view (hang/sample.c) ---- */
+
+/* py-spy dump: the MainThread's "    func (file:line)" lines as "func\tfile\n". */
+static void sample_pyspy(const char *text, strbuf_t *out) {
+  const char *blk = strstr(text, "\"MainThread\"");
+  if (!blk) blk = strstr(text, "Thread ");
+  const char *p = blk ? strchr(blk, '\n') : NULL;
+  while (p && *++p == ' ') {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " (\n");
+    const char *file = p + n;
+    size_t fl = 0;
+    if (strncmp(file, " (", 2) == 0) {
+      file += 2;
+      fl = strcspn(file, ":)\n");
+    }
+    strbuf_printf(out, "%.*s\t%.*s\n", (int)GPL_MIN(n, 160), p, (int)GPL_MIN(fl, 400), file);
+    p = strchr(p, '\n');
+  }
+}
+
+/* eu-stack -m: "#N  0xADDR func - module" (no func where there is no symbol). */
+static void sample_eustack(const char *text, strbuf_t *out) {
+  const char *blk = strstr(text, "TID ");
+  const char *p = blk ? strchr(blk, '\n') : NULL;
+  while (p && p[1] == '#') {
+    p++;
+    const char *eol = strchr(p, '\n');
+    size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+    char line[600];
+    if (ll >= sizeof line) ll = sizeof line - 1;
+    memcpy(line, p, ll);
+    line[ll] = 0;
+    char *f = line + strcspn(line, " ");
+    f += strspn(f, " ");
+    f += strcspn(f, " "); /* the address */
+    f += strspn(f, " ");
+    char *mod = strstr(f, " - ");
+    const char *module = "";
+    if (strncmp(f, "- ", 2) == 0) {
+      module = f + 2;
+      f = "??";
+    } else if (mod) {
+      *mod = 0;
+      module = mod + 3;
+    }
+    strbuf_printf(out, "%s\t%s\n", *f ? f : "??", module);
+    p = eol;
+  }
+}
+
+const char *hang_sample(int root_pid, int *pid, double budget_s, strbuf_t *out) {
+  double deadline = util_now() + budget_s;
+  if (*pid <= 0 || kill(*pid, 0) < 0) {
+    int pids[MAX_PROCS] = {0}, n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;
+    *pid = n > 0 ? pids[pick_program(pids, n)] : 0;
+  }
+  if (*pid <= 0) return NULL;
+  char path[64], comm[64], exe[PATH_MAX] = "", tool[PATH_MAX], pidarg[16];
+  snprintf(path, sizeof path, "/proc/%d/comm", *pid);
+  read_line(path, comm, sizeof comm);
+  snprintf(path, sizeof path, "/proc/%d/exe", *pid);
+  ssize_t n = readlink(path, exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  snprintf(pidarg, sizeof pidarg, "%d", *pid);
+  strbuf_t raw = STRBUF_INIT;
+  const char *used = NULL;
+  /* The cheapest reader: py-spy does not stop a Python program (--nonblocking); eu-stack stops
+   * one thread of a native one for a few milliseconds. */
+  if (is_python(exe, comm)) {
+    if (find_tool("py-spy", tool, sizeof tool)) {
+      char *argv[] = {tool, "dump", "--nonblocking", "--pid", pidarg, NULL};
+      if (run_capture(argv, deadline, &raw) == 0) sample_pyspy(strbuf_str(&raw), out);
+      used = "py-spy";
+    }
+  } else if (find_tool("eu-stack", tool, sizeof tool)) {
+    char *argv[] = {tool, "-1", "-m", "-n", "64", "-p", pidarg, NULL};
+    run_capture(argv, deadline, &raw); /* 1: some frames could not be unwound, the rest are good */
+    sample_eustack(strbuf_str(&raw), out);
+    used = "eu-stack";
+  }
+  strbuf_free(&raw);
+  return used;
 }

@@ -8,6 +8,7 @@
 
 #include "common/mpix.h"
 #include "common/util.h"
+#include "launcher/hang/sample.h"
 
 #define TAG_STEPS 7301
 
@@ -169,4 +170,27 @@ out:
   free(reqs);
   free(peers);
   return rc;
+}
+
+void strag_sample_summary(const sample_verdict_t *v, char *const *hosts, FILE *f, cJSON *summary) {
+  const char *host = v->rank >= 0 && hosts ? hosts[v->rank] : "?";
+  if (v->rank >= 0 && f) {
+    char line[512];
+    sample_describe(v, host, line, sizeof line);
+    fprintf(f, "gpulaunch: %s\n", line);
+  }
+  if (!summary || v->nranks < 2) return;
+  cJSON *o = cJSON_GetObjectItem(summary, "straggler");
+  if (!o) o = cJSON_AddObjectToObject(summary, "straggler");
+  cJSON *smp = cJSON_AddObjectToObject(o, "sample");
+  cJSON_AddNumberToObject(smp, "ranks_sampled", v->nranks);
+  cJSON_AddBoolToObject(smp, "flagged", v->rank >= 0);
+  cJSON_AddNumberToObject(smp, "others_waiting_fraction", v->wait_others);
+  if (v->rank < 0) return;
+  cJSON_AddNumberToObject(smp, "rank", v->rank);
+  cJSON_AddStringToObject(smp, "host", host);
+  cJSON_AddStringToObject(smp, "function", v->func);
+  cJSON_AddNumberToObject(smp, "function_fraction", v->share);
+  cJSON_AddNumberToObject(smp, "waiting_fraction", v->wait_self);
+  cJSON_AddStringToObject(smp, "others_waiting_in", v->wait_func);
 }

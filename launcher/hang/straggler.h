@@ -30,4 +30,9 @@ void strag_compute(prog_step_t *const *steps, const int *nsteps, int size, strag
 int strag_job_summary(const prog_t *p, MPI_Comm comm, char *const *hosts, double fraction,
                       double timeout_s, FILE *f, cJSON *summary);
 
+/* Rank 0, [job] straggler = sample: the stack samples' verdict (launcher/hang/sample.h) printed
+ * to f once more at the end when a rank was named, and added to summary as straggler.sample. */
+struct sample_verdict_s;
+void strag_sample_summary(const struct sample_verdict_s *v, char *const *hosts, FILE *f, cJSON *summary);
+
 #endif

@@ -262,6 +262,7 @@ int mode_run(launch_t *L) {
   o.hang_timeout = c->job.hang_timeout;
   o.hang_report_only = strcmp(c->job.hang_action, "report") == 0;
   o.hang_dir = hang_dir;
+  o.straggler_sample = strcmp(c->job.straggler, "sample") == 0;
   o.node_addrs = (const char *const *)pl.net.node_addrs;
   /* The cloud's interruption notice, polled by each node's first rank. */
   notice_opts_t no;
@@ -306,9 +307,10 @@ int mode_run(launch_t *L) {
   if (mon && *c->monitor.replay) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
   if (!job->lost) mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
-  if (!job->lost)
+  if (!job->lost && strcmp(c->job.straggler, "off") != 0)
     strag_job_summary(prog, job->world, job->hosts, c->job.straggler_fraction,
                       job->timeout, stderr, L->summary);
+  if (job->rank == 0 && res.sampled) strag_sample_summary(&res.straggler, job->hosts, stderr, L->summary);
 out:
   mon_destroy(mon);
   prog_free(prog);

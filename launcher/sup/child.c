@@ -110,6 +110,7 @@ static void report(sup_t *s) {
     uv_stop(&s->loop);
     return;
   }
+  sampler_flush(s); /* before the event: rank 0 judges the whole run at the end */
   child_send_event(s, s->stop_requested ? CTL_EV_STOPPED : CTL_EV_EXIT, flags);
 }
 

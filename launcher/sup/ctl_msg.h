@@ -50,5 +50,7 @@ enum {
 
 /* ctl_send_output's is_err for a rank's stacks after CTL_HANG (not program output). */
 #define CTL_OUT_STACKS 2
+/* ... and for a rank's stack-sample counts (launcher/hang/sample.h sample_report_t). */
+#define CTL_OUT_SAMPLES 3
 
 #endif

@@ -25,6 +25,10 @@ void forward_take(void *arg, int src, int is_err, const char *data, size_t len) 
     hangwatch_take(s, src, data, len);
     return;
   }
+  if (is_err == CTL_OUT_SAMPLES) {
+    sampler_take(s, src, data, len);
+    return;
+  }
   if (s->q) outq_write(s->q, is_err ? 2 : 1, data, len);
   else output_write_all(is_err ? STDERR_FILENO : STDOUT_FILENO, data, len);
 }

@@ -181,6 +181,10 @@ int reap_main(int argc, char **argv) {
     /* If we (the reaper) are SIGKILLed, the program goes too. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != self) _exit(127);
+    /* Under Yama's ptrace_scope 1 only an ancestor may read a process's stacks: gpulaunch (our
+     * parent; its py-spy/eu-stack/gdb are its children) may read the program's, for the hang
+     * watchdog and the straggler view. Best effort: without Yama there is nothing to allow. */
+    prctl(PR_SET_PTRACER, (unsigned long)parent, 0, 0, 0);
     execvp(argv[2], argv + 2);
     int err = errno;
     log_print("gpulaunch: cannot run '%s': %s\n", argv[2], strerror(err));

@@ -92,6 +92,7 @@ typedef struct sup_s {
   double *hang_silent;  /* rank 0: each rank's silence when the hang was declared */
   int hang_got;
   char hang_report[512];
+  struct sampler_s *sampler; /* the straggler by stack sampling (sup/sampler.c), NULL: off */
 } sup_t;
 
 /* sup/supervise.c: poll fast for a while after something happened (busy), slowly otherwise. */
@@ -138,6 +139,13 @@ void hangwatch_free(sup_t *s);
  * COORD_COLLECT (the stacks of the ranks still running after a failure). */
 double hangwatch_silence(void *arg, int rank);
 void hangwatch_silent_start(sup_t *s, const ctl_msg_t *m);
+
+/* sup/sampler.c: the straggler by stack sampling ([job] straggler = sample). */
+int sampler_start(sup_t *s);       /* every rank, before the first program starts */
+void sampler_flush(sup_t *s);      /* the program ended: this rank's last counts to rank 0 */
+void sampler_take(sup_t *s, int src, const char *data, size_t len); /* rank 0: a rank's counts */
+int sampler_verdict(sup_t *s, sample_verdict_t *v); /* rank 0, at the end: 1 and *v, 0: none */
+void sampler_free(sup_t *s);
 
 /* sup/lost.c: a rank's supervisor or host was lost (launcher/live/liveness.c). */
 void lost_on_live(uv_async_t *a);

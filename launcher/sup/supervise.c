@@ -273,6 +273,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
   signals_front(s);
   supnotice_start(s);
+  CHECKGOTO(sampler_start(s), rc, fail_loop);
 
   child_spawn(s);
   while (!s->done) uv_run(&s->loop, UV_RUN_DEFAULT);
@@ -328,6 +329,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     snprintf(res->root_cause, sizeof res->root_cause, "cancelled by Slurm (SIGTERM), not preempted");
   }
   res->seconds = util_now() - s->t0;
+  res->sampled = sampler_verdict(s, &res->straggler);
 fail_loop:
   ctl_close(&s->ctl, s->live_lost ? 0.1 : 2.0); /* sends to a lost rank never complete */
 fail_ctl:
@@ -340,6 +342,7 @@ fail_out:
   coord_free(&s->co);
   coord_acts_free(&s->acts);
   hangwatch_free(s);
+  sampler_free(s);
   free(s->hang_texts);
   free(s->hang_silent);
   free(s->peer_prog);

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "launcher/hang/sample.h"
 #include "launcher/job/job.h"
 
 struct uv_loop_s;
@@ -53,6 +54,7 @@ typedef struct sup_opts_s {
   double hang_timeout;     /* a rank without progress this long is a hang (0: off) */
   int hang_report_only;    /* [job] hang_action = report: report the hang, keep the job running */
   const char *hang_dir;    /* folder of the hang report (NULL: the current folder) */
+  int straggler_sample;    /* [job] straggler = sample: sample the program's stacks */
   sup_hooks_t hooks;
   /* The cloud's interruption notice ([preempt]): polled by each node's first rank; NULL: off. A
    * notice stops the job with a grace that ends notice_margin before the machine goes. */
@@ -79,6 +81,8 @@ typedef struct sup_result_s {
   double silent_s;
   char silent_func[256];
   double seconds;       /* wall time of the supervision */
+  int sampled;          /* rank 0, straggler = sample: the verdict below is set */
+  sample_verdict_t straggler; /* ... the rank named (or, rank -1, the shares last seen) */
 } sup_result_t;
 
 /* Run the program on every rank until the job ends; *res is filled on every rank. Returns 0 (the
