@@ -49,11 +49,11 @@ echo "== tests"
 (cd "$dir" && ctest --output-on-failure --timeout 600 "$@")
 if [[ ${#san[@]} -eq 0 ]]; then
   # A machine with no CUDA at all must build and pass too: the GPU features then say "not built
-  # with CUDA". The multi-host (network namespace) tests run the same code in both builds and are
-  # not repeated.
+  # with CUDA". The multi-host (network namespace) tests and the PyTorch ones (gloo on the CPU,
+  # minutes each) run the same code in both builds and are not repeated.
   echo "== build and tests without CUDA"
   "$here/build.sh" "$GPL_ROOT/build-nocuda" -DGPULAUNCH_WERROR=ON -DGPULAUNCH_CUDA=OFF -DGPULAUNCH_TESTS=ON
-  (cd "$GPL_ROOT/build-nocuda" && ctest --output-on-failure --timeout 600 -LE multinode "$@")
+  (cd "$GPL_ROOT/build-nocuda" && ctest --output-on-failure --timeout 600 -LE 'multinode|torch' "$@")
   if [[ $# -eq 0 ]]; then
     run_fuzzers "$default_fuzz_seconds"
   fi

@@ -52,7 +52,7 @@ conf() { # conf NAME STEPS [EXTRA]: the job's config
 }
 
 # (a) a host's link cut.
-conf cut 200
+conf cut 100
 run_job "$T/cut.conf"
 if wait_for 120 stepping 8 25; then
   t0=$(date +%s.%N)
@@ -60,7 +60,7 @@ if wait_for 120 stepping 8 25; then
   if wait_for 240 test -f "$T/done"; then
     rc=$(cat "$T/done")
     [ "$rc" = 0 ] || bad "cut: exit $rc, expected 0"
-    grep -q "done rank 5 step 200 world 6" "$T/out" || bad "cut: the job did not complete at world 6"
+    grep -q "done rank 5 step 100 world 6" "$T/out" || bad "cut: the job did not complete at world 6"
     grep -q "restart 1: host h2 lost" "$T/err" || bad "cut: the restart's cause not said"
     t1=$(first_step_time 6)
     last8=$(grep "\] step [0-9]* world 8 " "$T/out" | tail -1 | sed 's/.*step \([0-9]*\) .*/\1/')
@@ -77,10 +77,10 @@ wait || true
 # (b) a notice for h3 from a mock AWS metadata service inside h3 (its loopback: the other hosts'
 # polls are refused, one warning each).
 ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
-netns_exec h3 python3 "$MOCK" "$T/mport" "$T/mreq" "$T/macks" 5 10 400 &
+netns_exec h3 python3 "$MOCK" "$T/mport" "$T/mreq" "$T/macks" 3 10 400 &
 wait_for 20 test -s "$T/mport" || bad "notice: the mock did not start"
 read -r mport _ <"$T/mport"
-conf notice 250 "[preempt]
+conf notice 150 "[preempt]
 notice = aws
 notice_endpoint = http://127.0.0.1:$mport/aws
 "
@@ -94,7 +94,7 @@ if wait_for 240 test -f "$T/done"; then
   from=$(grep -m1 "start rank 0 world 6" "$T/out" | sed 's/.* step \([0-9]*\) at .*/\1/')
   [ "$from" = "$saved" ] || bad "notice: resumed from step $from, the checkpoint was at step $saved"
   grep -q "restart 1: host h3 announced its interruption" "$T/err" || bad "notice: the restart's cause not said"
-  grep -q "done rank 5 step 250 world 6" "$T/out" || bad "notice: the job did not complete at world 6"
+  grep -q "done rank 5 step 150 world 6" "$T/out" || bad "notice: the job did not complete at world 6"
   t1=$(first_step_time 6)
   spread=$(cat "$T"/ckpt/saved-* | awk 'NR == 1 { a = $2; b = $2 } { if ($2 < a) a = $2; if ($2 > b) b = $2 } END { printf "%.1f", (b - a) * 1000 }')
   [ "$fail" = 0 ] && ok "torch, AWS notice for h3: SIGTERM to the 8 programs on 4 hosts within ${spread} ms, 8/8 checkpoints at step $saved, first step at world 6 from it (no step lost) $(echo "$t1 - $tsig" | bc)s after the SIGTERM, completed"
