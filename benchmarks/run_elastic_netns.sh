@@ -8,16 +8,19 @@
 # one agent per host, `--nnodes 2:N --rdzv_backend c10d --rdzv_endpoint h0:29400 --max-restarts 10`.
 # Needs root (ip netns) and PyTorch for /usr/bin/python3. Alternated R times.
 #   benchmarks/run_elastic_netns.sh [--build DIR] [--hosts N] [--reps R] [--timeout S]
+#                                   [--only gpulaunch|torchrun] [--keep DIR]
 # shellcheck source=benchmarks/helpers.sh
 source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"
-NH=4 REPS=2 PGTIMEOUT=30 LIMIT=200
+NH=4 REPS=2 PGTIMEOUT=30 LIMIT=${LIMIT:-200} KINDS="gpulaunch torchrun" KEEP=""
 set -- "${ARGS[@]+"${ARGS[@]}"}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --hosts) NH=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --timeout) PGTIMEOUT=$2; shift 2 ;;
+    --only) KINDS=$2; shift 2 ;;
+    --keep) KEEP=$2; shift 2 ;; # copy each run's output there
     *) echo "run_elastic_netns: unknown option $1" >&2; exit 64 ;;
   esac
 done
@@ -30,7 +33,8 @@ unset NCCL_SOCKET_IFNAME
 # shellcheck source=tests/netns/netns.sh
 . "$ROOT/tests/netns/netns.sh"
 netns_require
-NETNS_DECOYS=0 netns_setup "$NH" >/dev/null
+# mpirun's options as a user's (no short OOB keepalive of the harness): gpulaunch-run's own apply
+NETNS_KEEPALIVE=0 NETNS_DECOYS=0 netns_setup "$NH" >/dev/null
 # torchrun's rendezvous names hosts: each namespace gets an /etc/hosts of the test hosts (ip netns
 # exec mounts /etc/netns/NS/hosts over /etc/hosts), removed at the end.
 for h in "${NETNS_HOSTS[@]}"; do
@@ -50,9 +54,9 @@ W=$((NH * 2)) W2=$(((NH - 1) * 2))
 export GPULAUNCH_TIMEOUT=60 GLOO_SOCKET_IFNAME=eth0
 
 steps_at() { cat "$D"/out.* 2>/dev/null | grep -c "^\(\[[^]]*\] \)\?step [0-9]* world $1 " || true; }
-first_at() { cat "$D"/out.* 2>/dev/null | grep -m1 "^\(\[[^]]*\] \)\?step [0-9]* world $1 " | sed 's/.* at //'; }
-last_step_at() { cat "$D"/out.* 2>/dev/null | grep "^\(\[[^]]*\] \)\?step [0-9]* world $1 " | sed 's/.*step \([0-9]*\) .*/\1/' | sort -n | tail -1; }
-resumed_at() { cat "$D"/out.* 2>/dev/null | grep -m1 "start rank 0 world $1 " | sed 's/.* step \([0-9]*\) at .*/\1/'; }
+first_at() { { cat "$D"/out.* 2>/dev/null | grep -m1 "^\(\[[^]]*\] \)\?step [0-9]* world $1 " || true; } | sed 's/.* at //'; }
+last_step_at() { { cat "$D"/out.* 2>/dev/null | grep "^\(\[[^]]*\] \)\?step [0-9]* world $1 " || true; } | sed 's/.*step \([0-9]*\) .*/\1/' | sort -n | tail -1; }
+resumed_at() { { cat "$D"/out.* 2>/dev/null | grep -m1 "start rank 0 world $1 " || true; } | sed 's/.* step \([0-9]*\) at .*/\1/'; }
 kill_all() { local h p; for h in "${NETNS_HOSTS[@]}"; do for p in $(ip netns pids "${NETNS_NS[$h]}"); do kill -KILL "$p" 2>/dev/null; done; done; sleep 1; }
 
 # one KIND: prints "seconds_to_resume steps_redone" (nan when it did not resume within LIMIT s)
@@ -79,11 +83,15 @@ one() {
   for ((i = 0; i < LIMIT * 10; i++)); do [[ -n $(first_at "$W2") ]] && break; sleep 0.1; done
   t1=$(first_at "$W2")
   if [[ -n $t1 ]]; then
-    echo "$(echo "$t1 - $t0" | bc) $(($(last_step_at "$W") - $(resumed_at "$W2")))"
+    local last from
+    last=$(last_step_at "$W")
+    from=$(resumed_at "$W2")
+    echo "$(echo "$t1 - $t0" | bc) $((${last:-0} - ${from:-0}))"
   else
     echo "nan nan"
   fi
   kill_all
+  if [[ -n $KEEP ]]; then mkdir -p "$KEEP/$kind.$r" && cp "$D"/out.* "$D"/err.* "$KEEP/$kind.$r/" 2>/dev/null || true; fi
 }
 
 echo "### elastic training: a host's link cut, gpulaunch-run --nodes against torchrun --nnodes"
@@ -96,11 +104,11 @@ echo
 show "benchmarks/run_elastic_netns.sh --hosts $NH --reps $REPS --timeout $PGTIMEOUT"
 echo
 for ((r = 0; r < REPS; r++)); do
-  for kind in gpulaunch torchrun; do one "$kind" >>"$TMP/$kind.txt"; done
+  for kind in $KINDS; do one "$kind" >>"$TMP/$kind.txt"; done
 done
 echo "| launcher | cut to first step at $W2 ranks, s (each run) | median | steps redone (each run) |"
 echo "|---|---|---:|---|"
-for kind in gpulaunch torchrun; do
+for kind in $KINDS; do
   f="$TMP/$kind.txt"
   label=$([[ $kind == gpulaunch ]] && echo "gpulaunch-run --nodes 2:$NH" || echo "torchrun --nnodes 2:$NH (c10d)")
   echo "| $label | $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }' "$f") | $(awk '$1 != "nan" { print $1 }' "$f" | median) | $(awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $2 }' "$f") |"

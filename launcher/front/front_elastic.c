@@ -323,7 +323,10 @@ static void membership_change(el_t *el, front_job_t *j, char *why, size_t len) {
    * the launcher cannot start a program now are the ones to leave out. A config error and the
    * like (64-79, the job started or not) are no membership change. */
   int code = j->code;
-  if (code == 68 || code == 67 || j->start_timed_out || (!j->rank0_seen && (code < 64 || code > 79))) {
+  /* (also when rank 0 never said the job's status: mpirun itself ended the job, as it does when
+   * its keepalive gives up on a host's daemon before the liveness tree names the host) */
+  if (code == 68 || code == 67 || j->start_timed_out || (!j->rank0_seen && (code < 64 || code > 79)) ||
+      (j->rank0_seen && j->verdict < 0)) {
     int *ok = calloc((size_t)el->ncur, sizeof *ok);
     if (ok && front_probe(el->e->head, el->e->nhead, el->e->tail, el->e->nopts, el->cur, el->ncur,
                           PROBE_TIMEOUT_S, ok) == 0)

@@ -83,6 +83,6 @@ int front_probe(char **head, int nhead, char **opts, int nopts, const front_host
   /* A second round for the hosts that failed the first: a host is left out for minutes, so one
    * slow start on a busy machine must not be mistaken for an unreachable host. */
   for (int r = 0; r < 2; r++)
-    if (round_of(head, nhead, opts, nopts, hosts, n, timeout_s, ok) < 0) return -1;
+    if (round_of(head, nhead, opts, nopts, hosts, n, r ? timeout_s * 2 / 3 : timeout_s, ok) < 0) return -1;
   return 0;
 }
