@@ -473,3 +473,12 @@ int util_env_rank(void) {
   }
   return -1;
 }
+
+const char *util_sched_job_id(void) {
+  static const char *const ids[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "OMPI_MCA_ess_base_jobid"};
+  for (size_t i = 0; i < GPL_ARRAY_LEN(ids); i++) {
+    const char *v = getenv(ids[i]);
+    if (v && *v) return v;
+  }
+  return NULL;
+}

@@ -95,4 +95,8 @@ int util_env_rank(void);
 }
 #endif
 
+/* The job id its scheduler or launcher gave (SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, Open MPI's
+ * job id), the same on every rank, or NULL when none is set. */
+const char *util_sched_job_id(void);
+
 #endif

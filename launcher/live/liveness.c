@@ -19,7 +19,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 #include "launcher/exitcode.h"
-#include "launcher/sup/reap.h"
+#include "launcher/exec/reap.h"
 
 typedef struct peer_s {
   uv_tcp_t tcp;

@@ -10,7 +10,7 @@
 #include "common/util.h"
 #include "launcher/preempt/notice.h"
 #include "launcher/job/childenv.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 #include "launcher/launcher.h"
 #include "launcher/job/place.h"
 #include "launcher/hang/progress.h"

@@ -23,15 +23,6 @@
 
 #define LOCK_TIMEOUT_S 10.0
 
-const char *audit_sched_job_id(void) {
-  static const char *const ids[] = {"SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "OMPI_MCA_ess_base_jobid"};
-  for (size_t i = 0; i < GPL_ARRAY_LEN(ids); i++) {
-    const char *v = getenv(ids[i]);
-    if (v && *v) return v;
-  }
-  return NULL;
-}
-
 void audit_info_init(audit_info_t *info) {
   memset(info, 0, sizeof *info);
   info->uid = getuid();
@@ -43,7 +34,7 @@ void audit_info_init(audit_info_t *info) {
     snprintf(info->user, sizeof info->user, "%u", (unsigned)info->uid);
   util_iso_time(info->started, sizeof info->started);
   info->t0 = util_now();
-  const char *id = audit_sched_job_id();
+  const char *id = util_sched_job_id();
   if (id) {
     snprintf(info->job_id, sizeof info->job_id, "%s", id);
     return;

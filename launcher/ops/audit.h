@@ -25,9 +25,6 @@ typedef struct audit_info_s {
                            * or NULL */
 } audit_info_t;
 
-/* The job id its scheduler or launcher gave (SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, Open MPI's
- * job id), the same on every rank, or NULL when none is set. */
-const char *audit_sched_job_id(void);
 
 /* Fill job id, user, uid and start time; everything else zero. */
 void audit_info_init(audit_info_t *info);

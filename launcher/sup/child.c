@@ -11,7 +11,7 @@
 #include "common/redact.h"
 #include "common/util.h"
 #include "launcher/hang/progress.h"
-#include "launcher/sup/reap.h"
+#include "launcher/exec/reap.h"
 #include "launcher/sup/sup_int.h"
 
 #define FAIL_WINDOW_S 5.0    /* a last output line this close to a program's end says when it failed */

@@ -12,9 +12,9 @@
 #include "launcher/sup/coord.h"
 #include "launcher/sup/ctl.h"
 #include "launcher/sup/frontch.h"
-#include "launcher/sup/outq.h"
-#include "launcher/sup/output.h"
-#include "launcher/sup/ranklog.h"
+#include "launcher/out/outq.h"
+#include "launcher/out/output.h"
+#include "launcher/out/ranklog.h"
 #include "launcher/sup/supervise.h"
 
 /* The signals gpulaunch handles (sup/signals.c). */

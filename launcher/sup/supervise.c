@@ -21,7 +21,7 @@
 #include "launcher/exitcode.h"
 #include "launcher/hang/progress.h"
 #include "launcher/job/slurm.h"
-#include "launcher/sup/reap.h"
+#include "launcher/exec/reap.h"
 #include "launcher/sup/sup_int.h"
 
 #define POLL_MS 10           /* control message polling while nothing happens */

@@ -128,7 +128,7 @@ static void test_subsys_of(void **state) {
   assert_int_equal(log_subsys_of("/src/launcher/bench/bench_run.c"), LOG_BENCH);
   assert_int_equal(log_subsys_of("/src/launcher/accept/accept_node.c"), LOG_ACCEPT);
   assert_int_equal(log_subsys_of("/src/launcher/ops/diag_bundle.c"), LOG_DIAG);
-  assert_int_equal(log_subsys_of("/src/launcher/ops/monitor.c"), LOG_MON);
+  assert_int_equal(log_subsys_of("/src/launcher/monitor/monitor.c"), LOG_MON);
   assert_int_equal(log_subsys_of("/src/launcher/modes/trainer.c"), LOG_TRAIN);
   assert_int_equal(log_subsys_of("/src/launcher/main.c"), LOG_JOB);
   assert_int_equal(log_subsys_of("main.c"), LOG_JOB);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/util.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 #define EXPECT(c)                                                                                \
   do {                                                                                           \

@@ -17,8 +17,8 @@
 #include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/ops/monitor.h"
-#include "launcher/ops/monitor_int.h"
+#include "launcher/monitor/monitor.h"
+#include "launcher/monitor/monitor_int.h"
 #include "launcher/sup/supervise.h"
 
 static const char *g_data; /* tests/launcher/ops/data */

@@ -17,7 +17,7 @@
 #include "gpulaunch/error.h"
 #include "common/safefile.h"
 #include "common/util.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 #include "topology/nvml.h"
 
 static const char *g_lib;

@@ -1,7 +1,6 @@
 /* The monitor's options from the config file ([monitor]; --metrics/--prom arrive through conf_set). */
 #include "launcher/conf/conf.h"
-#include "launcher/ops/audit.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 #include "common/util.h"
 
@@ -20,6 +19,6 @@ int mon_opts_from_conf(mon_opts_t *o, const conf_t *c) {
   o->replay = opt(c->monitor.replay);
   o->metrics = opt(c->monitor.metrics);
   o->prom = opt(c->monitor.prom);
-  o->job = audit_sched_job_id(); /* the textfile's job label: the same id on every rank */
+  o->job = util_sched_job_id(); /* the textfile's job label: the same id on every rank */
   return 0;
 }

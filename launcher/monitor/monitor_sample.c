@@ -9,7 +9,7 @@
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 /* The --metrics line. Field names are the format's contract (the replay source reads them):
  *   t            seconds since the monitor started (replay: the time axis)

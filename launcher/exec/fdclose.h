@@ -1,5 +1,5 @@
 /* Descriptors a supervised program must not inherit: gpulaunch-exec closes them before it forks
- * the program (launcher/sup/exec_child.c). */
+ * the program (launcher/exec/exec_child.c). */
 #ifndef GPL_LAUNCHER_FDCLOSE_H
 #define GPL_LAUNCHER_FDCLOSE_H
 

@@ -2,7 +2,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 /* Phrases that mean a GPU allocation failed, whatever else the line says (lower case). */
 static const char *const definite[] = {

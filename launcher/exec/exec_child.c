@@ -1,8 +1,8 @@
 /* gpulaunch-exec: the first thing a supervised program runs; it stays as the program's reaper
- * (launcher/sup/reap.c) so the program's whole tree dies with it or with gpulaunch. libuv's
+ * (launcher/exec/reap.c) so the program's whole tree dies with it or with gpulaunch. libuv's
  * uv_spawn has no pre-exec hook, and a parent that outlives gpulaunch's SIGKILL needs a process. */
-#include "launcher/sup/fdclose.h"
-#include "launcher/sup/reap.h"
+#include "launcher/exec/fdclose.h"
+#include "launcher/exec/reap.h"
 
 /* argv: gpulaunch-exec SUPERVISOR_PID PROGRAM [ARGS...]
  * The program inherits its three standard streams and nothing else (docs/supervision.md): what

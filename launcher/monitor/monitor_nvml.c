@@ -5,7 +5,7 @@
 
 #include "common/check.h"
 #include "common/util.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 #include "topology/busid.h"
 #include "topology/nvml.h"
 

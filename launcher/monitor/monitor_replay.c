@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "common/safefile.h"
 #include "common/util.h"
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 typedef struct replay_s {
   FILE *f;

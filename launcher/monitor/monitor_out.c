@@ -12,7 +12,7 @@
 #include "common/safefile.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
-#include "launcher/ops/monitor_int.h"
+#include "launcher/monitor/monitor_int.h"
 
 char *mon__expand_path(const char *path, int rank, const char *host, int prom_suffix) {
   strbuf_t b = STRBUF_INIT;

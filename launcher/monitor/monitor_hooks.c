@@ -1,5 +1,5 @@
 /* The supervisor's monitor hooks (sup_hooks_t) pointed at a monitor. */
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 #include "launcher/sup/supervise.h"
 
 static void hook_tick(void *arg) { mon_tick(arg); }

@@ -1,6 +1,6 @@
 /* The reaper (gpulaunch-exec): parent and subreaper of the program; kills its whole tree when the
  * program ends, when gpulaunch asks, and when gpulaunch is gone however it died. */
-#include "launcher/sup/reap.h"
+#include "launcher/exec/reap.h"
 
 #include <dirent.h>
 #include <errno.h>

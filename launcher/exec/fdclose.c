@@ -1,5 +1,5 @@
 /* Closing every inherited descriptor above the standard streams, before the program is started. */
-#include "launcher/sup/fdclose.h"
+#include "launcher/exec/fdclose.h"
 
 #include <dirent.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 /* Expand %r (rank), %h (host) and %% in path. When prom_suffix is set and the path has no %r,
  * "-rank<N>" is inserted before a trailing ".prom" (or appended), so that ranks sharing a node do

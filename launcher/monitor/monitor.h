@@ -128,7 +128,7 @@ typedef struct mon_opts_s {
 void mon_opts_default(mon_opts_t *o);
 /* Fill from the config's [monitor] section (--metrics/--prom are conf_set overrides of
  * monitor.metrics/monitor.prom), and job from the scheduler's or mpirun's job id
- * (audit_sched_job_id). The strings stay owned by the config and the environment. In monitor_conf.c, built
+ * (util_sched_job_id). The strings stay owned by the config and the environment. In monitor_conf.c, built
  * into gpulaunch only (the gpl_ops library does not need conf.c). Returns 0. */
 struct conf_s;
 int mon_opts_from_conf(mon_opts_t *o, const struct conf_s *c);

@@ -6,8 +6,8 @@
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
-#include "launcher/ops/monitor.h"
-#include "launcher/ops/monitor_int.h"
+#include "launcher/monitor/monitor.h"
+#include "launcher/monitor/monitor_int.h"
 
 /* A rank is a clear straggler by utilisation when its mean GPU busy % is this many points below
  * the median of the ranks; by clocks when it was slowed down in this share of its samples and its

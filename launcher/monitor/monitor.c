@@ -1,5 +1,5 @@
 /* The monitor's life: create over a source, tick (stats, the under-threshold window, outputs), stats. */
-#include "launcher/ops/monitor.h"
+#include "launcher/monitor/monitor.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +12,7 @@
 #include "common/check.h"
 #include "common/safefile.h"
 #include "common/util.h"
-#include "launcher/ops/monitor_int.h"
+#include "launcher/monitor/monitor_int.h"
 
 /* Utilisation histograms in 0.1% steps: constant memory for a week of samples, exact p5 for
  * NVML's whole percents. */
