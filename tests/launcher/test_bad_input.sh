@@ -10,7 +10,7 @@ PROG="$1"
 # blow through in a second). Under AddressSanitizer (scripts/test.sh --sanitize), which reserves
 # terabytes of address space for its shadow, the time bound alone.
 vlimit=2097152
-if ldd "$GPULAUNCH" 2>/dev/null | grep -q libasan; then vlimit=unlimited; fi
+if ldd "$GPULAUNCH" 2>/dev/null | grep libasan >/dev/null; then vlimit=unlimited; fi
 bounded() {
   set +e
   (ulimit -v "$vlimit"; timeout 20 "$@") >"$T/out" 2>"$T/err"
