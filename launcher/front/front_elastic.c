@@ -220,43 +220,97 @@ static int wait_for_min(el_t *el, front_host_t *hosts) {
   }
 }
 
+/* srun's words for the hosts: the same slots everywhere: --ntasks-per-node; else each rank's
+ * host in a file of its own (SLURM_HOSTFILE, --distribution=arbitrary; *hostfile is set to it). */
+static int srun_words(const front_host_t *hosts, int n, char **av, int k, char *buf, size_t len,
+                      char **hostfile) {
+  int np = 0, same = 1;
+  for (int i = 0; i < n; i++) {
+    np += hosts[i].slots;
+    same &= hosts[i].slots == hosts[0].slots;
+  }
+  size_t off = 0;
+  char *nodes = buf, *ntasks = NULL, *nnodes = NULL, *per = NULL;
+  off += (size_t)snprintf(buf + off, len - off, "--nodelist=");
+  for (int i = 0; i < n && off + 70 < len; i++)
+    off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? "," : "", hosts[i].name);
+  off++;
+  nnodes = buf + off;
+  off += (size_t)snprintf(buf + off, len - off, "--nodes=%d", n) + 1;
+  ntasks = buf + off;
+  off += (size_t)snprintf(buf + off, len - off, "--ntasks=%d", np) + 1;
+  per = buf + off;
+  if (same) {
+    snprintf(buf + off, len - off, "--ntasks-per-node=%d", hosts[0].slots);
+  } else {
+    char path[] = "/tmp/gpulaunch-run-hosts.XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+      if (fd >= 0) close(fd);
+      front_say("cannot write srun's SLURM_HOSTFILE in /tmp");
+      return -1;
+    }
+    for (int i = 0; i < n; i++)
+      for (int r = 0; r < hosts[i].slots; r++) fprintf(f, "%s\n", hosts[i].name);
+    if (fclose(f) != 0) return -1;
+    *hostfile = strdup(path);
+    setenv("SLURM_HOSTFILE", path, 1);
+    unsetenv("SLURM_NTASKS_PER_NODE"); /* srun reads it as --ntasks-per-node */
+    snprintf(buf + off, len - off, "--distribution=arbitrary");
+  }
+  av[k++] = "--overlap"; /* a step beside the last one's, which Slurm may not have closed yet */
+  av[k++] = nnodes;
+  av[k++] = ntasks;
+  av[k++] = per;
+  if (same) av[k++] = nodes; /* (arbitrary: the hosts are the file's) */
+  return k;
+}
+
 static int launch(el_t *el, front_job_t *j, const front_host_t *hosts, int n) {
   const front_elastic_t *e = el->e;
   int np = 0;
   for (int i = 0; i < n; i++) np += hosts[i].slots;
   size_t hlen = (size_t)n * 80 + 96;
-  char npbuf[16], *hostarg = malloc(hlen), base[16];
+  char npbuf[16], *hostarg = malloc(hlen), base[16], *slurm_hostfile = NULL;
   char **av = calloc((size_t)(e->nhead + e->ntail + 16), sizeof *av);
   if (!hostarg || !av) {
     free(hostarg);
     free(av);
     return -1;
   }
-  host_list(hosts, n, hostarg, hlen);
   snprintf(npbuf, sizeof npbuf, "%d", np);
   snprintf(base, sizeof base, "%d", el->restarts);
   setenv(RESTART_BASE_ENV, base, 1);
   int k = 0;
   for (int i = 0; i < e->nhead; i++) av[k++] = e->head[i];
-  av[k++] = "-x";
-  av[k++] = RESTART_BASE_ENV;
-  av[k++] = "-x";
-  av[k++] = RUN_ID_ENV;
-  av[k++] = "-x";
-  av[k++] = HISTORY_ENV;
-  av[k++] = "-np";
-  av[k++] = npbuf;
-  av[k++] = "--host";
-  av[k++] = hostarg;
-  for (int i = 0; i < e->ntail; i++) av[k++] = e->tail[i];
-  av[k] = NULL;
-  memcpy(el->cur, hosts, (size_t)n * sizeof *hosts);
-  el->ncur = n;
-  el->last_launch = front_now();
-  el->why[0] = 0;
-  j->av = av;
-  j->start_limit = e->start_limit;
-  int rc = front_job_run(j, tick, el);
+  if (e->srun) { /* srun passes the environment on by itself */
+    k = srun_words(hosts, n, av, k, hostarg, hlen, &slurm_hostfile);
+  } else {
+    host_list(hosts, n, hostarg, hlen);
+    static char *const xs[] = {"-x", RESTART_BASE_ENV, "-x", RUN_ID_ENV, "-x", HISTORY_ENV, "-np"};
+    for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) av[k++] = xs[i];
+    av[k++] = npbuf;
+    av[k++] = "--host";
+    av[k++] = hostarg;
+  }
+  int rc = -1;
+  if (k >= 0) {
+    for (int i = 0; i < e->ntail; i++) av[k++] = e->tail[i];
+    av[k] = NULL;
+    memcpy(el->cur, hosts, (size_t)n * sizeof *hosts);
+    el->ncur = n;
+    el->last_launch = front_now();
+    el->why[0] = 0;
+    j->av = av;
+    j->start_limit = e->start_limit;
+    rc = front_job_run(j, tick, el);
+  }
+  if (slurm_hostfile) {
+    unlink(slurm_hostfile);
+    unsetenv("SLURM_HOSTFILE");
+    free(slurm_hostfile);
+  }
   free(av);
   free(hostarg);
   return rc;
@@ -328,7 +382,7 @@ static void membership_change(el_t *el, front_job_t *j, char *why, size_t len) {
   if (code == 68 || code == 67 || j->start_timed_out || (!j->rank0_seen && (code < 64 || code > 79)) ||
       (j->rank0_seen && j->verdict < 0)) {
     int *ok = calloc((size_t)el->ncur, sizeof *ok);
-    if (ok && front_probe(el->e->head, el->e->nhead, el->e->tail, el->e->nopts, el->cur, el->ncur,
+    if (ok && front_probe(el->e->head, el->e->nhead, el->e->tail, el->e->nopts, el->e->srun, el->cur, el->ncur,
                           PROBE_TIMEOUT_S, ok) == 0)
       for (int i = 0; i < el->ncur && off + 100 < len; i++)
         if (!ok[i]) {

@@ -25,7 +25,11 @@ typedef struct front_elastic_s {
   int ntail;
   int nopts;                /* ... of which the launcher options are the first nopts */
   double start_limit;       /* rank 0 must connect within this long of a launch */
+  int srun;                 /* the launcher is srun: each launch is a step inside the allocation */
 } front_elastic_t;
+
+/* What every launch passes to the ranks besides the channel (srun --export lists get them). */
+#define FRONT_ELASTIC_ENV_NAMES "GPULAUNCH_RESTART_BASE,GPULAUNCH_RUN_ID,GPULAUNCH_ELASTIC_HISTORY"
 
 /* Run the job elastically until it ends; returns the exit status for gpulaunch-run. j carries the
  * channel (token, listening socket) for every launch. */

@@ -1,4 +1,5 @@
-/* Elastic jobs' host sources (front_hosts.h): a hostfile or a discovery script's output. Libc only. */
+/* Elastic jobs' host sources (front_hosts.h): a hostfile, a discovery script's output, or a Slurm
+ * allocation's nodes (a script of Slurm's commands). Libc only. */
 #include "launcher/front/front_hosts.h"
 
 #include <ctype.h>
@@ -212,4 +213,34 @@ int front_hosts_read(const char *hostfile, const char *script, double timeout_s,
   int n = front_hosts_parse(text, origin, out, max, err, errlen);
   free(text);
   return n;
+}
+
+/* The first count of a Slurm tasks-per-node value ("8", "8(x2)", "8(x2),4"); 0 when none. */
+static int first_count(const char *v) {
+  if (!v || !isdigit((unsigned char)*v)) return 0;
+  long x = strtol(v, NULL, 10);
+  return x > 0 && x < 1000000 ? (int)x : 0;
+}
+
+char *front_hosts_slurm_script(void) {
+  const char *job = getenv("SLURM_JOB_ID");
+  if (!job || !*job) return NULL;
+  int slots = first_count(getenv("SLURM_NTASKS_PER_NODE"));
+  if (!slots) slots = first_count(getenv("SLURM_TASKS_PER_NODE"));
+  if (!slots) slots = 1;
+  /* A node Slurm lost leaves the job (sbatch --no-kill) or shows down: it is no longer listed. A
+   * node that only stopped answering Slurm for a moment (NO_RESPOND) is the liveness tree's to
+   * judge, not the host list's. */
+  static const char fmt[] =
+      "nodes=$(squeue -h -j \"$SLURM_JOB_ID\" -o %%N 2>/dev/null | head -n 1)\n"
+      "[ -n \"$nodes\" ] && [ \"$nodes\" != '(null)' ] || nodes=$SLURM_JOB_NODELIST\n"
+      "[ -n \"$nodes\" ] || { echo 'no SLURM_JOB_NODELIST' >&2; exit 1; }\n"
+      "bad=\" $(sinfo -h -N -n \"$nodes\" -t down,drain,fail -o %%N 2>/dev/null | tr '\\n' ' ') \"\n"
+      "scontrol show hostnames \"$nodes\" | while read -r h; do\n"
+      "  case $bad in *\" $h \"*) ;; *) echo \"$h:%d\" ;; esac\n"
+      "done\n";
+  size_t len = sizeof fmt + 16;
+  char *s = malloc(len);
+  if (s) snprintf(s, len, fmt, slots);
+  return s;
 }

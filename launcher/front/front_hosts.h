@@ -23,4 +23,10 @@ int front_hosts_parse(const char *text, const char *origin, front_host_t *out, i
 int front_hosts_read(const char *hostfile, const char *script, double timeout_s, front_host_t *out,
                      int max, char *err, size_t errlen);
 
+/* Under Slurm, the allocation as a discovery script (malloc'd; NULL outside an allocation, i.e.
+ * without SLURM_JOB_ID): the job's nodes now (squeue, SLURM_JOB_NODELIST before it answers) less
+ * those Slurm has down, drained or failing, each with SLURM_NTASKS_PER_NODE slots (else
+ * SLURM_TASKS_PER_NODE's first count, else 1). */
+char *front_hosts_slurm_script(void);
+
 #endif

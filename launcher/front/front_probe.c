@@ -1,5 +1,6 @@
 /* Which hosts the launcher can start a program on now (front_probe.h): `LAUNCHER [options]
- * --host H:1 -np 1 true` on every host at once, each bounded; after a launch that did not start
+ * --host H:1 -np 1 true` (srun: `srun [options] --overlap -N1 -n1 --nodelist=H true`) on every
+ * host at once, each bounded; after a launch that did not start
  * or lost a rank nobody named, the hosts that fail are the ones to leave out. Libc only. */
 #include "launcher/front/front_probe.h"
 
@@ -14,18 +15,25 @@
 
 #include "launcher/front/front_job.h"
 
-static pid_t start(char **head, int nhead, char **opts, int nopts, const char *host) {
+static pid_t start(char **head, int nhead, char **opts, int nopts, int srun, const char *host) {
   char hostarg[80];
-  snprintf(hostarg, sizeof hostarg, "%s:1", host);
+  snprintf(hostarg, sizeof hostarg, srun ? "--nodelist=%s" : "%s:1", host);
   char **av = calloc((size_t)(nhead + nopts + 8), sizeof *av);
   if (!av) return -1;
   int k = 0;
   for (int i = 0; i < nhead; i++) av[k++] = head[i];
   for (int i = 0; i < nopts; i++) av[k++] = opts[i];
-  av[k++] = "--host";
-  av[k++] = hostarg;
-  av[k++] = "-np";
-  av[k++] = "1";
+  if (srun) { /* a step of its own beside any other: srun --overlap -N1 -n1 --nodelist=H true */
+    av[k++] = "--overlap";
+    av[k++] = "-N1";
+    av[k++] = "-n1";
+    av[k++] = hostarg;
+  } else {
+    av[k++] = "--host";
+    av[k++] = hostarg;
+    av[k++] = "-np";
+    av[k++] = "1";
+  }
   av[k++] = "true";
   av[k] = NULL;
   pid_t pid = fork();
@@ -46,13 +54,13 @@ static pid_t start(char **head, int nhead, char **opts, int nopts, const char *h
 }
 
 /* One round over the hosts whose ok[i] is 0. */
-static int round_of(char **head, int nhead, char **opts, int nopts, const front_host_t *hosts, int n,
-                    double timeout_s, int *ok) {
+static int round_of(char **head, int nhead, char **opts, int nopts, int srun, const front_host_t *hosts,
+                    int n, double timeout_s, int *ok) {
   pid_t *pids = calloc((size_t)n, sizeof *pids);
   if (!pids) return -1;
   int left = 0;
   for (int i = 0; i < n; i++) {
-    pids[i] = ok[i] ? 0 : start(head, nhead, opts, nopts, hosts[i].name);
+    pids[i] = ok[i] ? 0 : start(head, nhead, opts, nopts, srun, hosts[i].name);
     left += pids[i] > 0;
   }
   double until = front_now() + timeout_s;
@@ -77,12 +85,12 @@ static int round_of(char **head, int nhead, char **opts, int nopts, const front_
   return 0;
 }
 
-int front_probe(char **head, int nhead, char **opts, int nopts, const front_host_t *hosts, int n,
+int front_probe(char **head, int nhead, char **opts, int nopts, int srun, const front_host_t *hosts, int n,
                 double timeout_s, int *ok) {
   for (int i = 0; i < n; i++) ok[i] = 0;
   /* A second round for the hosts that failed the first: a host is left out for minutes, so one
    * slow start on a busy machine must not be mistaken for an unreachable host. */
   for (int r = 0; r < 2; r++)
-    if (round_of(head, nhead, opts, nopts, hosts, n, r ? timeout_s * 2 / 3 : timeout_s, ok) < 0) return -1;
+    if (round_of(head, nhead, opts, nopts, srun, hosts, n, r ? timeout_s * 2 / 3 : timeout_s, ok) < 0) return -1;
   return 0;
 }

@@ -17,8 +17,8 @@
  * script that passes them on through Slurm); GPULAUNCH_RUN_LD_PRELOAD is the launcher's LD_PRELOAD
  * (gpulaunch-srun.sbatch's shim).
  *
- * Elastic (--nodes MIN:MAX with --hostfile FILE or --host-discovery-script SCRIPT): the job runs on
- * the hosts the source lists, and a lost host, a host's interruption notice, a host that leaves
+ * Elastic (--nodes MIN:MAX with --hostfile FILE or --host-discovery-script SCRIPT, under srun by
+ * default the allocation's nodes): the job runs on the hosts the source lists, and a lost host, a host's interruption notice, a host that leaves
  * the list or (not more often than --scale-up-interval) hosts that join end the launch with the
  * grace and start a new one on the hosts there are then (launcher/front/front_elastic.c). Libc and
  * pthreads only. */
@@ -50,12 +50,15 @@ static const char g_usage[] =
     "program is done, within seconds also when a host is lost.\n"
     "GPULAUNCH_MPIRUN=srun: the same around srun (gpulaunch-run -N 2 --ntasks-per-node 8 --mpi=pmix\n"
     "gpulaunch train.conf).\n"
-    "Elastic options (before the mpirun options; the ranks follow the hosts' slots, no -np/--host):\n"
+    "Elastic options (before the mpirun options; the ranks follow the hosts' slots, no -np/--host,\n"
+    "under srun no -N/-n/--ntasks-per-node/--nodelist: each launch is an srun step on the hosts there are):\n"
     "  --nodes MIN:MAX                 run on MIN to MAX hosts; a lost host or one that announces its\n"
     "                                  interruption ends the launch with the grace and the job starts\n"
     "                                  again on the hosts that remain (TORCHELASTIC_RESTART_COUNT + 1)\n"
     "  --hostfile FILE                 the hosts (`host slots=N` or `host:N` lines), re-read every poll\n"
     "  --host-discovery-script SCRIPT  prints one `host:slots` line per usable host (horovodrun's)\n"
+    "                                  (under srun, neither: the allocation's nodes that are up, each\n"
+    "                                  with SLURM_NTASKS_PER_NODE slots; sbatch/salloc --no-kill)\n"
     "  --discovery-interval SECONDS    poll the host source this often (default 5)\n"
     "  --cooldown SECONDS              leave a lost or noticed host out this long (default 300)\n"
     "  --scale-up-interval SECONDS     grow back at most this often (default 60)\n"
@@ -122,8 +125,9 @@ static int is_gpulaunch(const char *w) {
 }
 
 /* The elastic options among the launcher's words (before the gpulaunch word), taken out of argv
- * (the rest closes up, *argc shrinks); 0, or -1 (said). */
-static int elastic_args(int *argc, char **argv, front_elastic_t *e, int *elastic) {
+ * (the rest closes up, *argc shrinks); the launcher's own words for ranks and hosts refused
+ * (srun: srun's). 0, or -1 (said). */
+static int elastic_args(int *argc, char **argv, int srun, front_elastic_t *e, int *elastic) {
   double d;
   int n = *argc, k = 1, out = 1;
   for (int i = 1; i < n && !is_gpulaunch(argv[i]); i++)
@@ -163,13 +167,20 @@ static int elastic_args(int *argc, char **argv, front_elastic_t *e, int *elastic
       ours = 0;
     }
     if (!ours) {
-      static const char *const taken[] = {"-np", "-n", "-c", "--np", "--host", "-H", "--hostfile",
-                                          "--machinefile", "-hostfile", "-machinefile", NULL};
-      for (int t = 0; *elastic && taken[t]; t++)
-        if (strcmp(a, taken[t]) == 0) {
-          front_say("%s: an elastic job's ranks follow its hosts' slots; leave %s out", a, a);
+      /* mpirun's or srun's words for the ranks and their hosts (srun's also as --word=VALUE) */
+      static const char *const mpirun_taken[] = {"-np", "-n", "-c", "--np", "--host", "-H", "--hostfile",
+                                                 "--machinefile", "-hostfile", "-machinefile", "-N",
+                                                 "--npernode", "-npernode", NULL};
+      static const char *const srun_taken[] = {"-n", "--ntasks", "-N", "--ntasks-per-node", "-w", "--nodelist",
+                                               "-m", "--distribution", "-x", "--exclude", NULL};
+      const char *const *taken = srun ? srun_taken : mpirun_taken;
+      for (int t = 0; *elastic && taken[t]; t++) {
+        size_t tl = strlen(taken[t]);
+        if (strcmp(a, taken[t]) == 0 || (strncmp(a, taken[t], tl) == 0 && a[1] == '-' && a[tl] == '=')) {
+          front_say("%s: an elastic job's ranks follow its hosts' slots; leave %.*s out", a, (int)tl, a);
           return -1;
         }
+      }
       argv[out++] = argv[k];
       continue;
     }
@@ -186,8 +197,8 @@ static int elastic_args(int *argc, char **argv, front_elastic_t *e, int *elastic
   for (; k < n; k++) argv[out++] = argv[k];
   argv[out] = NULL;
   *argc = out;
-  if (*elastic && !!e->hostfile == !!e->script) {
-    front_say("--nodes needs the hosts from --hostfile FILE or --host-discovery-script SCRIPT (one of them)");
+  if (*elastic && e->hostfile && e->script) {
+    front_say("--nodes: the hosts come from --hostfile FILE or --host-discovery-script SCRIPT, not both");
     return -1;
   }
   if (*elastic && e->interval < 0.5) e->interval = 0.5;
@@ -202,11 +213,11 @@ int main(int argc, char **argv) {
   front_elastic_t el = {.interval = 5, .cooldown = 300, .scale_up_every = 60, .min_wait = 600, .max_restarts = -1,
                         .start_limit = 120};
   int elastic = 0;
-  if (elastic_args(&argc, argv, &el, &elastic) < 0) return 64;
   const char *mpirun = envvar_get(ENVVAR_MPIRUN);
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
   int srun = strcmp(base ? base + 1 : mpirun, "srun") == 0;
+  if (elastic_args(&argc, argv, srun, &el, &elastic) < 0) return 64;
   const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
@@ -240,7 +251,8 @@ int main(int argc, char **argv) {
   int n = 0;
   av[n++] = (char *)mpirun;
   if (srun) {
-    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED";
+    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED,"
+                                FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
       char *e = malloc(strlen(argv[i]) + sizeof names);
@@ -269,11 +281,18 @@ int main(int argc, char **argv) {
   front_job_t job = {.token = token, .lfd = lfd};
   int code;
   if (elastic) {
-    if (srun) {
-      front_say("--nodes: elastic jobs run under mpirun here (under Slurm, one srun step per launch is not "
-                "supported yet)");
-      return 64;
+    char *alloc = NULL;
+    if (!el.hostfile && !el.script) {
+      /* srun inside an allocation: its nodes; else the source must be given */
+      alloc = srun ? front_hosts_slurm_script() : NULL;
+      if (!alloc) {
+        front_say("--nodes needs the hosts from --hostfile FILE or --host-discovery-script SCRIPT%s",
+                  srun ? " (or an allocation: SLURM_JOB_ID is not set)" : "");
+        return 64;
+      }
+      el.script = alloc;
     }
+    el.srun = srun;
     el.head = av;
     el.nhead = n;
     el.tail = argv + 1;
@@ -281,6 +300,7 @@ int main(int argc, char **argv) {
     while (el.nopts < el.ntail && !is_gpulaunch(el.tail[el.nopts])) el.nopts++;
     code = front_elastic_run(&el, &job);
     free(av);
+    free(alloc);
     return code;
   }
   for (int i = 1; i < argc; i++) av[n++] = argv[i];
