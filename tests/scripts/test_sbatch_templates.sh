@@ -96,6 +96,34 @@ train.conf
 s.json"
 [[ $(cat "$dir/srun.args") == "$want" ]] || { diff <(echo "$want") "$dir/srun.args"; fail "srun arguments"; }
 
+# Elastic (GPULAUNCH_NODES): the allocation outlives a lost node (--no-kill); gpulaunch-run gets
+# --nodes MIN:MAX (MAX: the allocation's nodes) and no fixed shape; without gpulaunch-run, 64.
+sbatch_opts "$slurm/gpulaunch-srun.sbatch" | grep -qx -- --no-kill || fail "srun template: --no-kill"
+st=0
+GPULAUNCH_NODES=2 bash "$slurm/gpulaunch-srun.sbatch" train.conf >"$dir/out" 2>&1 || st=$?
+if [[ $st != 64 ]] || ! grep -q "GPULAUNCH_NODES needs gpulaunch-run" "$dir/out"; then
+  fail "srun body, elastic without gpulaunch-run: exit $st: $(cat "$dir/out")"
+fi
+printf '#!/bin/bash\nprintf "%%s\\n" "$@" >"%s/run.args"\nenv >"%s/run.env"\n' "$dir" "$dir" >"$dir/bin/gpulaunch-run"
+chmod +x "$dir/bin/gpulaunch-run"
+for nodes in 2 2:5; do
+  GPULAUNCH_NODES=$nodes bash "$slurm/gpulaunch-srun.sbatch" train.conf >"$dir/out" 2>&1 || fail "srun body, elastic: $(cat "$dir/out")"
+  span=$nodes
+  [[ $span == *:* ]] || span=$nodes:3
+  want="--mpi=pmix
+--kill-on-bad-exit=1
+--cpu-bind=none
+--nodes
+$span
+--cpus-per-task=12
+gpulaunch
+train.conf"
+  [[ $(cat "$dir/run.args") == "$want" ]] || { diff <(echo "$want") "$dir/run.args"; fail "elastic gpulaunch-run arguments ($nodes)"; }
+  grep -qx "SLURM_NTASKS_PER_NODE=8" "$dir/run.env" || fail "elastic: the slots per node (SLURM_NTASKS_PER_NODE)"
+  grep -qx "GPULAUNCH_MPIRUN=srun" "$dir/run.env" || fail "elastic: gpulaunch-run runs srun"
+done
+rm "$dir/bin/gpulaunch-run"
+
 # srun runs with the shim that keeps it from killing the step on SIGTERM, found next to gpulaunch
 shim_env=$(grep -x 'LD_PRELOAD=.*' "$dir/srun.env" || true)
 [[ $shim_env == "LD_PRELOAD=$dir/bin/libgpulaunch-srun.so" ]] || fail "srun without the shim: '$shim_env'"
