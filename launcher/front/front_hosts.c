@@ -55,7 +55,7 @@ int front_hosts_parse(const char *text, const char *origin, front_host_t *out, i
     char *s = line;
     while (isspace((unsigned char)*s)) s++;
     if (!*s) continue;
-    size_t nl = strcspn(s, " \t:");
+    size_t nl = strcspn(s, " \t\r:"); /* (\r: a file written on Windows) */
     int slots = 1;
     if (!valid_name(s, nl)) {
       snprintf(err, errlen, "%s:%d: '%.*s' is not a host name", origin, lineno, (int)(nl < 64 ? nl : 64), s);
@@ -70,7 +70,8 @@ int front_hosts_parse(const char *text, const char *origin, front_host_t *out, i
       }
       rest += 1 + dn;
     }
-    for (char *w = strtok(rest, " \t\r"); w; w = strtok(NULL, " \t\r")) {
+    char *save = NULL; /* (the polling thread parses while the loop runs) */
+    for (char *w = strtok_r(rest, " \t\r", &save); w; w = strtok_r(NULL, " \t\r", &save)) {
       if (strncmp(w, "slots=", 6) == 0 && !whole(w + 6, strlen(w + 6), &slots)) {
         snprintf(err, errlen, "%s:%d: slots must be a whole number > 0 (host slots=N)", origin, lineno);
         return -1;
@@ -166,6 +167,7 @@ static char *run_script(const char *script, double timeout_s, char *err, size_t 
   const char *why = timed_out ? "did not finish" : too_big ? "printed more than 1 MiB" : NULL;
   if (!why && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) why = "failed";
   if (why) {
+    if (strchr(script, '\n')) script = "(the Slurm allocation's nodes)"; /* ours: too long to quote */
     if (timed_out)
       snprintf(err, errlen, "host discovery script '%s' did not finish within %.0f s", script, timeout_s);
     else if (WIFEXITED(st))
