@@ -72,6 +72,8 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
   X(SRUN_SHIM, "GPULAUNCH_SRUN_SHIM", "", ENVVAR_USER,                                           \
     "the srun Slurm template: the srun shim (default: libgpulaunch-srun.so beside gpulaunch; "   \
     "none: srun without it)")                                                                    \
+  X(NODES, "GPULAUNCH_NODES", "", ENVVAR_USER,                                                   \
+    "the srun Slurm template: MIN or MIN:MAX nodes, elastic (needs gpulaunch-run)")              \
   X(SRUN_LD_PRELOAD, "GPULAUNCH_SRUN_LD_PRELOAD", "", ENVVAR_INTERNAL,                           \
     "the srun template to the srun shim: srun's own LD_PRELOAD")                                 \
   X(FRONTEND, "GPULAUNCH_FRONTEND", "", ENVVAR_INTERNAL,                                         \

@@ -78,12 +78,25 @@ static void io_lost(void *arg, const int *ranks, int n, live_why_t why, double s
     l->ev.nlost = n;
     size_t off = 0;
     l->ev.who[0] = 0;
-    for (int i = 0; i < n && off < sizeof l->ev.who - 80; i++) {
+    size_t cap = sizeof l->ev.who;
+    int i = 0;
+    for (; i < n && off < cap - 200; i++) {
       char name[300];
-      int w = snprintf(l->ev.who + off, sizeof l->ev.who - off, "%s%s", i ? ", " : "",
-                       mpix_rank_name(ranks[i], name, sizeof name));
+      int w = snprintf(l->ev.who + off, cap - off, "%s%s", i ? ", " : "", mpix_rank_name(ranks[i], name, sizeof name));
       if (w > 0) off += (size_t)w;
-      if (i + 1 < n && off >= sizeof l->ev.who - 80) snprintf(l->ev.who + off, sizeof l->ev.who - off, " and %d more", n - i - 1);
+    }
+    /* Past the room: the count, and each host not named yet, once (gpulaunch-run leaves out
+     * every host in a "(host NAME)"; two lost together must both be there). */
+    if (i < n) {
+      int w = snprintf(l->ev.who + off, cap - off, " and %d more", n - i);
+      if (w > 0) off += (size_t)w;
+      for (; i < n && off < cap - 80; i++) {
+        char name[300];
+        const char *h = strstr(mpix_rank_name(ranks[i], name, sizeof name), "(host ");
+        if (!h || strstr(l->ev.who, h)) continue;
+        w = snprintf(l->ev.who + off, cap - off, ", %s", h);
+        if (w > 0) off += (size_t)w;
+      }
     }
     l->have_event = 1;
     l->lost_at = util_now();

@@ -16,7 +16,7 @@ typedef struct live_event_s {
   live_why_t why;
   double silent_s;   /* for LIVE_SILENT: how long it had been silent */
   int nlost;         /* ranks lost at once (a whole host goes silent together) */
-  char who[512];     /* "rank 4 (host h2), rank 5 (host h2)" */
+  char who[768];     /* "rank 4 (host h2), rank 5 (host h2)", then "and N more, (host h3)" */
 } live_event_t;
 
 typedef struct live_opts_s {

@@ -15,6 +15,7 @@ typedef struct kid_s {
   int nages;
   int32_t rest_ms;   /* the age of its subtree's ranks not in ages, -1: none */
   double ages_at;
+  int susp;          /* its subtree's suspects, as it last said (LT_SUSPECT) */
 } kid_t;
 
 struct lt_s {
@@ -32,14 +33,26 @@ struct lt_s {
   live_why_t orphan_why;
   double orphan_silent;
   int *mark;             /* rank 0: scratch, size entries */
+  int susp_sent;         /* the suspects last told the parent */
+  int stalled;           /* the last tick's: a hung supervisor sends nothing up */
+  /* rank 0: a loss held back while there are suspects (settle), so that hosts lost together are
+   * named together */
+  int pend_n;
+  int pend_ranks[LT_LIST_MAX];
+  int32_t pend_ms[LT_LIST_MAX];
+  live_why_t pend_why;
+  double pend_since;
   lt_stats_t st;
 };
+
+#define SUSPECT_BEATS 2.0 /* a child silent this many heartbeat intervals may be lost too */
+#define SUSPECT_MAX (1 << 24)
 
 long lt_frame_len(const void *buf, size_t len) {
   lt_hdr_t h;
   if (len < sizeof h) return 0;
   memcpy(&h, buf, sizeof h);
-  if (h.magic != LT_MAGIC || h.type < LT_HELLO || h.type > LT_LOST || h.n > LT_LIST_MAX) return -1;
+  if (h.magic != LT_MAGIC || h.type < LT_HELLO || h.type > LT_SUSPECT || h.n > LT_LIST_MAX) return -1;
   return (long)(sizeof h + (size_t)h.n * sizeof(lt_ent_t));
 }
 
@@ -71,15 +84,74 @@ static void abort_kids(lt_t *t, int lost_rank) {
     if (t->kids[i].up && !t->kids[i].bye && !t->kids[i].lost) send_to(t, t->kids[i].rank, LT_ABORT, lost_rank, NULL, 0);
 }
 
-/* ranks[0..n) below this process were lost: rank 0 tells its driver, the others pass it up at
- * once (not at the next beat). */
-static void report(lt_t *t, const int *ranks, const int32_t *silent_ms, int n, live_why_t why) {
+static int suspect_kid(const lt_t *t, const kid_t *k, double now) {
+  return k->up && !k->lost && !k->bye && k->last > 0 && now - k->last > SUSPECT_BEATS * t->c.interval;
+}
+
+/* The suspects below this process: its children silent for more than SUSPECT_BEATS beats (neither
+ * heard again nor past the deadline), and those its children said they have. */
+static int suspects(const lt_t *t, double now) {
+  int s = 0;
+  for (int i = 0; i < t->nkids; i++) {
+    const kid_t *k = &t->kids[i];
+    if (!k->up || k->lost || k->bye) continue;
+    s += suspect_kid(t, k, now) + k->susp;
+    if (s > SUSPECT_MAX) s = SUSPECT_MAX;
+  }
+  return s;
+}
+
+/* Not rank 0: tell the parent the suspects below when their number changed (a frame only then:
+ * nothing in the steady state). A LOST goes up first, so the parent never sees the suspect
+ * gone before the loss. */
+static void suspect_up(lt_t *t, double now) {
+  if (t->parent < 0 || !t->up_up || t->up_bye || t->told || t->stopping || t->stalled) return;
+  int s = suspects(t, now);
+  if (s == t->susp_sent) return;
+  t->susp_sent = s;
+  send_to(t, t->parent, LT_SUSPECT, s, NULL, 0);
+}
+
+/* Rank 0: tell the losses held back, unless there are suspects left anywhere in the tree. Hosts
+ * that go together (a rack's switch, a spot reclaim of several machines) reach their deadlines
+ * up to two beats apart, each at its own parent; the first alone would restart an elastic job on
+ * hosts that are gone too, and a failure would name one host of several. A suspect settles when
+ * it is heard again or reaches its deadline, so the wait is bounded by the timeout, and a lone
+ * loss (its parent's LOST, then its SUSPECT going to zero) is told at once. */
+static void settle(lt_t *t, double now) {
+  if (t->pend_n <= 0 || t->told || t->stopping) return;
+  if (now - t->pend_since < t->c.timeout && suspects(t, now) > 0) return;
+  double sil = 0;
+  for (int i = 0; i < t->pend_n; i++)
+    if (t->pend_ms[i] / 1e3 > sil) sil = t->pend_ms[i] / 1e3;
+  /* rank order, as the star named them */
+  for (int i = 1; i < t->pend_n; i++)
+    for (int j = i; j > 0 && t->pend_ranks[j] < t->pend_ranks[j - 1]; j--) {
+      int tr = t->pend_ranks[j];
+      int32_t tm = t->pend_ms[j];
+      t->pend_ranks[j] = t->pend_ranks[j - 1];
+      t->pend_ms[j] = t->pend_ms[j - 1];
+      t->pend_ranks[j - 1] = tr;
+      t->pend_ms[j - 1] = tm;
+    }
+  tell(t, t->pend_ranks, t->pend_n, t->pend_why, sil);
+}
+
+/* ranks[0..n) below this process were lost: rank 0 tells its driver (settle), the others pass it
+ * up at once (not at the next beat). */
+static void report(lt_t *t, const int *ranks, const int32_t *silent_ms, int n, live_why_t why, double now) {
   if (n <= 0 || t->stopping) return;
   if (t->parent < 0) {
-    double s = 0;
-    for (int i = 0; i < n; i++)
-      if (silent_ms[i] / 1e3 > s) s = silent_ms[i] / 1e3;
-    tell(t, ranks, n, why, s);
+    if (t->told) return;
+    if (t->pend_n == 0) {
+      t->pend_why = why;
+      t->pend_since = now;
+    }
+    for (int i = 0; i < n && t->pend_n < LT_LIST_MAX; i++) {
+      t->pend_ranks[t->pend_n] = ranks[i];
+      t->pend_ms[t->pend_n++] = silent_ms[i];
+    }
+    settle(t, now);
     return;
   }
   if (!t->up_up || t->told) return; /* cut off from rank 0: this process ends on its own */
@@ -115,7 +187,7 @@ static void kid_lost(lt_t *t, kid_t *k, live_why_t why, double now) {
       ranks[j] = ranks[j - 1];
       ranks[j - 1] = tr;
     }
-  report(t, ranks, sil, c, why);
+  report(t, ranks, sil, c, why, now);
 }
 
 /* The parent was lost. Its parent names it to rank 0, which ends the job; this subtree cannot
@@ -161,6 +233,7 @@ void lt_on_frame(lt_t *t, int peer, const void *frame, size_t len, double now) {
   }
   kid_t *k = kid_of(t, peer);
   if (!k || k->lost) return;
+  int was_suspect = suspect_kid(t, k, now);
   k->last = now;
   switch (h.type) {
     case LT_BYE:
@@ -196,11 +269,19 @@ void lt_on_frame(lt_t *t, int peer, const void *frame, size_t len, double now) {
           sil[c++] = e[i].val;
         }
       live_why_t why = h.arg >= LIVE_CLOSED && h.arg <= LIVE_NEVER ? (live_why_t)h.arg : LIVE_SILENT;
-      report(t, ranks, sil, c, why);
+      report(t, ranks, sil, c, why, now);
       break;
     }
+    case LT_SUSPECT:
+      k->susp = h.arg < 0 ? 0 : h.arg > SUSPECT_MAX ? SUSPECT_MAX : h.arg;
+      was_suspect = 1;
+      break;
     default:
       break;
+  }
+  if (was_suspect) {
+    suspect_up(t, now);
+    settle(t, now);
   }
 }
 
@@ -213,7 +294,10 @@ void lt_on_closed(lt_t *t, int peer, double now) {
   kid_t *k = kid_of(t, peer);
   if (!k) return;
   k->up = 0;
-  if (!t->stopping) kid_lost(t, k, LIVE_CLOSED, now);
+  if (t->stopping) return;
+  kid_lost(t, k, LIVE_CLOSED, now);
+  suspect_up(t, now);
+  settle(t, now);
 }
 
 /* This subtree's oldest progress ages, for the beat up. */
@@ -268,6 +352,7 @@ int lt_on_tick(lt_t *t, double now, int stalled) {
       if (t->kids[i].last > 0) t->kids[i].last = now;
   }
   t->last_tick = now;
+  t->stalled = stalled;
   if (t->stopping || t->told) return 0;
   if (t->orphan_at > 0) {
     if (now >= t->orphan_at) {
@@ -301,7 +386,9 @@ int lt_on_tick(lt_t *t, double now, int stalled) {
       kid_lost(t, k, LIVE_SILENT, now);
     }
   }
-  report(t, ranks, sil, c, LIVE_NEVER);
+  report(t, ranks, sil, c, LIVE_NEVER, now);
+  suspect_up(t, now);
+  settle(t, now);
   if (t->parent >= 0 && !t->up_bye) {
     if (t->up_last == 0 && now - t->t0 > t->c.connect_s) parent_lost(t, LIVE_NEVER, 0, now);
     else if (t->up_last > 0 && now - t->up_last > t->c.timeout) parent_lost(t, LIVE_SILENT, now - t->up_last, now);

@@ -22,7 +22,7 @@ typedef enum live_why_e {
 
 /* Frames: a header, then n entries. */
 #define LT_MAGIC 0x3254484cu /* "LHT2" */
-enum { LT_HELLO = 1, LT_BEAT, LT_BYE, LT_ABORT, LT_LOST };
+enum { LT_HELLO = 1, LT_BEAT, LT_BYE, LT_ABORT, LT_LOST, LT_SUSPECT };
 #define LT_AGES_MAX 32   /* progress ages an up-beat carries: its subtree's oldest */
 #define LT_LIST_MAX 256  /* entries in one frame at most (a LOST frame: one host's ranks) */
 #define LT_AGE_UNKNOWN 2000000000 /* a rank whose progress is not known yet: older than any */
@@ -32,7 +32,9 @@ typedef struct lt_hdr_s {
   uint16_t type, n; /* n entries follow */
   int32_t rank;     /* the sender */
   int32_t arg;      /* ABORT: the lost rank; LOST: live_why_t; BEAT upward: the age (ms) of the
-                     * subtree's ranks not listed (at most that old), -1: none */
+                     * subtree's ranks not listed (at most that old), -1: none; SUSPECT (upward,
+                     * when it changes): how many of the subtree's processes are silent for more
+                     * than two beats but not yet past the deadline */
   uint64_t token;   /* the job's (HELLO; the others carry it too) */
 } lt_hdr_t;
 

@@ -162,20 +162,27 @@ else
 fi
 wait
 
-# (g) two hosts' links cut at once: both are left out (named lost, or found unreachable by the
-# probe after the launch that could not start), the job goes on with h0, h1 and completes.
+# (g) two hosts' links cut at once: rank 0 names both in one loss (it holds the first while the
+# other is silent but not yet past the deadline), one restart leaves both out, and the job goes on
+# with h0, h1 and completes.
 hostfile h0 h1 h2 h3
 export STEPS=80
 elastic --nodes 2:4 --start-timeout 40
 if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
+  t0=$(date +%s.%N)
   netns_link_down h2
   netns_link_down h3
   if wait_for 200 test -f "$T/done"; then
+    t1=$(grep "start rank 0 world 4 " "$T/out" | grep -o 'at [0-9.]*' | head -1)
     rc=$(done_rc)
     [ "$rc" = 0 ] || bad "two links cut: exit $rc, expected 0"
     [ "$(starts 4)" = 4 ] || bad "two links cut: $(starts 4) of 4 ranks started at world 4"
     grep -q "done rank 0 step 80" "$T/out" || bad "two links cut: the job did not complete"
-    [ "$fail" = 0 ] && ok "h2 and h3 cut at once: $(grep -o 'restart [0-9]: [^;]*' "$T/err" | paste -sd';' -), completed at world 4"
+    # rank 0 holds the first loss while the other host is suspect: one restart names both
+    grep -Eq "restart 1: host h[23] lost, host h[23] lost" "$T/err" ||
+      bad "two links cut: restart 1 did not name both hosts: $(grep -o 'restart [0-9]: [^;]*' "$T/err" | paste -sd';' -)"
+    ! grep -q "restart 2:" "$T/err" || bad "two links cut: a second restart (the hosts were not named together)"
+    [ "$fail" = 0 ] && ok "h2 and h3 cut at once: $(grep -o 'restart [0-9]: [^;]*' "$T/err" | paste -sd';' -), resumed at world 4 $(echo "${t1#at } - $t0" | bc)s after the cut, completed"
   else
     bad "two links cut: gpulaunch-run still runs 200 s after the cut"
   fi

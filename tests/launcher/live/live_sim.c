@@ -136,7 +136,8 @@ typedef struct fig_s {
   int depth;
 } fig_t;
 
-enum { FAULT_NONE, FAULT_HOST, FAULT_HANG };
+enum { FAULT_NONE, FAULT_HOST, FAULT_HANG, FAULT_TWO_HOSTS };
+#define SECOND_AFTER 0.6 /* FAULT_TWO_HOSTS: the second host goes this many intervals after the first */
 
 static int depth_of(const tree_shape_t *s, int r) {
   int d = 0;
@@ -144,7 +145,7 @@ static int depth_of(const tree_shape_t *s, int r) {
   return d;
 }
 
-static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
+static int run(const cfg_t *c, int fault, int victim, int victim2, fig_t *fig) {
   memset(fig, 0, sizeof *fig);
   memset(&W, 0, sizeof W);
   W.interval = c->interval;
@@ -193,10 +194,15 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
     }
     if (!faulted && e.t >= t_fault) {
       faulted = 1;
-      if (fault == FAULT_HOST)
+      if (fault == FAULT_HOST || fault == FAULT_TWO_HOSTS)
         for (int r = 0; r < c->size; r++)
           if (node_of[r] == node_of[victim]) W.p[r].dead = 1;
       if (fault == FAULT_HANG) W.p[victim].stalled = 1;
+    }
+    if (faulted == 1 && fault == FAULT_TWO_HOSTS && e.t >= t_fault + SECOND_AFTER * c->interval) {
+      faulted = 2;
+      for (int r = 0; r < c->size; r++)
+        if (node_of[r] == node_of[victim2]) W.p[r].dead = 1;
     }
     W.now = e.t;
     proc_t *p = &W.p[e.dst];
@@ -259,7 +265,10 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
     /* rank 0 must name exactly: the host's ranks (host loss), the hung rank (hang) */
     int want[LT_LIST_MAX], nw = 0;
     for (int r = 0; r < c->size && nw < LT_LIST_MAX; r++)
-      if (fault == FAULT_HOST ? node_of[r] == node_of[victim] : r == victim) want[nw++] = r;
+      if (fault == FAULT_HANG ? r == victim
+                              : node_of[r] == node_of[victim] ||
+                                    (fault == FAULT_TWO_HOSTS && node_of[r] == node_of[victim2]))
+        want[nw++] = r;
     fig->named_ok = root->told_at > 0 && root->why == LIVE_SILENT && root->nlost == nw &&
                     memcmp(root->lost, want, (size_t)nw * sizeof *want) == 0;
     size_t off = 0;
@@ -298,6 +307,26 @@ static int run(const cfg_t *c, int fault, int victim, fig_t *fig) {
   return fault == FAULT_NONE && !age_ok ? 1 : 0;
 }
 
+/* The leader of the last node that is not in first's subtree (-1: none, one subtree only). */
+static int second_victim(const cfg_t *c, int first) {
+  int nnodes = (c->size + c->per_node - 1) / c->per_node, second = -1;
+  int *node_of = malloc((size_t)c->size * sizeof *node_of), *leader = malloc((size_t)nnodes * sizeof *leader);
+  if (!node_of || !leader) abort();
+  for (int r = 0; r < c->size; r++) node_of[r] = r / c->per_node;
+  for (int n = 0; n < nnodes; n++) leader[n] = n * c->per_node;
+  tree_shape_t shape = {.size = c->size, .nnodes = nnodes, .fanout = c->fanout, .node_of = node_of, .leader_of_node = leader};
+  if (tree_shape_index(&shape) < 0) abort();
+  for (int n = nnodes - 1; n > 0 && second < 0; n--) {
+    int a = leader[n];
+    while (a > 0 && node_of[a] != node_of[first]) a = tree_parent(&shape, a);
+    if (a == 0) second = leader[n];
+  }
+  tree_shape_free(&shape);
+  free(node_of);
+  free(leader);
+  return second;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: live_sim [--ranks N] [--per-node R] [--fanout K] [--interval S] [--timeout S]\n"
                   "                [--latency-ms L] [--star] [--check]\n");
@@ -332,7 +361,7 @@ int main(int argc, char **argv) {
   printf("%s: %d supervisors, %d per node (%d nodes), fanout %d, interval %.1f s, timeout %.1f s, "
          "link latency %.1f-%.1f ms\n", star ? "star" : "tree", sc.size, sc.per_node, nnodes, sc.fanout,
          sc.interval, sc.timeout, sc.latency_ms, sc.latency_ms * 2.5);
-  if (run(&sc, FAULT_NONE, 0, &f) != 0) {
+  if (run(&sc, FAULT_NONE, 0, -1, &f) != 0) {
     printf("FAIL: rank 0 did not learn the slow program's progress age\n");
     fail = 1;
   }
@@ -352,15 +381,23 @@ int main(int argc, char **argv) {
   /* The supervisor to hang: the last node's second rank (a leaf at the bottom of the tree). */
   int hang_victim = sc.per_node > 1 ? (nnodes - 1) * sc.per_node + 1 : sc.size - 1;
   if (hang_victim >= sc.size) hang_victim = sc.size - 1;
-  const struct { int fault, victim; const char *what; } runs[] = {
-      {FAULT_HOST, host_victim, "host lost (all its ranks silent)"},
-      {FAULT_HANG, hang_victim, "supervisor hung (stops beating)"}};
-  for (size_t i = 0; i < 2; i++) {
-    if (run(&sc, runs[i].fault, runs[i].victim, &f) < 0) return 1;
-    printf("  %s, rank %d: rank 0 named [%s] %.2f s after (deadline %.2f s)%s; every other rank "
+  /* Two hosts lost 0.6 beats apart (a spot reclaim of two machines), in different subtrees: the
+   * first's and the last node outside the first's subtree (its loss is told by another parent).
+   * Rank 0 must name both in one report, not the first alone. */
+  int second = second_victim(&sc, host_victim);
+  const struct { int fault, victim, victim2; double late; const char *what; } runs[] = {
+      {FAULT_HOST, host_victim, -1, 0, "host lost (all its ranks silent)"},
+      {FAULT_HANG, hang_victim, -1, 0, "supervisor hung (stops beating)"},
+      {FAULT_TWO_HOSTS, host_victim, second, SECOND_AFTER * sc.interval, "two hosts lost 0.6 beats apart"}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    if (runs[i].fault == FAULT_TWO_HOSTS && second < 0) continue; /* one subtree only */
+    if (run(&sc, runs[i].fault, runs[i].victim, runs[i].victim2, &f) < 0) return 1;
+    double dl = deadline + runs[i].late;
+    printf("  %s, rank %d%s: rank 0 named [%s] %.2f s after (deadline %.2f s)%s; every other rank "
            "ended %.2f s after; first rank to end on its own %.2f s after\n", runs[i].what, runs[i].victim,
-           f.named, f.detect, deadline, f.named_ok ? "" : " WRONG", f.all_end, f.first_orphan);
-    if (check && (!f.named_ok || f.detect < 0 || f.detect > deadline)) {
+           runs[i].victim2 >= 0 ? " and the host of the one below" : "", f.named, f.detect, dl,
+           f.named_ok ? "" : " WRONG", f.all_end, f.first_orphan);
+    if (check && (!f.named_ok || f.detect < 0 || f.detect > dl)) {
       printf("FAIL: %s: named [%s] after %.2f s\n", runs[i].what, f.named, f.detect);
       fail = 1;
     }
