@@ -10,6 +10,8 @@ Each scenario is a path prefix (the watcher's endpoint is http://127.0.0.1:PORT/
   aws-bad, gcp-bad, azure-bad   malformed answers
 Writes the port it listens on and a refusing port to PORTFILE; every request to LOG as
 "scenario method path status"; every ack body to ACKS. Ends by itself after LIFETIME seconds.
+With MOCK_NOTICE_FILE set, the notice is pending until that file exists instead (a benchmark's
+trigger), and AWS's "time" is then 2 minutes after it appeared, as AWS gives.
   mock_metadata.py PORTFILE LOG ACKS [PENDING=2] [SLOW=10] [LIFETIME=110]
 """
 import json
@@ -29,6 +31,22 @@ TOKEN = "AQAEAMockToken-aws_v2=="
 VM = "vm-test-1"
 EVENT_ID = "602d9444-d2cd-49c7-8624-8643e7171297"
 AWS_NOTICE = {"action": "terminate", "time": "2026-12-06T08:22:00Z"}
+TRIGGER = os.environ.get("MOCK_NOTICE_FILE")
+
+
+def pending(scenario):
+    """Is the notice still pending? (counts the poll)"""
+    n = count(scenario)
+    if TRIGGER:
+        return not os.path.exists(TRIGGER)
+    return n <= PENDING
+
+
+def aws_notice():
+    if not TRIGGER:
+        return AWS_NOTICE
+    at = time.gmtime(os.stat(TRIGGER).st_mtime + 120)
+    return {"action": "terminate", "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", at)}
 
 
 def azure_doc(vm, incarnation):
@@ -101,15 +119,15 @@ class Handler(BaseHTTPRequestHandler):
                     return self.answer(401, "")
                 if bad:
                     return self.answer(200, '{"action": "terminate", "time": ')
-                if count(scenario) <= PENDING:
+                if pending(scenario):
                     return self.answer(404, "<html>404 - Not Found</html>", "text/html")
-                return self.answer(200, json.dumps(AWS_NOTICE), "text/plain")
+                return self.answer(200, json.dumps(aws_notice()), "text/plain")
         if cloud == "gcp" and method == "GET" and rest == "/computeMetadata/v1/instance/preempted":
             if self.headers.get("Metadata-Flavor") != "Google":
                 return self.answer(403, "Missing Metadata-Flavor:Google header.")
             if bad:
                 return self.answer(200, "MAYBE")
-            return self.answer(200, "FALSE" if count(scenario) <= PENDING else "TRUE")
+            return self.answer(200, "FALSE" if pending(scenario) else "TRUE")
         if cloud == "azure":
             if self.headers.get("Metadata") != "true":
                 return self.answer(400, '{"error": "Bad request. Required metadata header not specified"}')
@@ -122,8 +140,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self.answer(200, "")
                 if bad:
                     return self.answer(200, '{"DocumentIncarnation": 1, "Events": 5}', "application/json")
-                n = count(scenario)
-                doc = azure_doc("vm-other-7", 1) if n <= PENDING else azure_doc(VM, 2)
+                doc = azure_doc("vm-other-7", 1) if pending(scenario) else azure_doc(VM, 2)
                 return self.answer(200, json.dumps(doc), "application/json")
         return self.answer(404, "no such path")
 
