@@ -17,6 +17,7 @@
 
 #define SOURCE_TIMEOUT_S 10.0 /* a discovery script that takes longer failed this poll */
 #define PROBE_TIMEOUT_S 15.0  /* a host that cannot start `true` within this long is unreachable */
+#define RESTART_LINGER_S 1.0 /* mpirun lingering after a membership change's status is ended */
 #define RUN_ID_ENV "GPULAUNCH_RUN_ID"
 #define HISTORY_ENV "GPULAUNCH_ELASTIC_HISTORY"
 #define HISTORY_MAX 16 /* the restarts --summary and the audit log carry: the last ones */
@@ -304,6 +305,7 @@ static int launch(el_t *el, front_job_t *j, const front_host_t *hosts, int n) {
     el->why[0] = 0;
     j->av = av;
     j->start_limit = e->start_limit;
+    j->restart_linger = RESTART_LINGER_S;
     rc = front_job_run(j, tick, el);
   }
   if (slurm_hostfile) {

@@ -42,14 +42,24 @@ double front_now(void) {
 
 void front_say(const char *fmt, ...) {
   char buf[1024];
+  int t = 0;
+  const char *tm = envvar_get(ENVVAR_LOG_TIME);
+  if (tm && strcmp(tm, "1") == 0) { /* the ranks' clock and form (common/log.c), for profiling */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = snprintf(buf, sizeof buf, "%ld.%03ld ", (long)(ts.tv_sec % 100000), ts.tv_nsec / 1000000);
+    if (t < 0) t = 0;
+  }
+  t += snprintf(buf + t, sizeof buf - (size_t)t, "gpulaunch-run: ");
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  int n = vsnprintf(buf + t, sizeof buf - 1 - (size_t)t, fmt, ap);
   va_end(ap);
   if (n < 0) return;
+  n += t;
   if ((size_t)n > sizeof buf - 2) n = (int)sizeof buf - 2;
   buf[n++] = '\n';
-  if (write(2, "gpulaunch-run: ", 15) < 0 || write(2, buf, (size_t)n) < 0) {
+  if (write(2, buf, (size_t)n) < 0) {
   }
 }
 
@@ -133,8 +143,9 @@ typedef struct run_s {
   front_job_t *j;
   pid_t pid;
   conn_t c[NCONN];
-  int stop_sig, stop_sent, nint, rank0_seen;
+  int stop_sig, stop_sent, nint, rank0_seen, quick_done;
   double stop_at, deadline, orphan_at;
+  double verdict_at; /* when rank 0 said the job's status (0: it did not) */
 } run_t;
 
 static void send_stop(run_t *r, int sig) {
@@ -176,6 +187,7 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
   }
   if (strncmp(line, "exit ", 5) == 0 && c->authed == 1 && j->verdict < 0) {
     j->verdict = atoi(line + 5);
+    r->verdict_at = front_now();
     r->deadline = front_now() + (j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
   } else if (strncmp(line, "lost ", 5) == 0) {
     add_named(j->lost, &j->nlost, line + 5);
@@ -254,6 +266,16 @@ void front_job_stop(front_job_t *j) {
 static void check_timers(run_t *r) {
   front_job_t *j = r->j;
   double t = front_now();
+  /* A membership change of an elastic job: rank 0 says the status once every program has ended
+   * (or its rank is lost), so nothing of the user's is left to wait for; mpirun's own teardown
+   * after a non-zero status (1-3 s, longer with a lost daemon) only delays the next launch. */
+  if (r->verdict_at > 0 && j->restart_linger > 0 && !r->quick_done && !j->user_stop &&
+      (j->nlost || j->nnotice || j->asked_stop) && t > r->verdict_at + j->restart_linger) {
+    kill(-r->pid, SIGKILL);
+    kill(r->pid, SIGKILL);
+    r->quick_done = 1;
+    r->deadline = t + 3600;
+  }
   if (j->verdict >= 0 && t > r->deadline) {
     front_say("the job ended (exit status %d) but %s did not exit within %.0f s: ending it", j->verdict,
               j->av[0], j->verdict == 68 ? LINGER_LOST_S : LINGER_S);

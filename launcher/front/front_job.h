@@ -14,6 +14,8 @@ typedef struct front_job_s {
   double start_limit;     /* > 0: rank 0 must connect within this many seconds, else the
                            * launcher is ended (an elastic launch on a host that cannot start) */
   int lfd;                /* the channel's listening socket */
+  double restart_linger;  /* > 0: after rank 0's status for a membership change (hosts lost or
+                           * noticed, front_job_stop), mpirun is ended if it lingers this long */
   /* out */
   int verdict;            /* the job's exit status as rank 0 said it (-1: never said) */
   int launcher_status;    /* mpirun's own exit status (-1: not reaped) */

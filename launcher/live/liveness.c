@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "launcher/exitcode.h"
 #include "launcher/exec/reap.h"
+#include "launcher/live/livesock.h"
 
 typedef struct peer_s {
   uv_tcp_t tcp;
@@ -420,43 +421,6 @@ static void run(void *arg) {
 
 /* ---- the supervisor's side ---- */
 
-/* A listener on every address of the family, port chosen by the kernel. */
-static int open_listener(int v6, int *port) {
-  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_storage sa;
-  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  memset(&sa, 0, sizeof sa);
-  sa.ss_family = (sa_family_t)(v6 ? AF_INET6 : AF_INET);
-  if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
-      getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-    close(fd);
-    return -1;
-  }
-  *port = ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
-  return fd;
-}
-
-/* This host's address on the route to rank 0's (addr): the interface the job agreed on, whose
- * subnet every node shares (a UDP connect sends nothing; it only picks the source). */
-static int route_addr(const char *addr, char *out, size_t len) {
-  int v6 = strchr(addr, ':') != NULL;
-  struct sockaddr_storage sa;
-  memset(&sa, 0, sizeof sa);
-  socklen_t sl = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  if ((v6 ? uv_ip6_addr(addr, 9, (struct sockaddr_in6 *)&sa) : uv_ip4_addr(addr, 9, (struct sockaddr_in *)&sa)) < 0)
-    return -1;
-  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int rc = connect(fd, (struct sockaddr *)&sa, sl) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0 ? 0 : -1;
-  close(fd);
-  if (rc == 0)
-    rc = uv_ip_name((struct sockaddr *)&sa, out, len) == 0 ? 0 : -1;
-  return rc;
-}
-
 static void live_free(live_t *l) {
   lt_free(l->core);
   tree_shape_free(&l->shape);
@@ -522,13 +486,13 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
       rl.rlim_cur = rl.rlim_max;
       setrlimit(RLIMIT_NOFILE, &rl);
     }
-    l->listen_fd = open_listener(v6, &me.port);
+    l->listen_fd = livesock_listen(v6, &me.port);
     if (l->listen_fd < 0)
       LOG_WARN("liveness: cannot listen for the other supervisors (%s); a lost host will not be noticed",
                strerror(errno));
     if (job->nnodes == 1) util_strlcpy(me.addr, v6 ? "::1" : "127.0.0.1", sizeof me.addr);
     else if (job->rank == 0) util_strlcpy(me.addr, o->addr, sizeof me.addr);
-    else if (route_addr(o->addr, me.addr, sizeof me.addr) < 0)
+    else if (livesock_route_addr(o->addr, me.addr, sizeof me.addr) < 0)
       LOG_WARN("liveness: no address of this host on the route to %s; its children cannot reach it", o->addr);
   }
   if (job->rank == 0 && uv_random(NULL, NULL, &me.token, sizeof me.token, 0, NULL) < 0) me.token = util_now_ns();
