@@ -114,8 +114,9 @@ one() {
     last=$(last_step_at "$W")
     from=$(resumed_at "$W2")
     # the last rank's checkpoint on the stop (elastic_train.py's saved-RANK: the step, SIGTERM's time)
-    saved=$(find "$D/ckpt" -name 'saved-*' -newer "$D/notice.trigger" 2>/dev/null | wc -l)
-    if [[ $EVENT == notice && $saved -ge $W ]]; then
+    saved=0
+    [[ $EVENT == notice ]] && saved=$(find "$D/ckpt" -name 'saved-*' -newer "$D/notice.trigger" | wc -l)
+    if [[ $saved -ge $W ]]; then
       saved=$(echo "$(stat -c %.9Y "$D"/ckpt/saved-* | sort -n | tail -1) - $t0" | bc)
     else
       saved=-
