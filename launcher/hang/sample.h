@@ -70,6 +70,17 @@ typedef struct sample_verdict_s {
 
 void sample_judge(const sample_report_t *reports, int size, sample_verdict_t *v);
 
+/* A straggler lasts, a window's noise does not: rank 0 names a rank only once two judgments in a
+ * row, the second on newer counts, name it. gen: how many reports rank 0 has taken so far. */
+typedef struct sample_streak_s {
+  int rank;      /* the rank the last judgment named, -1: none */
+  long gen;      /* the counts it was named on */
+  int confirmed; /* named again on newer counts */
+} sample_streak_t;
+
+/* Feed one judgment; 1 when v's rank is confirmed (and stays so while judgments keep naming it). */
+int sample_confirm(sample_streak_t *s, const sample_verdict_t *v, long gen);
+
 /* The line: "rank 1 (host n3) is the straggler: 83 % of its samples in slow_augment; the other
  * ranks spend 80 % waiting in all_reduce". */
 void sample_describe(const sample_verdict_t *v, const char *host, char *out, size_t len);

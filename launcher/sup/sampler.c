@@ -32,6 +32,8 @@ typedef struct sampler_s {
   /* rank 0 */
   sample_report_t *reports;
   double next_judge;
+  long stored;              /* reports taken (sample_confirm's generation) */
+  sample_streak_t streak;   /* the last judgments' straggler, confirmed or not */
   sample_verdict_t shown;   /* the verdict last printed (rank -1: none) */
   sample_verdict_t flagged; /* the last straggler named (rank -1: none) */
 } sampler_t;
@@ -55,7 +57,15 @@ static void judge(sampler_t *m) {
   sup_t *s = m->s;
   sample_verdict_t v;
   sample_judge(m->reports, s->job->size, &v);
-  if (v.rank < 0) return;
+  if (log_enabled(LOG_LVL_DEBUG, LOG_SUP)) { /* each rank's waiting samples, for tuning */
+    char shares[512];
+    size_t off = 0;
+    for (int r = 0; r < s->job->size && off + 24 < sizeof shares; r++)
+      off += (size_t)snprintf(shares + off, sizeof shares - off, " %d:%d/%d", r, m->reports[r].nwait, m->reports[r].n);
+    LOG_DEBUG(SUP, "straggler = sample: waiting/samples%s%s -> rank %d", shares, off + 24 >= sizeof shares ? " ..." : "",
+              v.rank);
+  }
+  if (!sample_confirm(&m->streak, &v, m->stored)) return;
   m->flagged = v;
   if (v.rank == m->shown.rank && strcmp(v.func, m->shown.func) == 0) return;
   m->shown = v;
@@ -67,6 +77,7 @@ static void judge(sampler_t *m) {
 static void store(sampler_t *m, int src, const sample_report_t *r) {
   if (!m->reports || src < 0 || src >= m->s->job->size) return;
   m->reports[src] = *r;
+  m->stored++;
   double now = util_now();
   if (now < m->next_judge) return;
   m->next_judge = now + JUDGE_EVERY_S;
@@ -130,6 +141,7 @@ static void on_timer(uv_timer_t *t) {
     m->taken = 0;
     memset(&m->win, 0, sizeof m->win);
     if (m->reports) memset(m->reports, 0, (size_t)s->job->size * sizeof *m->reports);
+    m->streak = (sample_streak_t){.rank = -1};
   }
   m->root = (int)s->pid;
   m->busy = 1;
@@ -146,7 +158,7 @@ int sampler_start(sup_t *s) {
   if (!m) return GPL_ENOMEM;
   m->s = s;
   m->seed = (unsigned)(util_now_ns() ^ (uint64_t)s->job->rank * 2654435761u);
-  m->shown.rank = m->flagged.rank = -1;
+  m->shown.rank = m->flagged.rank = m->streak.rank = -1;
   m->next_report = util_now() + REPORT_EVERY_S;
   if (s->job->rank == 0 && !(m->reports = calloc((size_t)s->job->size, sizeof *m->reports))) {
     free(m);
@@ -173,7 +185,8 @@ void sampler_take(sup_t *s, int src, const char *data, size_t len) {
 int sampler_verdict(sup_t *s, sample_verdict_t *v) {
   sampler_t *m = s->sampler;
   if (!m || !m->reports) return 0;
-  sample_judge(m->reports, s->job->size, v); /* the last counts too */
+  sample_judge(m->reports, s->job->size, v); /* the last counts too, confirmed as while it ran */
+  if (v->rank >= 0 && !sample_confirm(&m->streak, v, m->stored)) v->rank = -1;
   if (v->rank < 0 && m->flagged.rank >= 0) *v = m->flagged; /* named while it ran */
   return 1;
 }

@@ -127,6 +127,20 @@ static void test_balanced(void **st) {
   /* a short job: 12 samples need a wider gap */
   assert_int_equal(judge4(12, 8, 3, 8, 9), -1);
   assert_int_equal(judge4(12, 10, 0, 8, 9), 1);
+  /* three ranks of 12 samples, 1 of 12 against 7 of 12 each: past the thresholds, but a gap the
+   * noise of so few samples makes (z 2.9, a balanced run on 2 shared cores did it); the same
+   * shares on 20 samples each are significant (z 4.1) */
+  const char *fb = "forward_backward\t/home/u/train.py\nmain\t/home/u/train.py\n";
+  sample_report_t r3[3];
+  sample_verdict_t v3;
+  for (int n = 12; n <= 20; n += 8) {
+    int w = n == 12 ? 7 : 12;
+    fill(&r3[0], n, w, py_wait, fb);
+    fill(&r3[1], n, 1, py_wait, py_work);
+    fill(&r3[2], n, w, py_wait, fb);
+    sample_judge(r3, 3, &v3);
+    assert_int_equal(v3.rank, n == 12 ? -1 : 1);
+  }
   /* fewer than SAMPLE_FEW: no judgement */
   assert_int_equal(judge4(8, 8, 0, 8, 8), -1);
   /* one rank alone: none */
@@ -135,6 +149,22 @@ static void test_balanced(void **st) {
   fill(&r, 32, 0, py_wait, py_work);
   sample_judge(&r, 1, &v);
   assert_int_equal(v.rank, -1);
+}
+
+/* A rank is named only when two judgments in a row, the second on newer counts, name it. */
+static void test_confirm(void **st) {
+  (void)st;
+  sample_streak_t k = {.rank = -1};
+  sample_verdict_t one = {.rank = 1}, two = {.rank = 2}, none = {.rank = -1};
+  assert_int_equal(sample_confirm(&k, &one, 3), 0);  /* seen once: a blip, maybe */
+  assert_int_equal(sample_confirm(&k, &one, 3), 0);  /* the same counts again: nothing new */
+  assert_int_equal(sample_confirm(&k, &one, 4), 1);  /* again on newer counts: named */
+  assert_int_equal(sample_confirm(&k, &one, 4), 1);  /* and stays named */
+  assert_int_equal(sample_confirm(&k, &two, 5), 0);  /* another rank starts over */
+  assert_int_equal(sample_confirm(&k, &one, 6), 0);
+  assert_int_equal(sample_confirm(&k, &none, 7), 0); /* a judgment with none ends the streak */
+  assert_int_equal(sample_confirm(&k, &one, 8), 0);
+  assert_int_equal(sample_confirm(&k, &one, 9), 1);
 }
 
 /* The window keeps the last SAMPLE_WINDOW samples. */
@@ -158,6 +188,7 @@ static void test_window(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classify),
+      cmocka_unit_test(test_confirm),
       cmocka_unit_test(test_straggler),
       cmocka_unit_test(test_balanced),
       cmocka_unit_test(test_window),
