@@ -142,6 +142,14 @@ void log_print(const char *fmt, ...) {
   va_end(ap);
 }
 
+int log_time_prefix(char *buf, size_t len) {
+  if (!g_time || len == 0) return 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int t = snprintf(buf, len, "%ld.%03ld ", (long)(ts.tv_sec % 100000), ts.tv_nsec / 1000000);
+  return t < 0 ? 0 : (size_t)t >= len ? (int)len - 1 : t;
+}
+
 void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line, const char *fmt,
                 va_list ap) {
   if (!log_enabled(level, sub)) return;
@@ -150,12 +158,7 @@ void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line,
   base = base ? base + 1 : file;
   int n, t = 0;
   const char *sname = sub < LOG_SUBSYS_COUNT ? g_subsys_names[sub] : "";
-  if (g_time) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    t = snprintf(buf, sizeof buf, "%ld.%03ld ", (long)(ts.tv_sec % 100000), ts.tv_nsec / 1000000);
-    if (t < 0) t = 0;
-  }
+  t = log_time_prefix(buf, sizeof buf);
   if (level <= LOG_LVL_WARN)
     n = snprintf(buf + t, sizeof buf - (size_t)t, "gpulaunch %s [%s%s%s] %s:%d ", g_ident, g_level_names[level],
                  *sname ? " " : "", sname, base, line);

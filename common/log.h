@@ -3,6 +3,7 @@
 #define GPL_COMMON_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,6 +44,8 @@ void log_vwrite(log_level_t level, log_subsys_t sub, const char *file, int line,
                 va_list ap);
 /* The host:rank prefix (without brackets), for messages that name this rank. */
 const char *log_identity(void);
+/* GPULAUNCH_LOG_TIME=1 (read by log_init): the wall clock "s.ms " into buf, its length; else 0. */
+int log_time_prefix(char *buf, size_t len);
 /* A message for the user, printed as written on stderr (it carries its own "gpulaunch: ..."
  * prefix and newlines): the job's outcome, root causes, usage errors, progress lines. Printed at
  * every level (-q too), in one write(2) like every log line, so lines of different ranks and

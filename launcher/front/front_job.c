@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/envvar.h"
+#include "common/log.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
@@ -42,14 +43,7 @@ double front_now(void) {
 
 void front_say(const char *fmt, ...) {
   char buf[1024];
-  int t = 0;
-  const char *tm = envvar_get(ENVVAR_LOG_TIME);
-  if (tm && strcmp(tm, "1") == 0) { /* the ranks' clock and form (common/log.c), for profiling */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    t = snprintf(buf, sizeof buf, "%ld.%03ld ", (long)(ts.tv_sec % 100000), ts.tv_nsec / 1000000);
-    if (t < 0) t = 0;
-  }
+  int t = log_time_prefix(buf, sizeof buf); /* the ranks' clock, for profiling */
   t += snprintf(buf + t, sizeof buf - (size_t)t, "gpulaunch-run: ");
   va_list ap;
   va_start(ap, fmt);
@@ -143,9 +137,9 @@ typedef struct run_s {
   front_job_t *j;
   pid_t pid;
   conn_t c[NCONN];
-  int stop_sig, stop_sent, nint, rank0_seen, quick_done;
+  int stop_sig, stop_sent, nint, rank0_seen;
   double stop_at, deadline, orphan_at;
-  double verdict_at; /* when rank 0 said the job's status (0: it did not) */
+  double verdict_at; /* when rank 0 said the job's status (0: it did not, or mpirun was ended) */
 } run_t;
 
 static void send_stop(run_t *r, int sig) {
@@ -269,11 +263,11 @@ static void check_timers(run_t *r) {
   /* A membership change of an elastic job: rank 0 says the status once every program has ended
    * (or its rank is lost), so nothing of the user's is left to wait for; mpirun's own teardown
    * after a non-zero status (1-3 s, longer with a lost daemon) only delays the next launch. */
-  if (r->verdict_at > 0 && j->restart_linger > 0 && !r->quick_done && !j->user_stop &&
+  if (r->verdict_at > 0 && j->restart_linger > 0 && !j->user_stop &&
       (j->nlost || j->nnotice || j->asked_stop) && t > r->verdict_at + j->restart_linger) {
     kill(-r->pid, SIGKILL);
     kill(r->pid, SIGKILL);
-    r->quick_done = 1;
+    r->verdict_at = 0;
     r->deadline = t + 3600;
   }
   if (j->verdict >= 0 && t > r->deadline) {

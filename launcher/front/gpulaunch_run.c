@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/envvar.h"
+#include "common/log.h"
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
@@ -206,6 +207,7 @@ static int elastic_args(int *argc, char **argv, int srun, front_elastic_t *e, in
 }
 
 int main(int argc, char **argv) {
+  log_init(); /* GPULAUNCH_LOG_TIME for front_say */
   if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
     fputs(g_usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 64 : 0;

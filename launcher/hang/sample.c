@@ -253,7 +253,7 @@ int sample_confirm(sample_streak_t *s, const sample_verdict_t *v, long gen) {
     return 0;
   }
   if (gen > s->gen) s->confirmed = 1;
-  s->gen = GPL_MAX(s->gen, gen);
+  s->gen = gen;
   return s->confirmed;
 }
 
