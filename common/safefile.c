@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,10 +71,61 @@ static int check_links(const char *dir, char *err, size_t errlen) {
   return GPL_OK;
 }
 
-static int check_dir_stat(const char *dir, const struct stat *st, char *err, size_t errlen) {
+/* Is gid this process's group or one of its supplementary groups? */
+static int in_group(gid_t gid) {
+  if (gid == getegid()) return 1;
+  gid_t g[NGROUPS_MAX];
+  int n = getgroups(NGROUPS_MAX, g);
+  for (int i = 0; i < n; i++)
+    if (g[i] == gid) return 1;
+  return 0;
+}
+
+static const char *group_name(gid_t gid, char *buf, size_t len) {
+  struct group gr, *res = NULL;
+  char tmp[4096];
+  if (getgrgid_r(gid, &gr, tmp, sizeof tmp, &res) == 0 && res) util_strlcpy(buf, res->gr_name, len);
+  else util_fmt(buf, len, "gid %u", (unsigned)gid);
+  return buf;
+}
+
+/* The folder rule. With SAFEFILE_DIR_GROUP, a folder writable through a group this process is in
+ * passes whoever owns it (node_exporter's textfile folder, root's or node_exporter's and
+ * group-writable): the writer (safefile_replace) works relative to the folder it opened, creates
+ * with O_EXCL|O_NOFOLLOW and renames, so a link another member plants is replaced, never followed;
+ * members of the group were let in by whoever made the folder. */
+static int check_dir_stat_flags(const char *dir, const struct stat *st, unsigned flags, char *err,
+                                size_t errlen) {
   if (!S_ISDIR(st->st_mode)) {
     util_fmt(err, errlen, "%s: %s, not a folder", dir, kind_of(st->st_mode));
     return GPL_EINVAL;
+  }
+  int sticky = (st->st_mode & S_ISVTX) != 0;
+  if (flags & SAFEFILE_DIR_GROUP) {
+    int via_group = (st->st_mode & S_IWGRP) && in_group(st->st_gid);
+    char g[128];
+    if (!trusted_owner(st->st_uid) && !via_group) {
+      util_fmt(err, errlen, "the folder %s belongs to another user (uid %u) and is not writable "
+               "through a group of yours (group %s, mode %04o); use a folder of your own, or one "
+               "group-writable for a group you are in (node_exporter's textfile folder)", dir,
+               (unsigned)st->st_uid, group_name(st->st_gid, g, sizeof g),
+               (unsigned)(st->st_mode & 07777));
+      return GPL_EINVAL;
+    }
+    if ((st->st_mode & S_IWGRP) && !sticky && !via_group) {
+      util_fmt(err, errlen, "the folder %s is writable by group %s, which you are not in (mode "
+               "%04o): its members could replace what gpulaunch writes there (chmod g-w, or add "
+               "the job's user to the group)", dir, group_name(st->st_gid, g, sizeof g),
+               (unsigned)(st->st_mode & 07777));
+      return GPL_EINVAL;
+    }
+    if ((st->st_mode & S_IWOTH) && !sticky) {
+      util_fmt(err, errlen, "the folder %s is writable by every user (mode %04o) without the "
+               "sticky bit: they could replace what gpulaunch writes there (chmod o-w or +t)",
+               dir, (unsigned)(st->st_mode & 07777));
+      return GPL_EINVAL;
+    }
+    return GPL_OK;
   }
   if (!trusted_owner(st->st_uid)) {
     util_fmt(err, errlen, "the folder %s belongs to another user (uid %u); use a folder of "
@@ -88,7 +141,11 @@ static int check_dir_stat(const char *dir, const struct stat *st, char *err, siz
   return GPL_OK;
 }
 
-int safefile_check_dir(const char *dir, char *err, size_t errlen) {
+static int check_dir_stat(const char *dir, const struct stat *st, char *err, size_t errlen) {
+  return check_dir_stat_flags(dir, st, 0, err, errlen);
+}
+
+static int check_dir_flags(const char *dir, unsigned flags, char *err, size_t errlen) {
   int rc = check_links(dir, err, errlen);
   if (rc < 0) return rc;
   struct stat st;
@@ -96,19 +153,27 @@ int safefile_check_dir(const char *dir, char *err, size_t errlen) {
     util_fmt(err, errlen, "%s: %s", dir, strerror(errno));
     return errno == ENOENT ? GPL_ENOENT : GPL_ESYS;
   }
-  return check_dir_stat(dir, &st, err, errlen);
+  return check_dir_stat_flags(dir, &st, flags, err, errlen);
 }
 
-int safefile_check_parent(const char *path, char *err, size_t errlen) {
+int safefile_check_dir(const char *dir, char *err, size_t errlen) {
+  return check_dir_flags(dir, 0, err, errlen);
+}
+
+int safefile_check_parent_flags(const char *path, unsigned flags, char *err, size_t errlen) {
   char dir[PATH_MAX];
   const char *base;
   if (!path || split(path, dir, sizeof dir, &base) < 0) {
     util_fmt(err, errlen, "'%s' is not a file name", path ? path : "");
     return GPL_EINVAL;
   }
-  int rc = safefile_check_dir(dir, err, errlen);
+  int rc = check_dir_flags(dir, flags, err, errlen);
   if (rc == GPL_ENOENT) util_fmt(err, errlen, "%s: the folder %s does not exist", path, dir);
   return rc;
+}
+
+int safefile_check_parent(const char *path, char *err, size_t errlen) {
+  return safefile_check_parent_flags(path, 0, err, errlen);
 }
 
 static int open_out(const char *path, int flags, int *fd_out, char *err, size_t errlen) {
@@ -424,4 +489,118 @@ int safefile_check_append(const char *path, char *err, size_t errlen) {
     return GPL_ESYS;
   }
   return GPL_OK;
+}
+
+int safefile_open_dir(const char *path, unsigned flags, int *dfd_out, char *err, size_t errlen) {
+  *dfd_out = -1;
+  char buf[PATH_MAX];
+  if (!path || !*path || strlen(path) >= sizeof buf) {
+    util_fmt(err, errlen, "'%s' is not a folder name", path ? path : "");
+    return GPL_EINVAL;
+  }
+  util_strlcpy(buf, path, sizeof buf);
+  int dfd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    util_fmt(err, errlen, "%s: %s", buf[0] == '/' ? "/" : ".", strerror(errno));
+    return GPL_ESYS;
+  }
+  char done[PATH_MAX] = "";
+  if (buf[0] == '/') util_strlcpy(done, "/", sizeof done);
+  char *save = NULL;
+  /* One component at a time, relative to the one before: a link is followed only when this user
+   * or root owns it, and what is checked at the end is the folder then written in. */
+  for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+    if (strcmp(c, ".") == 0) continue;
+    char shown[PATH_MAX];
+    util_fmt(shown, sizeof shown, "%s%s%s", done, *done && done[strlen(done) - 1] != '/' ? "/" : "", c);
+    unsigned link_uid = 0;
+    int fd = open_component(dfd, c, &link_uid);
+    if (fd < 0) {
+      int e = errno;
+      if (e == EPERM)
+        util_fmt(err, errlen, "%s is a symbolic link owned by another user (uid %u); refusing to "
+                 "write through it", shown, link_uid);
+      else
+        util_fmt(err, errlen, "%s: %s", shown, e == ENOTDIR ? "not a folder" : strerror(e));
+      close(dfd);
+      return e == ENOENT ? GPL_ENOENT : e == EPERM || e == ENOTDIR ? GPL_EINVAL : GPL_ESYS;
+    }
+    close(dfd);
+    dfd = fd;
+    util_strlcpy(done, shown, sizeof done);
+  }
+  struct stat st;
+  int rc = GPL_OK;
+  if (fstat(dfd, &st) < 0) util_fmt(err, errlen, "%s: %s", path, strerror(errno)), rc = GPL_ESYS;
+  else rc = check_dir_stat_flags(path, &st, flags, err, errlen);
+  if (rc < 0) {
+    close(dfd);
+    return rc;
+  }
+  *dfd_out = dfd;
+  return GPL_OK;
+}
+
+int safefile_replace(const char *path, const void *data, size_t len, unsigned mode, unsigned flags,
+                     char *err, size_t errlen) {
+  char dir[PATH_MAX];
+  const char *base;
+  if (!path || split(path, dir, sizeof dir, &base) < 0) {
+    util_fmt(err, errlen, "'%s' is not a file name", path ? path : "");
+    return GPL_EINVAL;
+  }
+  char tmp[NAME_MAX + 1];
+  if (strlen(base) + 8 > NAME_MAX) {
+    util_fmt(err, errlen, "%s: the file name is too long", path);
+    return GPL_EINVAL;
+  }
+  int dfd;
+  int rc = safefile_open_dir(dir, flags, &dfd, err, errlen);
+  if (rc < 0) return rc;
+  /* A fresh name (O_EXCL|O_NOFOLLOW: a link planted there fails the open, another name is
+   * tried), mode 0600 until written, then the mode asked for and a rename over the file: rename
+   * replaces a link planted under the name itself instead of writing through it, and readers
+   * never see a half-written file. The name does not end in ".prom": node_exporter skips it. */
+  static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  int fd = -1, e = 0;
+  for (int tries = 0; fd < 0 && tries < 64; tries++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+      for (size_t i = 0; i < sizeof r; i++) r[i] = (unsigned char)(rand() ^ getpid() ^ tries);
+    char suf[7];
+    for (size_t i = 0; i < 6; i++) suf[i] = alnum[r[i] % (sizeof alnum - 1)];
+    suf[6] = 0;
+    util_fmt(tmp, sizeof tmp, "%s.%s", base, suf);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    e = errno;
+    if (fd < 0 && e != EEXIST) break;
+  }
+  if (fd < 0) {
+    util_fmt(err, errlen, "cannot create a file in %s: %s", dir, strerror(e));
+    close(dfd);
+    return GPL_ESYS;
+  }
+  const char *p = data;
+  size_t left = len;
+  rc = GPL_OK;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      util_fmt(err, errlen, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
+      rc = GPL_ESYS;
+      break;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (rc == GPL_OK && fchmod(fd, (mode_t)(mode & 0777)) < 0)
+    util_fmt(err, errlen, "%s: chmod %04o: %s", path, mode & 0777, strerror(errno)), rc = GPL_ESYS;
+  if (close(fd) < 0 && rc == GPL_OK)
+    util_fmt(err, errlen, "%s: %s", path, strerror(errno)), rc = GPL_ESYS;
+  if (rc == GPL_OK && renameat(dfd, tmp, dfd, base) < 0)
+    util_fmt(err, errlen, "%s: cannot replace it: %s", path, strerror(errno)), rc = GPL_ESYS;
+  if (rc < 0) unlinkat(dfd, tmp, 0);
+  close(dfd);
+  return rc;
 }

@@ -23,6 +23,25 @@ extern "C" {
  * owned by another user (the link could be swapped to point anywhere). */
 int safefile_check_dir(const char *dir, char *err, size_t errlen);
 
+/* Folder rules beyond safefile_check_dir's (flags of the *_flags calls, safefile_open_dir and
+ * safefile_replace). */
+#define SAFEFILE_DIR_GROUP 1u /* also a folder writable through a group this process is in,
+                               * whoever owns it (node_exporter's textfile folder): for files
+                               * written by safefile_replace only */
+
+/* Open a folder without following another user's links on the way (each component opened
+ * relative to the one before, O_NOFOLLOW, except links owned by this user or root), and check the
+ * folder opened against safefile_check_dir's rule (flags: SAFEFILE_DIR_GROUP). *dfd is O_CLOEXEC;
+ * GPL_ENOENT when a component is missing. */
+int safefile_open_dir(const char *dir, unsigned flags, int *dfd, char *err, size_t errlen);
+
+/* Replace the file at path whole with len bytes of data, mode `mode` (not masked by the umask):
+ * written into a fresh name in the folder (safefile_open_dir with flags; O_EXCL|O_NOFOLLOW), then
+ * renamed over path, so readers never see half a file and a link planted under either name is
+ * replaced, never written through. */
+int safefile_replace(const char *path, const void *data, size_t len, unsigned mode, unsigned flags,
+                     char *err, size_t errlen);
+
 /* Open a file for appending (log files, the audit log). The folder passes safefile_check_dir;
  * the file is opened with O_NOFOLLOW and created mode 0600; an existing one must be a regular
  * file of this user's (or root's) with a single link. The descriptor is O_CLOEXEC, blocking. */
@@ -51,6 +70,8 @@ int safefile_read_text(const char *path, char **out, size_t *len);
 /* Can a file be written at path (its folder exists and passes safefile_check_dir)? For options
  * checked at start, before a job runs for hours and then cannot write its report. */
 int safefile_check_parent(const char *path, char *err, size_t errlen);
+/* The same with folder rules (SAFEFILE_DIR_GROUP for a file safefile_replace writes). */
+int safefile_check_parent_flags(const char *path, unsigned flags, char *err, size_t errlen);
 
 /* Could path be opened by safefile_open_append? An existing file is opened so (and closed); a
  * missing one needs a folder that passes safefile_check_dir and that this user may write in

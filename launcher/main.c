@@ -254,12 +254,12 @@ static int mode_audited(const char *name) {
          strcmp(name, "check") == 0;
 }
 
-static int check_output(const char *what, const char *path, int print) {
+static int check_output(const char *what, const char *path, unsigned flags, int print) {
   if (!path || !*path) return 0;
   const char *slash = strrchr(path, '/');
   if (slash && memchr(path, '%', (size_t)(slash - path))) return 0;
   char err[4400];
-  if (safefile_check_parent(path, err, sizeof err) == 0) return 0;
+  if (safefile_check_parent_flags(path, flags, err, sizeof err) == 0) return 0;
   if (print) log_print("gpulaunch: %s: cannot write there: %s\n", what, err);
   return -1;
 }
@@ -295,9 +295,10 @@ int main(int argc, char **argv) {
   util_fmt(what_m, sizeof what_m, "%s (metrics)", conf_origin(L.conf, &L.conf->monitor.metrics));
   util_fmt(what_p, sizeof what_p, "%s (prom)", conf_origin(L.conf, &L.conf->monitor.prom));
   int env_rank = util_env_rank();
-  if (check_output("--summary", L.summary_path, env_rank <= 0) < 0 ||
-      check_output(what_m, L.conf->monitor.metrics, env_rank <= 0) < 0 ||
-      check_output(what_p, L.conf->monitor.prom, env_rank <= 0) < 0) {
+  /* The textfile may go to node_exporter's folder, writable through a group (safefile_replace). */
+  if (check_output("--summary", L.summary_path, 0, env_rank <= 0) < 0 ||
+      check_output(what_m, L.conf->monitor.metrics, 0, env_rank <= 0) < 0 ||
+      check_output(what_p, L.conf->monitor.prom, SAFEFILE_DIR_GROUP, env_rank <= 0) < 0) {
     if (env_rank > 0) util_sleep(0.5); /* rank 0 says it; see the config errors above */
     return GPL_EXIT_USAGE;
   }

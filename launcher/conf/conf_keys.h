@@ -17,7 +17,11 @@
   X(job, builtin, ENUM, "", "mlp", 0, 0, \
     "a built-in job instead of a command: mlp = data-parallel demo trainer") \
   X(job, restarts, INT, "0", NULL, 0, 1000, \
-    "times all ranks' programs are restarted together after a failure") \
+    "times all ranks' programs are restarted together after a failure (not after a hang, nor a " \
+    "GPU out-of-memory error unless restart_on_oom)") \
+  X(job, restart_on_oom, BOOL, "false", NULL, 0, 0, \
+    "restart after a CUDA out-of-memory error too: it usually repeats at the same step, so by " \
+    "default the job ends at once with the peak memory and the remedies") \
   X(job, grace, DURATION, "10s", NULL, 0, 0, \
     "after SIGTERM/SIGINT (or the preempt signal), time before SIGKILL; keep it below " \
     "Slurm's KillWait/GraceTime") \
@@ -165,7 +169,13 @@
   X(monitor, window, DURATION, "60s", NULL, 0, 0, "how long utilisation must stay low") \
   X(monitor, replay, PATH, "", NULL, 0, 0, "replay recorded samples (JSON lines)") \
   X(monitor, metrics, OUTPATH, "", NULL, 0, 0, "write samples as JSON lines") \
-  X(monitor, prom, OUTPATH, "", NULL, 0, 0, "write a Prometheus textfile")
+  X(monitor, prom, OUTPATH, "", NULL, 0, 0, "write a Prometheus textfile") \
+  X(monitor, prom_mode, ENUM, "0644", "0644|0640|0600", 0, 0, \
+    "mode of the Prometheus textfile: 0644 lets node_exporter's own user read it; 0640 only its " \
+    "group (the folder's group when it is setgid)") \
+  X(monitor, mem_headroom, DOUBLE, "5", NULL, 0, 100, \
+    "warn once per rank when free device memory stays under this percent of the GPU's memory " \
+    "for window (an out-of-memory error is near; 0: off)")
 
 /* [audit] */
 #define CONF_KEYS_AUDIT(X) \

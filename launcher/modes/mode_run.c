@@ -255,6 +255,7 @@ int mode_run(launch_t *L) {
   o.stop_timeout = c->job.stop_timeout;
   o.preempt_signal = c->job.preempt_signal;
   o.restarts = (int)c->job.restarts;
+  o.restart_on_oom = c->job.restart_on_oom;
   o.forward_output = strcmp(c->job.output, "rank0") == 0;
   o.liveness_timeout = c->job.liveness_timeout;
   o.master_addr = ce.master_addr;

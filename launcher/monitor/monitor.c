@@ -54,6 +54,11 @@ struct monitor_s {
   uint64_t xid_count;
   int last_xid;
   int oom_seen;
+  unsigned long lines_since_oom; /* output lines after the last OOM line of this attempt */
+  /* the device memory headroom: free memory under mem_headroom percent */
+  double mem_low_since; /* time of the first sample of the current low run, < 0 when none */
+  uint64_t mem_low_min_free;
+  int mem_warned;
 };
 
 void mon_opts_default(mon_opts_t *o) {
@@ -62,6 +67,8 @@ void mon_opts_default(mon_opts_t *o) {
   o->interval = 5.0;
   o->sm_threshold = 80.0;
   o->window = 60.0;
+  o->prom_mode = 0644;
+  o->mem_headroom = 5.0;
   o->off_level = LOG_LVL_WARN;
 }
 
@@ -75,9 +82,11 @@ static void say_off(const mon_opts_t *o, int rank, const char *host, int gpu, co
 
 static int check_opts(const mon_opts_t *o) {
   if (!(o->interval > 0) || !(o->window >= 0) || !(o->sm_threshold >= 0) ||
-      !(o->sm_threshold <= 100)) {
+      !(o->sm_threshold <= 100) || !(o->mem_headroom >= 0) || !(o->mem_headroom <= 100) ||
+      (o->prom_mode & ~0777u)) {
     LOG_WARN("monitor: bad settings (interval %g s must be > 0, window %g s >= 0, sm_threshold "
-             "%g%% within 0..100)", o->interval, o->window, o->sm_threshold);
+             "%g%% and mem_headroom %g%% within 0..100, prom_mode %04o a file mode)", o->interval,
+             o->window, o->sm_threshold, o->mem_headroom, o->prom_mode);
     return GPL_EINVAL;
   }
   return 0;
@@ -98,6 +107,7 @@ static int make(monitor_t **out, const mon_opts_t *opts, int rank, const char *h
   util_strlcpy(m->host, host ? host : util_hostname(), sizeof m->host);
   m->metrics_fd = -1;
   m->low_since = -1;
+  m->mem_low_since = -1;
   if (opts->metrics && *opts->metrics) {
     m->metrics_path = mon__expand_path(opts->metrics, rank, m->host, 0);
     if (!m->metrics_path) goto oom;
@@ -232,6 +242,32 @@ static void judge(monitor_t *m, const mon_sample_t *s) {
   m->have_last = 1;
 }
 
+/* Free device memory under mem_headroom percent of the total for the window: one warning per
+ * monitor, before the out-of-memory error it announces. */
+static void headroom(monitor_t *m, const mon_sample_t *s) {
+  if (!(m->opts.mem_headroom > 0) || !(s->have & MON_HAVE_MEM) || s->mem_total == 0) return;
+  uint64_t free_b = s->mem_total > s->mem_used ? s->mem_total - s->mem_used : 0;
+  if ((double)free_b * 100.0 >= m->opts.mem_headroom * (double)s->mem_total) {
+    m->mem_low_since = -1;
+    return;
+  }
+  if (m->mem_low_since < 0) {
+    m->mem_low_since = s->t;
+    m->mem_low_min_free = free_b;
+  }
+  if (free_b < m->mem_low_min_free) m->mem_low_min_free = free_b;
+  if (m->mem_warned || s->t - m->mem_low_since < m->opts.window) return;
+  m->mem_warned = 1;
+  char fr[32], tot[32], least[32];
+  LOG_WARN("device memory nearly full on rank %d (host %s) GPU %d: free memory stayed under %g%% "
+           "for %.0f s (now %s free of %s, at least %s): a CUDA out-of-memory error is near - "
+           "lower the batch size, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less "
+           "fragmentation), or use activation checkpointing",
+           m->rank, m->host, m->gpu, m->opts.mem_headroom, s->t - m->mem_low_since,
+           mon_fmt_bytes(free_b, fr, sizeof fr), mon_fmt_bytes(s->mem_total, tot, sizeof tot),
+           mon_fmt_bytes(m->mem_low_min_free, least, sizeof least));
+}
+
 static void account(monitor_t *m, const mon_sample_t *s) {
   if (s->have & MON_HAVE_BUSY) {
     double v = clamp_pct(s->busy_pct);
@@ -254,6 +290,7 @@ static void account(monitor_t *m, const mon_sample_t *s) {
   if (s->have & MON_HAVE_MEM) {
     if (s->mem_used > m->peak_mem) m->peak_mem = s->mem_used;
     if (s->mem_total) m->mem_total = s->mem_total;
+    headroom(m, s);
   }
   if (s->have & MON_HAVE_POWER && s->power_w > m->max_power) m->max_power = s->power_w;
   if (s->have & MON_HAVE_TEMP && s->temp_c > m->max_temp) m->max_temp = s->temp_c;
@@ -304,11 +341,11 @@ static int write_outputs(monitor_t *m, const mon_sample_t *s) {
   if (m->prom_path) {
     mon_stats_t st;
     mon_stats(m, &st);
-    mon_prom_id_t id = {&m->ident, m->job};
-    if (mon__prom_write(m->prom_path, s, &st, m->opts.sm_threshold, &id) < 0) {
+    mon_prom_id_t id = {&m->ident, m->job, m->opts.prom_mode};
+    char err[4400];
+    if (mon__prom_write(m->prom_path, s, &st, m->opts.sm_threshold, &id, err, sizeof err) < 0) {
       if (!m->out_err_logged)
-        LOG_WARN("monitor: writing the Prometheus file %s failed: %s", m->prom_path,
-                 strerror(errno));
+        LOG_WARN("monitor: writing the Prometheus textfile failed: %s", err);
       m->out_err_logged = 1;
       rc = GPL_ESYS;
     }
@@ -407,6 +444,7 @@ void mon_stats(const monitor_t *m, mon_stats_t *out) {
   out->ecc_uncorrected = m->ecc_u >= m->ecc0_u ? m->ecc_u - m->ecc0_u : m->ecc_u;
   out->xid_count = m->xid_count;
   out->last_xid = m->last_xid;
+  out->mem_warned = m->mem_warned;
 }
 
 const char *mon_fmt_bytes(uint64_t bytes, char *buf, size_t len) {
@@ -445,12 +483,31 @@ const char *mon_oom_cause(const monitor_t *m, char *buf, size_t len) {
 }
 
 int mon_note_line(monitor_t *m, const char *line, size_t len) {
-  if (!mon_is_cuda_oom(line, len)) return 0;
-  if (m) m->oom_seen = 1;
+  if (!mon_is_cuda_oom(line, len)) {
+    if (m && m->lines_since_oom < ULONG_MAX) m->lines_since_oom++;
+    return 0;
+  }
+  if (m) {
+    m->oom_seen = 1;
+    m->lines_since_oom = 0;
+  }
   return 1;
 }
 
-int mon_oom_seen(const monitor_t *m) { return m != NULL && m->oom_seen; }
+int mon_oom_seen(const monitor_t *m) {
+  return m != NULL && m->oom_seen && m->lines_since_oom < MON_OOM_LAST_LINES;
+}
+
+void mon_new_attempt(monitor_t *m) {
+  if (!m) return;
+  m->oom_seen = 0;
+  m->lines_since_oom = 0;
+}
+
+double mon_mem_total_mib(const monitor_t *m) {
+  if (!m || m->mem_total == 0) return -1;
+  return (double)m->mem_total / (1024.0 * 1024.0);
+}
 
 double mon_peak_mem_mib(const monitor_t *m) {
   if (!m || m->peak_mem == 0) return -1;

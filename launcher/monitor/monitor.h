@@ -119,6 +119,10 @@ typedef struct mon_opts_s {
   const char *replay;    /* [monitor] replay: JSON lines to replay instead of NVML (NULL: NVML) */
   const char *metrics;   /* [monitor] metrics / --metrics: append each sample as a JSON line */
   const char *prom;      /* [monitor] prom / --prom: Prometheus textfile, rewritten each tick */
+  unsigned prom_mode;    /* [monitor] prom_mode: the textfile's mode (default 0644: node_exporter
+                          * runs as its own user and must read it) */
+  double mem_headroom;   /* [monitor] mem_headroom: warn once when free device memory stays under
+                          * this percent of the total for window (default 5; 0: off) */
   const char *job;       /* the "job" label of the textfile: the scheduler's job id (NULL: "") */
   log_level_t off_level; /* level of the one "monitor off" line (default LOG_LVL_WARN; callers
                           * may pass LOG_LVL_INFO on all but the first rank of a node) */
@@ -134,6 +138,7 @@ struct conf_s;
 int mon_opts_from_conf(mon_opts_t *o, const struct conf_s *c);
 /* Point the supervisor's hooks (launcher/sup/supervise.h) at a monitor: tick -> mon_tick, each
  * output line -> mon_note_line, oom_seen -> mon_oom_seen, peak_mem_mib -> mon_peak_mem_mib,
+ * mem_total_mib -> mon_mem_total_mib, new_attempt -> mon_new_attempt,
  * interval from the monitor's options (0 when it is off: no timer). attach/detach are left as
  * they were. In monitor_hooks.c, built into gpulaunch only. */
 struct sup_hooks_s;
@@ -158,7 +163,8 @@ int mon_active(const monitor_t *m);
 /* Seconds between ticks ([monitor] interval). */
 double mon_interval(const monitor_t *m);
 /* Take one sample: update the stats, the threshold window (one warning per monitor), the
- * metrics line and the Prometheus file. Call from a timer every opts->interval seconds; it never
+ * device memory headroom (one warning per monitor when free memory stays under mem_headroom
+ * percent for window), the metrics line and the Prometheus file. Call from a timer every opts->interval seconds; it never
  * waits on other ranks. Returns 0, 1 when the source has no more samples (replay ended; the
  * monitor turns off), or a negative code for an output error (logged once; sampling goes on). */
 int mon_tick(monitor_t *m);
@@ -199,7 +205,7 @@ typedef struct mon_stats_s {
   uint64_t ecc_uncorrected;
   uint64_t xid_count;
   int32_t last_xid;
-  int32_t pad_;
+  int32_t mem_warned;        /* 1 when the low device memory warning was printed */
 } mon_stats_t;
 
 /* This rank's stats (m may be NULL: an inactive record for rank/host/gpu given to mon_create,
@@ -244,10 +250,17 @@ int mon_is_cuda_oom(const char *line, size_t len);
  * CUDA OOM (remembered for mon_oom_seen), else 0. Works on a monitor that is off, and m may be
  * NULL (then only the line is checked). */
 int mon_note_line(monitor_t *m, const char *line, size_t len);
-/* 1 when mon_note_line saw a CUDA OOM. */
+/* 1 when mon_note_line saw a CUDA OOM among the program's last MON_OOM_LAST_LINES output lines
+ * since mon_new_attempt: what a program prints as it dies, not an OOM it caught and recovered
+ * from long before (a batch-size finder, a retry with a smaller batch). */
 int mon_oom_seen(const monitor_t *m);
+#define MON_OOM_LAST_LINES 64
+/* A new attempt of the program starts: forget the OOM seen in the last one. m may be NULL. */
+void mon_new_attempt(monitor_t *m);
 /* Peak device memory used that the monitor saw, in MiB; -1 when it saw none. */
 double mon_peak_mem_mib(const monitor_t *m);
+/* Total device memory the monitor saw, in MiB; -1 when it saw none. */
+double mon_mem_total_mib(const monitor_t *m);
 /* The root-cause text for a CUDA OOM: "CUDA out of memory on rank 3 (host h1) GPU 3: peak
  * device memory seen by the monitor 79.2 GiB of 80.0 GiB" (or "... the monitor saw no memory
  * samples" when it was off). m may be NULL. Returns buf. */

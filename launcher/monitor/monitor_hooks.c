@@ -13,6 +13,10 @@ static int hook_oom_seen(void *arg) { return mon_oom_seen(arg); }
 
 static double hook_peak(void *arg) { return mon_peak_mem_mib(arg); }
 
+static double hook_total(void *arg) { return mon_mem_total_mib(arg); }
+
+static void hook_attempt(void *arg) { mon_new_attempt(arg); }
+
 void mon_hooks_fill(struct sup_hooks_s *h, monitor_t *m) {
   h->arg = m;
   h->interval = mon_active(m) ? mon_interval(m) : 0;
@@ -20,4 +24,6 @@ void mon_hooks_fill(struct sup_hooks_s *h, monitor_t *m) {
   h->line = hook_line;
   h->oom_seen = hook_oom_seen;
   h->peak_mem_mib = hook_peak;
+  h->mem_total_mib = hook_total;
+  h->new_attempt = hook_attempt;
 }

@@ -17,14 +17,16 @@ char *mon__expand_path(const char *path, int rank, const char *host, int prom_su
 typedef struct mon_prom_id_s {
   const mon_ident_t *gpu;
   const char *job;
+  unsigned mode; /* the file's mode (0: 0644) */
 } mon_prom_id_t;
 
 /* Write the Prometheus textfile for one sample and the running stats, in dcgm-exporter's names
  * and labels where DCGM has the measure (see monitor_out.c): to a fresh temporary file, then
- * rename over path (node exporters never read a half-written file). id may be NULL.
- * 0 or GPL_ESYS. */
+ * rename over path (node exporters never read a half-written file), mode id->mode; the folder
+ * may be node_exporter's textfile folder, writable through a group (safefile_replace). id may be
+ * NULL. 0, or a negative code with why in err. */
 int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *st,
-                    double sm_threshold, const mon_prom_id_t *id);
+                    double sm_threshold, const mon_prom_id_t *id, char *err, size_t errlen);
 
 /* The monitor's under-use threshold, [monitor] sm_threshold (80 for NULL). */
 double mon__threshold(const monitor_t *m);

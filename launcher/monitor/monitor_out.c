@@ -1,12 +1,9 @@
-/* Monitor outputs: per-rank output paths and the Prometheus textfile in dcgm-exporter's names and labels (written atomically). */
-#include <errno.h>
-#include <fcntl.h>
+/* Monitor outputs: per-rank output paths and the Prometheus textfile in dcgm-exporter's names and labels (written atomically, readable by node_exporter). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/strbuf.h"
 #include "common/safefile.h"
@@ -101,7 +98,7 @@ static void make_labels(char *out, size_t len, const mon_stats_t *st, const mon_
  * lists): gauges in MHz, C, W, % and MiB, the DCP measures as ratios 0..1. gpulaunch_* only
  * for what DCGM has no field for. docs/ops.md lists the mapping. */
 int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *st,
-                    double sm_threshold, const mon_prom_id_t *id) {
+                    double sm_threshold, const mon_prom_id_t *id, char *err, size_t errlen) {
   char labels[1200];
   make_labels(labels, sizeof labels, st, id);
   strbuf_t b = STRBUF_INIT;
@@ -181,48 +178,22 @@ int mon__prom_write(const char *path, const mon_sample_t *s, const mon_stats_t *
   family(&b, "gpulaunch_gpu_under_threshold_alarm", "gauge",
          "1 once the judged measure stayed under the threshold for [monitor] window (the "
          "under-use warning was given).", labels, st->warned ? 1 : 0);
+  family(&b, "gpulaunch_gpu_memory_headroom_alarm", "gauge",
+         "1 once free device memory stayed under [monitor] mem_headroom for [monitor] window (an "
+         "out-of-memory error is near; the warning was given).", labels, st->mem_warned ? 1 : 0);
   family(&b, "gpulaunch_gpu_threshold_percent", "gauge",
          "The monitor's under-use threshold ([monitor] sm_threshold).", labels, sm_threshold);
   family(&b, "gpulaunch_gpu_last_sample_timestamp_seconds", "gauge",
          "Wall clock of the last sample (Unix time).", labels, (double)time(NULL));
   if (b.oom) {
     strbuf_free(&b);
-    errno = ENOMEM;
+    util_fmt(err, errlen, "%s: out of memory", path);
     return GPL_ENOMEM;
   }
-
-  size_t plen = strlen(path) + 32;
-  char *tmp = malloc(plen);
-  if (!tmp) {
-    strbuf_free(&b);
-    return GPL_ENOMEM;
-  }
-  /* A fresh name (mkostemp: O_EXCL, 0600) in a checked folder, renamed over the file: rename
-   * replaces a planted link itself instead of writing through it. */
-  snprintf(tmp, plen, "%s.XXXXXX", path);
-  int rc = GPL_ESYS;
-  char err[512];
-  FILE *f = NULL;
-  if (safefile_check_parent(path, err, sizeof err) < 0) {
-    LOG_WARN("monitor: Prometheus textfile: %s", err);
-    errno = EPERM;
-  } else {
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (fd >= 0 && !f) close(fd), unlink(tmp);
-  }
-  if (f) {
-    size_t n = fwrite(strbuf_str(&b), 1, b.len, f);
-    int bad = n != b.len;
-    if (fclose(f) != 0) bad = 1;
-    if (!bad && rename(tmp, path) == 0) rc = 0;
-    else {
-      int e = errno;
-      unlink(tmp);
-      errno = e;
-    }
-  }
-  free(tmp);
+  /* Readable by node_exporter, which runs as its own user (0644 unless [monitor] prom_mode says
+   * otherwise), in a folder that may be its textfile folder, writable through a group. */
+  unsigned mode = id && id->mode ? id->mode : 0644;
+  int rc = safefile_replace(path, strbuf_str(&b), b.len, mode, SAFEFILE_DIR_GROUP, err, errlen);
   strbuf_free(&b);
   return rc;
 }

@@ -54,6 +54,7 @@ void child_send_event(sup_t *s, int type, int flags) {
   m.flags = flags;
   m.t_fail = fail_time(s);
   m.peak_mem_mib = s->o->hooks.peak_mem_mib ? s->o->hooks.peak_mem_mib(s->o->hooks.arg) : -1;
+  m.mem_total_mib = s->o->hooks.mem_total_mib ? s->o->hooks.mem_total_mib(s->o->hooks.arg) : -1;
   util_strlcpy(m.host, s->job->host, sizeof m.host);
   output_tail(&s->out, m.tail, sizeof m.tail);
   /* The tail is quoted in the root-cause report: no credential the program printed goes with it
@@ -214,6 +215,7 @@ void child_spawn(sup_t *s) {
   s->t_end = s->t_line = 0;
   s->pid = 0;
   output_clear_tail(&s->out);
+  if (s->o->hooks.new_attempt) s->o->hooks.new_attempt(s->o->hooks.arg);
   prog_reset(s->o->progress);
   s->attempt_t0 = util_now();
 

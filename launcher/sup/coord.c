@@ -79,10 +79,19 @@ void coord_describe(const ctl_msg_t *m, char *buf, size_t len) {
     snprintf(buf, len, "rank %d (host %s) exited with status %d", m->rank, m->host, m->status);
   if (m->flags & CTL_F_OOM) {
     size_t n = strlen(buf);
-    if (m->peak_mem_mib >= 0)
+    if (m->peak_mem_mib >= 0 && m->mem_total_mib > 0)
+      snprintf(buf + n, len - n, ": CUDA out of memory (peak GPU memory seen %.0f MiB) of the GPU's "
+               "%.0f MiB", m->peak_mem_mib, m->mem_total_mib);
+    else if (m->peak_mem_mib >= 0)
       snprintf(buf + n, len - n, ": CUDA out of memory (peak GPU memory seen %.0f MiB)", m->peak_mem_mib);
     else
-      snprintf(buf + n, len - n, ": CUDA out of memory");
+      snprintf(buf + n, len - n, ": CUDA out of memory (peak GPU memory unknown: the GPU monitor "
+               "took no memory sample)");
+    n = strlen(buf);
+    if (n < len)
+      snprintf(buf + n, len - n, "; to fit: a smaller batch per GPU, "
+               "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation), "
+               "activation checkpointing");
   }
 }
 
@@ -204,7 +213,14 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
     return;
   }
   describe_cause(co, what, sizeof what);
-  if (co->attempt < co->o.restarts && !(co->cause.flags & CTL_F_HANG)) {
+  /* A hang is not retried (it would hang again, after as long), nor by default an out-of-memory
+   * error: the same batch at the same step needs the same memory. */
+  int oom_kept = (co->cause.flags & CTL_F_OOM) && !co->o.restart_on_oom;
+  if (co->attempt < co->o.restarts && oom_kept)
+    say(a, COORD_INFO, "no restart after a CUDA out-of-memory error ([job] restart_on_oom = false): "
+        "%d restart%s left unused", co->o.restarts - co->attempt,
+        co->o.restarts - co->attempt == 1 ? "" : "s");
+  if (co->attempt < co->o.restarts && !(co->cause.flags & CTL_F_HANG) && !oom_kept) {
     say(a, COORD_PRINT, "gpulaunch: %s; restarting all %d ranks (restart %d of %d)\n", what, size,
         co->attempt + 1, co->o.restarts);
     print_tail(&co->cause, a);
@@ -222,6 +238,10 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
   int code = job_code(&co->cause);
   say(a, COORD_PRINT, "gpulaunch: %s\n", what);
   print_tail(&co->cause, a);
+  if (co->attempt < co->o.restarts && oom_kept)
+    say(a, COORD_PRINT, "gpulaunch: not restarted: an out-of-memory error repeats at the same step "
+        "([job] restart_on_oom = true retries it anyway; %d restart%s left)\n",
+        co->o.restarts - co->attempt, co->o.restarts - co->attempt == 1 ? "" : "s");
   int also = co->nfailed > 1 ? co->nfailed - 1 : 0, stopped = size - 1 - also - co->nok;
   if (size > 1 && also)
     say(a, COORD_PRINT, "gpulaunch: job failed after %d attempt%s (exit status %d); %d other rank%s failed after "

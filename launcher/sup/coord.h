@@ -52,7 +52,9 @@ typedef struct coord_acts_s {
 
 typedef struct coord_opts_s {
   int size;              /* ranks in the job */
-  int restarts;          /* restarts allowed after a failure */
+  int restarts;          /* restarts allowed after a failure (not after a hang; after a CUDA
+                          * out-of-memory error only with restart_on_oom) */
+  int restart_on_oom;    /* [job] restart_on_oom */
   double grace;          /* a stop for SIGTERM/SIGINT: the program's grace before SIGKILL */
   double stop_timeout;   /* a stop for another rank's failure: SIGTERM -> SIGKILL */
   int preempt_signal;    /* what every program gets when the job gets SIGTERM */
@@ -131,7 +133,8 @@ void coord_hang(coord_t *co, int rank, const char *host, const char *verdict, do
 void coord_silent_found(coord_t *co, int rank, const char *host, double silent_s, const char *func,
                         double now, coord_acts_t *a);
 
-/* The root cause in one line: "rank 2 (host h) exited with status 7", ... */
+/* The root cause in one line: "rank 2 (host h) exited with status 7", ...; a CUDA out-of-memory
+ * error adds the peak device memory the monitor saw, the GPU's total and the remedies. */
 void coord_describe(const ctl_msg_t *m, char *buf, size_t len);
 
 void coord_acts_clear(coord_acts_t *a);

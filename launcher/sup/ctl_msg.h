@@ -25,6 +25,7 @@ typedef struct ctl_msg_s {
   int signo;    /* killed by this signal (0: exited) / received signal for CTL_EV_SIGNAL */
   int flags;    /* CTL_F_* */
   double peak_mem_mib; /* from the GPU monitor when known (-1 otherwise) */
+  double mem_total_mib; /* the GPU's memory, from the monitor when known (-1 otherwise) */
   double t_fail; /* CTL_EV_EXIT: when the program failed (wall clock: its last line or its end) */
   double grace;  /* CTL_EV_SIGNAL with CTL_F_NOTICE: the grace the notice leaves; CTL_STOP: the
                   * grace to give (0: [job] grace or stop_timeout) */
@@ -35,7 +36,7 @@ typedef struct ctl_msg_s {
 } ctl_msg_t;
 
 enum {
-  CTL_F_OOM = 1,           /* the program's output showed a CUDA out-of-memory error */
+  CTL_F_OOM = 1,           /* the program's last output lines showed a CUDA out-of-memory error */
   CTL_F_AFTER_SIGNAL = 2,  /* it ended after a terminating signal was forwarded */
   CTL_F_SPAWN_FAILED = 4,  /* it could not be started */
   CTL_F_USE_GRACE = 8,     /* CTL_STOP: wait the grace period (preemption), not stop_timeout */

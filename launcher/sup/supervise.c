@@ -222,7 +222,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   }
   CHECKGOTO(ctl_init(&s->ctl, o->job->ctl), rc, fail_ctl);
   if (o->job->rank == 0) {
-    coord_opts_t co = {.size = o->job->size, .restarts = o->restarts, .grace = o->grace,
+    coord_opts_t co = {.size = o->job->size, .restarts = o->restarts,
+                       .restart_on_oom = o->restart_on_oom, .grace = o->grace,
                        .stop_timeout = o->stop_timeout, .preempt_signal = o->preempt_signal,
                        .rank_name = mpix_rank_name, .silence = hangwatch_silence, .silence_arg = s};
     if (coord_init(&s->co, &co) < 0) {

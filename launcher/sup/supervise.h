@@ -21,8 +21,11 @@ typedef struct sup_hooks_s {
   double interval;                           /* seconds between tick calls (0: none) */
   void (*tick)(void *arg);
   void (*line)(void *arg, int is_err, const char *line, size_t len);
-  int (*oom_seen)(void *arg);                /* 1 when an out-of-memory line was seen */
+  int (*oom_seen)(void *arg);                /* 1 when an out-of-memory line was among the
+                                              * program's last lines */
   double (*peak_mem_mib)(void *arg);         /* peak GPU memory seen (-1 unknown) */
+  double (*mem_total_mib)(void *arg);        /* the GPU's memory (-1 unknown) */
+  void (*new_attempt)(void *arg);            /* a program's attempt starts (forget its OOM) */
   /* Called on every rank's loop once before the first program starts, so other services (the
    * comm proxy) can attach; detach when the job is over. They get attach_arg. */
   void *attach_arg;
@@ -46,6 +49,7 @@ typedef struct sup_opts_s {
   double stop_timeout;    /* another rank failed: SIGTERM -> SIGKILL */
   int preempt_signal;     /* sent to the program when the job gets SIGTERM */
   int restarts;           /* restarts allowed after a failure */
+  int restart_on_oom;     /* ... a CUDA out-of-memory error included ([job] restart_on_oom) */
   int forward_output;     /* 1: other ranks' program output is written by rank 0, so that
                            * mpirun, which splits streams at arbitrary bytes, cannot mix lines */
   double liveness_timeout; /* a supervisor silent this long is lost and ends the job (0: off) */

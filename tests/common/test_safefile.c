@@ -76,12 +76,90 @@ static void test_write_and_mkdir(void **st) {
   unlink(path);
 }
 
+/* node_exporter's textfile folder: group-writable for a group of ours (whoever owns it) passes
+ * with SAFEFILE_DIR_GROUP only; safefile_replace writes through no planted link, gives the file
+ * the mode asked for whatever the umask, and leaves no temporary file. */
+static void test_group_folder_and_replace(void **st) {
+  (void)st;
+  char dir[256], path[300], victim[300], err[1024];
+  snprintf(dir, sizeof dir, "%s/textfile", g_dir);
+  assert_int_equal(mkdir(dir, 0700), 0);
+  assert_int_equal(chmod(dir, 0775), 0);
+  snprintf(path, sizeof path, "%s/gpu.prom", dir);
+  assert_int_equal(safefile_check_dir(dir, err, sizeof err), GPL_EINVAL); /* the default rule */
+  assert_non_null(strstr(err, "writable by other users"));
+  assert_int_equal(safefile_check_parent_flags(path, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+  /* a link planted under the name: replaced, the file it points to untouched */
+  snprintf(victim, sizeof victim, "%s/victim", g_dir);
+  assert_int_equal(safefile_write_text(victim, "victim\n", err, sizeof err), 0);
+  assert_int_equal(symlink(victim, path), 0);
+  mode_t old = umask(077);
+  assert_int_equal(safefile_replace(path, "a 1\n", 4, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+  umask(old);
+  struct stat sb;
+  assert_int_equal(lstat(path, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_int_equal(sb.st_mode & 07777, 0644);
+  char *txt;
+  size_t n;
+  assert_int_equal(safefile_read(victim, 100, &txt, &n, err, sizeof err), 0);
+  assert_string_equal(txt, "victim\n");
+  free(txt);
+  assert_int_equal(safefile_read(path, 100, &txt, &n, err, sizeof err), 0);
+  assert_string_equal(txt, "a 1\n");
+  free(txt);
+  assert_int_equal(safefile_replace(path, "a 2\n", 4, 0640, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 07777, 0640);
+  /* without the flag the same folder is refused, and nothing is written */
+  assert_int_equal(safefile_replace(path, "x", 1, 0644, 0, err, sizeof err), GPL_EINVAL);
+  /* writable by everyone without the sticky bit: refused; with it: fine */
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(safefile_replace(path, "x", 1, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), GPL_EINVAL);
+  assert_non_null(strstr(err, "writable by every user"));
+  assert_int_equal(chmod(dir, 01777), 0);
+  assert_int_equal(safefile_replace(path, "a 3\n", 4, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+  /* a folder on the way that is our own link is followed; the file lands in the folder */
+  char via[300], path2[340];
+  snprintf(via, sizeof via, "%s/via", g_dir);
+  assert_int_equal(symlink(dir, via), 0);
+  snprintf(path2, sizeof path2, "%s/gpu.prom", via);
+  assert_int_equal(safefile_replace(path2, "a 4\n", 4, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+  assert_int_equal(safefile_read(path, 100, &txt, &n, err, sizeof err), 0);
+  assert_string_equal(txt, "a 4\n");
+  free(txt);
+  if (geteuid() == 0) {
+    /* as root: group-writable for a group we are not in (65534), owned by another user with our
+     * group; the other user's link on the way (tests/launcher/ops/test_prom_node_exporter.sh
+     * runs the rest with real users) */
+    assert_int_equal(chmod(dir, 0775), 0);
+    assert_int_equal(chown(dir, 65534, getegid()), 0);
+    assert_int_equal(safefile_replace(path, "a 5\n", 4, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), 0);
+    assert_int_equal(safefile_check_dir(dir, err, sizeof err), GPL_EINVAL);
+    assert_int_equal(chown(dir, 0, 65534), 0);
+    assert_int_equal(safefile_replace(path, "x", 1, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), GPL_EINVAL);
+    assert_non_null(strstr(err, "which you are not in"));
+    assert_int_equal(chown(dir, 65534, 65534), 0);
+    assert_int_equal(safefile_replace(path, "x", 1, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), GPL_EINVAL);
+    assert_non_null(strstr(err, "belongs to another user"));
+    assert_int_equal(chown(dir, 0, getegid()), 0);
+    assert_int_equal(lchown(via, 65534, 65534), 0);
+    assert_int_equal(safefile_replace(path2, "x", 1, 0644, SAFEFILE_DIR_GROUP, err, sizeof err), GPL_EINVAL);
+    assert_non_null(strstr(err, "symbolic link owned by another user"));
+  }
+  /* no temporary file left behind */
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) = 1", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/gpl-safefile.XXXXXX");
   if (!mkdtemp(g_dir)) return 1;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_safefile),
       cmocka_unit_test(test_write_and_mkdir),
+      cmocka_unit_test(test_group_folder_and_replace),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[128];

@@ -539,6 +539,100 @@ static void test_supervisor_hooks(void **state) {
   mon_destroy(m);
 }
 
+/* Free device memory under [monitor] mem_headroom (5%) for the window: one warning, for the rank
+ * that stayed there, with the remedies; a shorter dip on the other rank says nothing. */
+static void test_memory_headroom_warns_once(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  assert_true(o.mem_headroom == 5.0 && o.prom_mode == 0644);
+  mon_stats_t st[2];
+  char *log = replay_all("mem_filling.jsonl", 2, &o, st);
+  assert_int_equal(count(log, "device memory nearly full"), 1);
+  assert_non_null(strstr(log, "device memory nearly full on rank 1 (host h1) GPU 1: free memory "
+                              "stayed under 5% for 60 s (now "));
+  assert_non_null(strstr(log, "of 80.0 GiB, at least 1.5 GiB): a CUDA out-of-memory error is near"));
+  assert_non_null(strstr(log, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
+  assert_non_null(strstr(log, "activation checkpointing"));
+  free(log);
+  assert_true(st[1].mem_warned);
+  assert_false(st[0].mem_warned); /* 40 s under 5% < the 60 s window */
+  assert_int_equal(st[0].peak_mem_used, (uint64_t)(76.5 * 1024 * 1024 * 1024));
+  /* a longer window: nobody; mem_headroom = 0: off */
+  o.window = 120;
+  log = replay_all("mem_filling.jsonl", 2, &o, st);
+  assert_int_equal(count(log, "device memory nearly full"), 0);
+  free(log);
+  o.window = 30;
+  o.mem_headroom = 0;
+  log = replay_all("mem_filling.jsonl", 2, &o, st);
+  assert_int_equal(count(log, "device memory nearly full"), 0);
+  free(log);
+  /* with a 30 s window both ranks are warned, once each */
+  o.mem_headroom = 5;
+  log = replay_all("mem_filling.jsonl", 2, &o, st);
+  assert_int_equal(count(log, "device memory nearly full"), 2);
+  assert_true(st[0].mem_warned && st[1].mem_warned);
+  free(log);
+}
+
+/* An OOM counts only among the program's last lines of the attempt: one caught long before
+ * (a batch-size finder) and a new attempt forget it. */
+static void test_oom_only_in_last_lines(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  o.enabled = 0;
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 0, "h1", 0, NULL), 0);
+  static const char oom[] = "RuntimeError: CUDA error: out of memory";
+  static const char ok[] = "step 10 loss 2.31";
+  assert_int_equal(mon_note_line(m, oom, sizeof oom - 1), 1);
+  for (int i = 0; i < MON_OOM_LAST_LINES - 1; i++) mon_note_line(m, ok, sizeof ok - 1);
+  assert_true(mon_oom_seen(m));
+  mon_note_line(m, ok, sizeof ok - 1);
+  assert_false(mon_oom_seen(m)); /* 64 lines later: the program went on */
+  mon_note_line(m, oom, sizeof oom - 1);
+  assert_true(mon_oom_seen(m));
+  mon_new_attempt(m);
+  assert_false(mon_oom_seen(m));
+  mon_new_attempt(NULL);
+  mon_destroy(m);
+}
+
+/* The textfile is 0644 by default (node_exporter reads it as its own user), prom_mode otherwise,
+ * whatever the umask; written in a folder group-writable for a group of ours. */
+static void test_prom_mode(void **state) {
+  (void)state;
+  char dir[300], prom[340], path[360];
+  snprintf(dir, sizeof dir, "%s/textfile", g_tmp);
+  assert_int_equal(mkdir(dir, 0775), 0);
+  assert_int_equal(chmod(dir, 0775), 0);
+  snprintf(prom, sizeof prom, "%s/gpu.prom", dir);
+  snprintf(path, sizeof path, "%s/gpu-rank0.prom", dir);
+  mode_t old = umask(077);
+  for (int k = 0; k < 2; k++) {
+    mon_opts_t o;
+    mon_opts_default(&o);
+    o.replay = data("mem_filling.jsonl");
+    o.prom = prom;
+    if (k == 1) o.prom_mode = 0640;
+    monitor_t *m = NULL;
+    assert_int_equal(mon_create(&m, &o, 0, "h1", 0, NULL), 0);
+    assert_int_equal(mon_drain(m, 3), 3);
+    mon_destroy(m);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, k == 1 ? 0640 : 0644);
+  }
+  umask(old);
+  char *txt = NULL;
+  size_t n;
+  assert_int_equal(safefile_read_text(path, &txt, &n), 0);
+  assert_non_null(strstr(txt, "\ngpulaunch_gpu_memory_headroom_alarm{"));
+  free(txt);
+}
+
 static void test_bad_options_and_missing_replay(void **state) {
   (void)state;
   mon_opts_t o;
@@ -597,6 +691,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_oom_lines),
       cmocka_unit_test(test_oom_cause_has_peak_memory),
       cmocka_unit_test(test_supervisor_hooks),
+      cmocka_unit_test(test_memory_headroom_warns_once),
+      cmocka_unit_test(test_oom_only_in_last_lines),
+      cmocka_unit_test(test_prom_mode),
       cmocka_unit_test(test_bad_options_and_missing_replay),
       cmocka_unit_test(test_numbers_range_checked),
   };

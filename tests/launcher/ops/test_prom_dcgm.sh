@@ -52,6 +52,7 @@ DCGM = {
 OWN = {"gpulaunch_gpu_clock_slowdown", "gpulaunch_gpu_xid_events",
        "gpulaunch_gpu_busy_mean_percent", "gpulaunch_gpu_sm_active_mean_percent",
        "gpulaunch_gpu_under_threshold_seconds", "gpulaunch_gpu_under_threshold_alarm",
+       "gpulaunch_gpu_memory_headroom_alarm",
        "gpulaunch_gpu_threshold_percent", "gpulaunch_gpu_last_sample_timestamp_seconds"}
 LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname", "rank", "job"]
 GPUS = {"GPU-aaaa-0000": ("0", "00000000:3B:00.0"), "GPU-bbbb-0001": ("1", "00000000:BC:00.0")}

@@ -14,6 +14,8 @@
 #include "launcher/sup/coord.h"
 
 #define HOST "n1"
+#define REMEDIES "a smaller batch per GPU, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation), " \
+                 "activation checkpointing"
 
 static const char *rank_name(int r, char *buf, size_t len) {
   snprintf(buf, len, "rank %d (host %s)", r, HOST);
@@ -233,6 +235,60 @@ static void test_restart(void **state) {
   ends(f,
       "gpulaunch: rank 0 (host n1) exited with status 5\n"
       "gpulaunch: job failed after 2 attempts (exit status 5); the other 1 rank was stopped\n", 5);
+}
+
+/* An out-of-memory failure on rank 1 of 2 (attempt `attempt`), its peer stopped. */
+static void oom_attempt(fx_t *f, double t) {
+  ctl_msg_t m = ev(CTL_EV_EXIT, 1, f->co.attempt, 1, 0, CTL_F_OOM, t,
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  m.peak_mem_mib = 78000;
+  m.mem_total_mib = 81559;
+  send_ev(f, m, t);
+  coord_tick(&f->co, t + 1.1, &f->a);
+  assert_int_equal(sent(&f->a, CTL_STOP)->signo, SIGTERM);
+  clear(f);
+  stopped_ev(f, 0, t + 1.2);
+}
+
+static void test_oom_not_restarted(void **state) {
+  fx_t *f = fx_new(state, 2, 2);
+  oom_attempt(f, 1.0);
+  ends(f,
+       "gpulaunch: rank 1 (host n1) exited with status 1: CUDA out of memory (peak GPU memory seen 78000 MiB) of "
+       "the GPU's 81559 MiB; to fit: " REMEDIES "\n"
+       "gpulaunch: last lines of rank 1's stderr:\n"
+       "    torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+       "gpulaunch: not restarted: an out-of-memory error repeats at the same step ([job] restart_on_oom = true "
+       "retries it anyway; 2 restarts left)\n"
+       "gpulaunch: job failed after 1 attempt (exit status 1); the other 1 rank was stopped\n", 1);
+  assert_int_equal(count(&f->a, COORD_SEND), 1); /* no CTL_START */
+  assert_true(strstr(texts(&f->a, COORD_INFO), "no restart after a CUDA out-of-memory error") != NULL);
+}
+
+static void test_oom_restarted_when_asked(void **state) {
+  fx_t *f = fx_new(state, 2, 2);
+  f->co.o.restart_on_oom = 1;
+  oom_attempt(f, 1.0);
+  assert_int_equal(sent(&f->a, CTL_START)->attempt, 1);
+  assert_true(strstr(texts(&f->a, COORD_PRINT), "; restarting all 2 ranks (restart 1 of 2)\n") != NULL);
+  clear(f);
+  oom_attempt(f, 5.0);
+  assert_int_equal(sent(&f->a, CTL_START)->attempt, 2);
+  clear(f);
+  oom_attempt(f, 9.0);
+  assert_true(strstr(texts(&f->a, COORD_PRINT), "job failed after 3 attempts (exit status 1)") != NULL);
+  assert_null(strstr(texts(&f->a, COORD_PRINT), "not restarted"));
+  sent(&f->a, CTL_EXIT);
+}
+
+/* A failure that is not an out-of-memory error is still restarted with restart_on_oom false. */
+static void test_other_failure_restarted(void **state) {
+  fx_t *f = fx_new(state, 2, 1);
+  send_ev(f, ev(CTL_EV_EXIT, 1, 0, 3, 0, 0, 1.0, NULL), 1.0);
+  coord_tick(&f->co, 2.1, &f->a);
+  clear(f);
+  stopped_ev(f, 0, 2.2);
+  assert_int_equal(sent(&f->a, CTL_START)->attempt, 1);
 }
 
 static void test_hang_not_restarted(void **state) {
@@ -598,10 +654,16 @@ static void test_describe(void **state) {
   m = ev(CTL_EV_EXIT, 0, 0, 1, 0, CTL_F_OOM, 0, NULL);
   m.peak_mem_mib = 80123.4;
   coord_describe(&m, buf, sizeof buf);
-  assert_string_equal(buf, "rank 0 (host n1) exited with status 1: CUDA out of memory (peak GPU memory seen 80123 MiB)");
+  assert_string_equal(buf, "rank 0 (host n1) exited with status 1: CUDA out of memory (peak GPU memory seen 80123 MiB); "
+                      "to fit: " REMEDIES);
+  m.mem_total_mib = 81559;
+  coord_describe(&m, buf, sizeof buf);
+  assert_string_equal(buf, "rank 0 (host n1) exited with status 1: CUDA out of memory (peak GPU memory seen 80123 MiB) "
+                      "of the GPU's 81559 MiB; to fit: " REMEDIES);
   m.peak_mem_mib = -1;
   coord_describe(&m, buf, sizeof buf);
-  assert_string_equal(buf, "rank 0 (host n1) exited with status 1: CUDA out of memory");
+  assert_string_equal(buf, "rank 0 (host n1) exited with status 1: CUDA out of memory (peak GPU memory unknown: the GPU "
+                      "monitor took no memory sample); to fit: " REMEDIES);
 }
 
 int main(void) {
@@ -612,6 +674,9 @@ int main(void) {
       cmocka_unit_test_teardown(test_cascade, fx_free),
       cmocka_unit_test_teardown(test_restart, fx_free),
       cmocka_unit_test_teardown(test_hang_not_restarted, fx_free),
+      cmocka_unit_test_teardown(test_oom_not_restarted, fx_free),
+      cmocka_unit_test_teardown(test_oom_restarted_when_asked, fx_free),
+      cmocka_unit_test_teardown(test_other_failure_restarted, fx_free),
       cmocka_unit_test_teardown(test_preempted, fx_free),
       cmocka_unit_test_teardown(test_notice, fx_free),
       cmocka_unit_test_teardown(test_notice_far, fx_free),

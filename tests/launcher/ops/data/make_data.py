@@ -12,6 +12,10 @@ the format of the first recordings, where GPU busy time was called "sm": they mu
   nccl_spin.jsonl           today's format ("busy", GPM "sm_active"/"sm_occupancy"): 2 ranks whose
                             GPUs are 97-99% busy (NCCL kernels spinning) while 18-30% of their SMs
                             work; as NVML records it, each rank's first sample has no GPM reading
+  mem_filling.jsonl         today's format, 2 ranks of 80 GiB GPUs, 5 s interval, 150 s: rank 1's
+                            memory climbs to 77-78.5 GiB used (under 5% free) from t=35 to the end
+                            (115 s: warned at t=95); rank 0 goes under 5% free only from t=60 to t=100
+                            (40 s < the 60 s window: not warned) and peaks at 76.5 GiB
 """
 import json
 import os
@@ -87,6 +91,21 @@ def nccl_spin():
     return out
 
 
+def mem_filling():
+    out = []
+    for i in range(31):
+        t = 5.0 * i
+        for r in range(2):
+            if r == 1:
+                mem = 60 + i * 2.5 if t < 40 else 77 + (i % 4) * 0.5  # 77..78.5 GiB from t=40
+            else:
+                mem = 76.5 if 60 <= t <= 100 else 50
+            s = sample(t, r, 97 + (i + r) % 3, mem, host="h1")
+            s["busy"] = s.pop("sm")
+            out.append(s)
+    return out
+
+
 def throttled():
     out = []
     for i in range(31):
@@ -108,3 +127,4 @@ if __name__ == "__main__":
     write("short_dip.jsonl", short_dip())
     write("throttled.jsonl", throttled())
     write("nccl_spin.jsonl", nccl_spin())
+    write("mem_filling.jsonl", mem_filling())
