@@ -36,7 +36,7 @@ static void on_sig(int s) {
 static int usage(void) {
   fprintf(stderr,
           "testprog env | fds | burst N | fail RANK CODE DELAY | cascade RANK CODE | signals [SECONDS] |\n"
-          "         restart RANK |"
+          "         restart RANK | oom RANK SECONDS |"
           "         orphan RANK | killself RANK SIGNO | sleep SECONDS | flood | tree [SECONDS] |\n"
           "         longline N | pieces N   (files go to $GPL_TEST_DIR)\n");
   return 2;
@@ -139,6 +139,48 @@ int main(int argc, char **argv) {
       return 3;
     }
     return 0;
+  }
+  if (strcmp(cmd, "oom") == 0 && argc > 3) {
+    /* Rank RANK runs SECONDS, then dies of a CUDA out-of-memory error as PyTorch (2.4 and later)
+     * reports it: the traceback on stderr, NCCL's teardown warning after it, exit status 1. The
+     * others run until they are stopped. Every attempt leaves attempt<N>.<rank>. */
+    const char *c = getenv("GPULAUNCH_RESTART_COUNT");
+    char name[64];
+    snprintf(name, sizeof name, "attempt%s", c ? c : "x");
+    stamp(name);
+    printf("rank %d attempt %s: step 1 loss 2.31\n", g_rank, c ? c : "?");
+    fflush(stdout);
+    if (g_rank != atoi(argv[2])) {
+      sleep(60);
+      return 0;
+    }
+    usleep((useconds_t)(atof(argv[3]) * 1e6));
+    fprintf(stderr,
+            "Traceback (most recent call last):\n"
+            "  File \"/workspace/train.py\", line 212, in <module>\n"
+            "    main()\n"
+            "  File \"/workspace/train.py\", line 188, in main\n"
+            "    loss = model(input_ids, labels=labels).loss\n"
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            "  File \"/usr/local/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1736, in _wrapped_call_impl\n"
+            "    return self._call_impl(*args, **kwargs)\n"
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+            "  File \"/usr/local/lib/python3.11/site-packages/torch/nn/functional.py\", line 2551, in layer_norm\n"
+            "    return torch.layer_norm(\n"
+            "           ^^^^^^^^^^^^^^^^^\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU %d has a total "
+            "capacity of 79.11 GiB of which 1.19 GiB is free. Including non-PyTorch memory, this process "
+            "has 77.91 GiB memory in use. Of the allocated memory 75.02 GiB is allocated by PyTorch, and "
+            "1.40 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large "
+            "try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See "
+            "documentation for Memory Management  "
+            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)\n"
+            "[rank%d]:[W1207 03:01:12.412873761 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process "
+            "group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, "
+            "the application should call destroy_process_group to ensure that any pending NCCL "
+            "operations have finished in this process. (function operator())\n",
+            g_rank, g_rank);
+    return 1;
   }
   if (strcmp(cmd, "orphan") == 0 && argc > 2) {
     pid_t p = fork();
