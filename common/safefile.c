@@ -384,15 +384,19 @@ int safefile_read_text(const char *path, char **out, size_t *len) {
 
 /* Open component name below dfd as a folder without following a link, except a link owned by
  * this user or root (as /var/run -> /run): the descriptor, or -1 with errno. */
-static int open_component(int dfd, const char *name, unsigned *link_uid) {
-  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+static int open_component_as(int dfd, const char *name, unsigned *link_uid, int how) {
+  int fd = openat(dfd, name, how | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0 || (errno != ELOOP && errno != ENOTDIR)) return fd;
   struct stat ls;
   if (fstatat(dfd, name, &ls, AT_SYMLINK_NOFOLLOW) < 0) return -1;
   if (!S_ISLNK(ls.st_mode)) return errno = ENOTDIR, -1;
   *link_uid = (unsigned)ls.st_uid;
   if (!trusted_owner(ls.st_uid)) return errno = EPERM, -1;
-  return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return openat(dfd, name, how | O_DIRECTORY | O_CLOEXEC);
+}
+
+static int open_component(int dfd, const char *name, unsigned *link_uid) {
+  return open_component_as(dfd, name, link_uid, O_RDONLY);
 }
 
 int safefile_mkdir_p(const char *path, unsigned mode, char *err, size_t errlen) {
@@ -499,7 +503,8 @@ int safefile_open_dir(const char *path, unsigned flags, int *dfd_out, char *err,
     return GPL_EINVAL;
   }
   util_strlcpy(buf, path, sizeof buf);
-  int dfd = open(buf[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* O_PATH: folders on the way need only search permission (x), as a path lookup does. */
+  int dfd = open(buf[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) {
     util_fmt(err, errlen, "%s: %s", buf[0] == '/' ? "/" : ".", strerror(errno));
     return GPL_ESYS;
@@ -514,7 +519,7 @@ int safefile_open_dir(const char *path, unsigned flags, int *dfd_out, char *err,
     char shown[PATH_MAX];
     util_fmt(shown, sizeof shown, "%s%s%s", done, *done && done[strlen(done) - 1] != '/' ? "/" : "", c);
     unsigned link_uid = 0;
-    int fd = open_component(dfd, c, &link_uid);
+    int fd = open_component_as(dfd, c, &link_uid, O_PATH);
     if (fd < 0) {
       int e = errno;
       if (e == EPERM)

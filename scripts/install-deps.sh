@@ -23,12 +23,13 @@ pkgs=(
 # What only the tests need, not the container image: cmocka (unit tests), clang and its runtime
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
 # native stacks of a hung program, tests/launcher/hang), Prometheus' text parser for Python (reads
-# the monitor's textfile, tests/launcher/ops).
+# the monitor's textfile, tests/launcher/ops) and node_exporter (scrapes that textfile over HTTP
+# as its own user: tests/launcher/ops/test_prom_node_exporter.sh starts its own instance).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
   gdb elfutils
-  python3-prometheus-client
+  python3-prometheus-client prometheus-node-exporter curl
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
@@ -53,12 +54,30 @@ if ((${#missing[@]} > 0 || want_browser)) && [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
+# The node_exporter package starts and enables a system service on port 9100; the tests run their
+# own instance, so this script starts none (a policy-rc.d of its own for the install, where the
+# machine has none) and leaves the service disabled.
+node_exporter_new=0
+[[ " ${missing[*]} " == *" prometheus-node-exporter "* ]] && node_exporter_new=1
+policy_rc=/usr/sbin/policy-rc.d
+if ((node_exporter_new)) && [[ ! -e $policy_rc ]]; then
+  printf '#!/bin/sh\n# install-deps.sh: no service starts during its install\nexit 101\n' >"$policy_rc"
+  chmod 0755 "$policy_rc"
+  trap 'rm -f "$policy_rc"' EXIT
+fi
 if ((${#missing[@]} > 0)); then
   echo "install-deps: installing ${missing[*]}"
   # A fresh machine has no package lists yet; an old one may have stale ones.
   if ! apt-get install -y -q --no-install-recommends "${missing[@]}"; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+if ((node_exporter_new)); then
+  if command -v systemctl >/dev/null 2>&1; then
+    systemctl disable prometheus-node-exporter.service >/dev/null 2>&1 || true
+  else
+    rm -f /etc/systemd/system/multi-user.target.wants/prometheus-node-exporter.service
   fi
 fi
 if ((want_browser)); then

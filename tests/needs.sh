@@ -25,6 +25,8 @@
 #   promclient a Python with prometheus_client, the Prometheus text parser (Debian's
 #             python3-prometheus-client, for /usr/bin/python3: scripts/install-deps.sh)
 #   eustack   eu-stack on PATH (elfutils: native stacks sampled for the straggler view)
+#   nodeexporter root, Debian's prometheus-node-exporter (or node_exporter) and curl on PATH, and
+#             useradd/runuser (node_exporter runs as its own user, the job as another)
 #   yama      root, a writable /proc/sys/kernel/yama/ptrace_scope (Yama in the kernel), useradd
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
@@ -112,6 +114,12 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       why="no Python with prometheus_client"
       return 1 ;;
     eustack) command -v eu-stack >/dev/null || { why="no eu-stack (elfutils)"; return 1; } ;;
+    nodeexporter)
+      [ "$(id -u)" = 0 ] || { why="not root"; return 1; }
+      command -v prometheus-node-exporter >/dev/null || command -v node_exporter >/dev/null ||
+        { why="no node_exporter (scripts/install-deps.sh installs prometheus-node-exporter)"; return 1; }
+      command -v curl >/dev/null || { why="no curl"; return 1; }
+      command -v useradd >/dev/null && command -v runuser >/dev/null || { why="no useradd/runuser"; return 1; } ;;
     yama)
       [ "$(id -u)" = 0 ] || { why="not root"; return 1; }
       [ -w /proc/sys/kernel/yama/ptrace_scope ] || { why="no writable kernel.yama.ptrace_scope (no Yama here)"; return 1; }
