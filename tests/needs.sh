@@ -26,7 +26,7 @@
 #             python3-prometheus-client, for /usr/bin/python3: scripts/install-deps.sh)
 #   eustack   eu-stack on PATH (elfutils: native stacks sampled for the straggler view)
 #   nodeexporter root, Debian's prometheus-node-exporter (or node_exporter) and curl on PATH, and
-#             useradd/runuser (node_exporter runs as its own user, the job as another)
+#             useradd/runuser/setpriv (node_exporter runs as its own user, the job as another)
 #   yama      root, a writable /proc/sys/kernel/yama/ptrace_scope (Yama in the kernel), useradd
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
@@ -123,7 +123,8 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
     yama)
       [ "$(id -u)" = 0 ] || { why="not root"; return 1; }
       [ -w /proc/sys/kernel/yama/ptrace_scope ] || { why="no writable kernel.yama.ptrace_scope (no Yama here)"; return 1; }
-      command -v useradd >/dev/null && command -v runuser >/dev/null || { why="no useradd/runuser"; return 1; } ;;
+      command -v useradd >/dev/null && command -v runuser >/dev/null && command -v setpriv >/dev/null ||
+        { why="no useradd/runuser/setpriv"; return 1; } ;;
     slurm)
       probe_netns || return 1
       local t

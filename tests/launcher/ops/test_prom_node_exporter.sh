@@ -10,15 +10,19 @@
 source "$(dirname "$0")/../../lib.sh"
 NE=$(command -v prometheus-node-exporter || command -v node_exporter || true)
 if [[ $(id -u) -ne 0 || -z $NE ]] || ! command -v curl >/dev/null || ! command -v useradd >/dev/null ||
-   ! command -v runuser >/dev/null; then
-  echo "SKIP: needs root, node_exporter (prometheus-node-exporter), curl, useradd and runuser"
+   ! command -v runuser >/dev/null || ! command -v setpriv >/dev/null; then
+  echo "SKIP: needs root, node_exporter (prometheus-node-exporter), curl, useradd, runuser and setpriv"
   exit 77
 fi
 
 # node_exporter's user: the package's (prometheus) where it exists, else one made here.
 made=()
 cleanup() {
-  [[ -n ${NE_PID:-} ]] && kill "$NE_PID" 2>/dev/null && wait "$NE_PID" 2>/dev/null
+  set +e # everything is undone, whatever fails on the way
+  if [[ -n ${NE_PID:-} ]]; then
+    kill "$NE_PID" 2>/dev/null
+    wait "$NE_PID" 2>/dev/null
+  fi
   local u
   for u in "${made[@]}"; do userdel "$u" 2>/dev/null; done
   rm -rf "$T"
@@ -63,7 +67,8 @@ conf private 0600
 chmod 0644 "$T"/*.conf "$T/r.jsonl"
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-runuser -u "$exp_user" -- "$NE" --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
+# setpriv execs node_exporter itself: NE_PID is its pid, stopped at the end
+setpriv --reuid="$exp_user" --regid="$exp_group" --init-groups "$NE" --web.listen-address="127.0.0.1:$port" --collector.disable-defaults \
   --collector.textfile --collector.textfile.directory="$dir" >"$T/ne.log" 2>&1 &
 NE_PID=$!
 url="http://127.0.0.1:$port/metrics"
