@@ -50,8 +50,18 @@ typedef struct diag_opts_s {
   void (*write_config)(FILE *f, void *ctx);
   void *config_ctx;
   const char *conf_path;     /* copied (redacted) into the bundle when set */
-  double cmd_timeout;        /* seconds per captured command (nvidia-smi may hang); <= 0: 20 */
+  double cmd_timeout;        /* seconds per captured command (nvidia-smi may hang); <= 0: 20;
+                              * dcgmi diag -r 1 gets three times that */
+  int bug_report;            /* 1 (default): run nvidia-bug-report.sh where it is installed and
+                              * put its archive in the bundle; 0: --no-bug-report */
+  double bug_report_timeout; /* its bound, seconds (<= 0: DIAG_BUG_REPORT_TIMEOUT_S) */
+  const char *pci_root;      /* sysfs PCI devices to look for NVSwitches in (NULL: the system's;
+                              * tests) */
+  const char *fm_log;        /* the fabric manager's log (NULL: /var/log/fabricmanager.log) */
 } diag_opts_t;
+
+/* nvidia-bug-report.sh runs a minute or two; a hung driver call must not hold diag forever. */
+#define DIAG_BUG_REPORT_TIMEOUT_S 300.0
 
 void diag_opts_default(diag_opts_t *o);
 
@@ -76,5 +86,7 @@ int diag_files_written(void);
 /* NVIDIA GPUs on the PCI bus from sysfs (/sys/bus/pci/devices or root when set, for tests);
  * -1 when sysfs is not readable. */
 int diag_count_nvidia_pci(const char *root);
+/* NVIDIA NVSwitches on the PCI bus (class 0x0680), same sysfs; -1 when not readable. */
+int diag_count_nvswitch(const char *root);
 
 #endif

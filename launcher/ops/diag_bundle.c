@@ -24,6 +24,8 @@ void diag_opts_default(diag_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->make_tar = 1;
   o->cmd_timeout = 20.0;
+  o->bug_report = 1;
+  o->bug_report_timeout = DIAG_BUG_REPORT_TIMEOUT_S;
 }
 
 /* Run a command into a file of the bundle; a missing tool or a hang is a line in the file. */
@@ -86,6 +88,7 @@ static void node_sections(const diag_opts_t *o, const char *dir, diag_verdicts_t
   static char *const smi_topo[] = {"nvidia-smi", "topo", "-m", NULL};
   capture(dir, "nvidia-smi-q.txt", smi_q, to);
   capture(dir, "nvidia-smi-topo.txt", smi_topo, to);
+  diag_collect_nvidia(o, dir, v);
 
   diag_collect_network(&f, &b, v, to);
   diag_write(dir, "network.txt", strbuf_str(&b));
@@ -181,6 +184,12 @@ static void summary_write(const char *out, const char *const *packs, int npacks,
                 "  config.txt          effective configuration (when a config was given)\n"
                 "  env.txt             NCCL_/CUDA_/OMPI_/SLURM_/... variables\n"
                 "  kernel.txt          NVRM and Xid kernel messages\n"
+                "  fabricmanager.txt   nvidia-fabricmanager's state, journal and log (NVSwitch systems)\n"
+                "  dcgmi-diag.txt      dcgmi diag -r 1 (where DCGM is installed)\n"
+                "  nvidia-bug-report.txt, nvidia-bug-report.log.gz\n"
+                "                      nvidia-bug-report.sh's output and NVIDIA's archive (where the\n"
+                "                      driver's script is installed; not with --no-bug-report); the\n"
+                "                      archive is NVIDIA's own, not redacted: review it before sharing\n"
                 "  verdicts.txt        this node's verdicts\n"
                 "Values of variables whose names look like credentials (*SECRET*, *TOKEN*, "
                 "*PASSWORD*, *_KEY, AWS_*, ...) are redacted in every file.\n");

@@ -30,5 +30,9 @@ int diag_collect_topology(const char *xml, char **out);
 /* The placement plan for local_size ranks on the topology of xml (NULL: this machine), as
  * `gpulaunch topo` prints it; what went wrong instead when it cannot be made. */
 void diag_collect_plan(const char *xml, int local_size, strbuf_t *b);
+/* The NVIDIA tools (diag_nvidia.c): the fabric manager's state on NVSwitch systems
+ * (fabricmanager.txt), `dcgmi diag -r 1` where dcgmi exists (dcgmi-diag.txt), and unless
+ * o->bug_report is 0, nvidia-bug-report.sh with its archive in dir (nvidia-bug-report.txt). */
+void diag_collect_nvidia(const diag_opts_t *o, const char *dir, diag_verdicts_t *v);
 
 #endif

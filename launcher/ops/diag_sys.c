@@ -71,8 +71,18 @@ int diag_run(char *const argv[], double timeout_s, char **out, int *status) {
   }
   close(fds[0]);
   if (timed_out) kill(-pid, SIGKILL);
+  /* Its output closed is not its end: a command that closed its output and went on (or hung) is
+   * waited for until the same deadline, then killed with its group. */
   int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    pid_t w = waitpid(pid, &st, timed_out ? 0 : WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0 && util_now() >= deadline) {
+      timed_out = 1;
+      kill(-pid, SIGKILL);
+    } else if (w == 0) {
+      usleep(10000);
+    }
   }
   if (WIFEXITED(st)) *status = WEXITSTATUS(st);
   else if (WIFSIGNALED(st)) *status = 128 + WTERMSIG(st);

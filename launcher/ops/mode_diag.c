@@ -1,5 +1,6 @@
-/* `gpulaunch diag [--out DIR] [--no-tar]`: write the support bundle and print its verdicts. */
+/* `gpulaunch diag [--out DIR] [--no-tar] [--no-bug-report] [--bug-report-timeout S]`: write the support bundle and print its verdicts. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,17 +13,25 @@
 static void write_conf(FILE *f, void *ctx) { conf_print(f, (const conf_t *)ctx); }
 
 static const char g_diag_usage[] =
-    "usage: gpulaunch diag [--out DIR] [--no-tar]\n"
+    "usage: gpulaunch diag [--out DIR] [--no-tar] [--no-bug-report] [--bug-report-timeout S]\n"
     "  Writes a support bundle: DIR/SUMMARY.txt (verdicts first) and DIR/<host>/ with\n"
     "  versions, topology, plan, nvidia-smi, network, config, environment (credentials\n"
-    "  redacted) and kernel messages; then DIR.tar.gz. Works with or without mpirun.\n"
-    "  --out DIR   the bundle folder (default ./gpulaunch-diag-<host>-<UTC time>)\n"
-    "  --no-tar    do not make DIR.tar.gz\n";
+    "  redacted), kernel messages, nvidia-fabricmanager's state (NVSwitch systems),\n"
+    "  dcgmi diag -r 1 (where DCGM is installed) and NVIDIA's nvidia-bug-report.log.gz\n"
+    "  (where nvidia-bug-report.sh is installed); then DIR.tar.gz. Works with or without mpirun.\n"
+    "  --out DIR                the bundle folder (default ./gpulaunch-diag-<host>-<UTC time>)\n"
+    "  --no-tar                 do not make DIR.tar.gz\n"
+    "  --no-bug-report          do not run nvidia-bug-report.sh\n"
+    "  --bug-report-timeout S   kill nvidia-bug-report.sh after S seconds (default 300)\n";
 
-enum { OPT_OUT = 1, OPT_NO_TAR };
+enum { OPT_OUT = 1, OPT_NO_TAR, OPT_NO_BUG_REPORT, OPT_BUG_REPORT_TIMEOUT };
 static const struct option g_diag_opts[] = {
-    {"out", required_argument, 0, OPT_OUT}, {"no-tar", no_argument, 0, OPT_NO_TAR},
-    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    {"out", required_argument, 0, OPT_OUT},
+    {"no-tar", no_argument, 0, OPT_NO_TAR},
+    {"no-bug-report", no_argument, 0, OPT_NO_BUG_REPORT},
+    {"bug-report-timeout", required_argument, 0, OPT_BUG_REPORT_TIMEOUT},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
 const cli_spec_t mode_diag_cli = {"h", g_diag_opts};
 
 int mode_diag(launch_t *L) {
@@ -35,6 +44,18 @@ int mode_diag(launch_t *L) {
     switch (code) {
       case OPT_OUT: o.out_dir = optarg; break;
       case OPT_NO_TAR: o.make_tar = 0; break;
+      case OPT_NO_BUG_REPORT: o.bug_report = 0; break;
+      case OPT_BUG_REPORT_TIMEOUT: {
+        char *end = NULL;
+        double s = strtod(optarg, &end);
+        if (!end || end == optarg || *end || !(s > 0) || s > 86400) {
+          log_print("gpulaunch diag: --bug-report-timeout '%s': seconds, more than 0\n%s", optarg, g_diag_usage);
+          ret = GPL_EXIT_USAGE;
+        } else {
+          o.bug_report_timeout = s;
+        }
+        break;
+      }
       case 'h': fputs(g_diag_usage, stdout); ret = GPL_EXIT_OK; break;
       case ':': log_print("gpulaunch diag: %s needs a value\n%s", cli_opt(&c), g_diag_usage); ret = GPL_EXIT_USAGE; break;
       default: log_print("gpulaunch diag: unknown argument '%s'\n%s", cli_opt(&c), g_diag_usage); ret = GPL_EXIT_USAGE; break;

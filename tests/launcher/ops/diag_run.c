@@ -1,5 +1,7 @@
-/* Test driver for the diag bundle: `ops_diag_run [--mpi] --out DIR [--config FILE]` calls
- * diag_bundle as `gpulaunch diag` does, with or without MPI (with: a job built from MPI_COMM_WORLD). */
+/* Test driver for the diag bundle: `ops_diag_run [--mpi] --out DIR [--config FILE] [--pci-root DIR]
+ * [--fm-log FILE] [--no-bug-report] [--bug-report-timeout S]` calls diag_bundle as `gpulaunch diag`
+ * does, with or without MPI (with: a job built from MPI_COMM_WORLD); --pci-root and --fm-log stand
+ * for sysfs (NVSwitches) and the fabric manager's log. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,17 @@ static void write_config(FILE *f, void *ctx) {
 
 int main(int argc, char **argv) {
   int mpi = 0;
-  const char *out = NULL, *conf = NULL;
+  const char *out = NULL, *conf = NULL, *pci_root = NULL, *fm_log = NULL;
+  int bug_report = 1;
+  double bug_timeout = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--mpi")) mpi = 1;
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
     else if (!strcmp(argv[i], "--config") && i + 1 < argc) conf = argv[++i];
+    else if (!strcmp(argv[i], "--pci-root") && i + 1 < argc) pci_root = argv[++i];
+    else if (!strcmp(argv[i], "--fm-log") && i + 1 < argc) fm_log = argv[++i];
+    else if (!strcmp(argv[i], "--no-bug-report")) bug_report = 0;
+    else if (!strcmp(argv[i], "--bug-report-timeout") && i + 1 < argc) bug_timeout = atof(argv[++i]);
   }
   log_init();
   job_t job;
@@ -65,6 +73,10 @@ int main(int argc, char **argv) {
     o.conf_path = conf;
   }
   o.cmd_timeout = 10;
+  o.pci_root = pci_root;
+  o.fm_log = fm_log;
+  o.bug_report = bug_report;
+  if (bug_timeout > 0) o.bug_report_timeout = bug_timeout;
   char path[1024];
   diag_verdicts_t v;
   int rc = diag_bundle(&o, path, sizeof path, &v);
