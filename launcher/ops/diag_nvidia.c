@@ -173,21 +173,12 @@ static void fabric_manager(const diag_opts_t *o, const char *dir, diag_verdicts_
 
 /* ---- DCGM ---- */
 
-/* `dcgmi diag -r 1` (DCGM's quick check: deployment, software, a few seconds) when dcgmi is
- * installed: its table into dcgmi-diag.txt, each test that failed named in a verdict. */
-static void dcgm_diag(const char *dir, diag_verdicts_t *v, double to) {
-  char *const argv[] = {"dcgmi", "diag", "-r", "1", NULL};
-  char *out = NULL;
-  int st = 0;
-  int rc = diag_run(argv, to, &out, &st);
-  if (rc == GPL_ENOENT) return; /* DCGM is not installed: nothing to say */
-  strbuf_t b = STRBUF_INIT;
-  strbuf_printf(&b, "$ dcgmi diag -r 1   (killed after %.0f s)\n", to);
-  if (out) strbuf_append(&b, out);
+int diag_dcgmi_parse(const char *out, int *npass, char *failed, size_t len) {
   /* Its rows: "| Persistence Mode          | Fail                     |" */
-  char failed[320] = "";
   size_t fl = 0;
-  int nfail = 0, npass = 0;
+  int nfail = 0;
+  *npass = 0;
+  if (len) failed[0] = 0;
   for (const char *p = out ? out : ""; *p;) {
     size_t n = strcspn(p, "\n");
     char row[512];
@@ -200,12 +191,30 @@ static void dcgm_diag(const char *dir, diag_verdicts_t *v, double to) {
     char *end = strchr(cell2, '|');
     if (end) *end = 0;
     char *name = util_trim(row + 1), *res = util_trim(cell2);
-    if (strncasecmp(res, "Pass", 4) == 0) npass++;
+    if (strncasecmp(res, "Pass", 4) == 0) (*npass)++;
     if (strncasecmp(res, "Fail", 4) != 0) continue;
     nfail++;
-    if (fl < sizeof failed - 1)
-      fl += (size_t)snprintf(failed + fl, sizeof failed - fl, "%s%s", fl ? ", " : "", name);
+    if (fl + 1 < len) {
+      int k = snprintf(failed + fl, len - fl, "%s%s", fl ? ", " : "", name);
+      fl = k < 0 ? fl : fl + (size_t)k < len ? fl + (size_t)k : len - 1;
+    }
   }
+  return nfail;
+}
+
+/* `dcgmi diag -r 1` (DCGM's quick check: deployment, software, a few seconds) when dcgmi is
+ * installed: its table into dcgmi-diag.txt, each test that failed named in a verdict. */
+static void dcgm_diag(const char *dir, diag_verdicts_t *v, double to) {
+  char *const argv[] = {"dcgmi", "diag", "-r", "1", NULL};
+  char *out = NULL;
+  int st = 0;
+  int rc = diag_run(argv, to, &out, &st);
+  if (rc == GPL_ENOENT) return; /* DCGM is not installed: nothing to say */
+  strbuf_t b = STRBUF_INIT;
+  strbuf_printf(&b, "$ dcgmi diag -r 1   (killed after %.0f s)\n", to);
+  if (out) strbuf_append(&b, out);
+  char failed[320];
+  int npass = 0, nfail = diag_dcgmi_parse(out, &npass, failed, sizeof failed);
   char why[256];
   gist(out, why, sizeof why);
   if (rc == GPL_ETIMEDOUT) {
