@@ -603,8 +603,19 @@ int safefile_replace(const char *path, const void *data, size_t len, unsigned mo
     util_fmt(err, errlen, "%s: chmod %04o: %s", path, mode & 0777, strerror(errno)), rc = GPL_ESYS;
   if (close(fd) < 0 && rc == GPL_OK)
     util_fmt(err, errlen, "%s: %s", path, strerror(errno)), rc = GPL_ESYS;
-  if (rc == GPL_OK && renameat(dfd, tmp, dfd, base) < 0)
-    util_fmt(err, errlen, "%s: cannot replace it: %s", path, strerror(errno)), rc = GPL_ESYS;
+  if (rc == GPL_OK && renameat(dfd, tmp, dfd, base) < 0) {
+    int re = errno;
+    struct stat ts;
+    /* a sticky folder keeps another user's entry (a file, a planted link) where it is */
+    if ((re == EPERM || re == EACCES) && fstatat(dfd, base, &ts, AT_SYMLINK_NOFOLLOW) == 0 &&
+        ts.st_uid != geteuid())
+      util_fmt(err, errlen, "%s: %s of another user (uid %u) is there, in a folder whose sticky "
+               "bit keeps it; it must be removed", path, S_ISLNK(ts.st_mode) ? "a symbolic link" : "a file",
+               (unsigned)ts.st_uid);
+    else
+      util_fmt(err, errlen, "%s: cannot replace it: %s", path, strerror(re));
+    rc = GPL_ESYS;
+  }
   if (rc < 0) unlinkat(dfd, tmp, 0);
   close(dfd);
   return rc;

@@ -139,6 +139,7 @@ static cJSON *rank_json(const mon_stats_t *s) {
   cJSON_AddBoolToObject(o, "warned", s->warned);
   cJSON_AddNumberToObject(o, "peak_mem_used", (double)s->peak_mem_used);
   cJSON_AddNumberToObject(o, "mem_total", (double)s->mem_total);
+  cJSON_AddBoolToObject(o, "mem_headroom_warned", s->mem_warned);
   cJSON_AddNumberToObject(o, "max_power_w", s->max_power_w);
   cJSON_AddNumberToObject(o, "max_temp_c", s->max_temp_c);
   cJSON_AddNumberToObject(o, "mean_sm_clock_mhz", s->mean_sm_clock_mhz);

@@ -558,6 +558,14 @@ static void test_memory_headroom_warns_once(void **state) {
   assert_true(st[1].mem_warned);
   assert_false(st[0].mem_warned); /* 40 s under 5% < the 60 s window */
   assert_int_equal(st[0].peak_mem_used, (uint64_t)(76.5 * 1024 * 1024 * 1024));
+  cJSON *sum = cJSON_CreateObject();
+  FILE *devnull = fopen("/dev/null", "w");
+  mon_summary(st, 2, o.sm_threshold, devnull, sum);
+  fclose(devnull);
+  cJSON *ranks = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "ranks");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 1), "mem_headroom_warned")));
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 0), "mem_headroom_warned")));
+  cJSON_Delete(sum);
   /* a longer window: nobody; mem_headroom = 0: off */
   o.window = 120;
   log = replay_all("mem_filling.jsonl", 2, &o, st);

@@ -87,6 +87,22 @@ assert_eq "$(stat -c '%a %U' "$f")" "644 $job_user" "the textfile's mode and own
 [[ -z $(find "$dir" -name 'gpu-rank0.prom.*') ]] || fail "a temporary file was left"
 pass "the job's user writes into node_exporter's group-writable folder, mode 0644, through no planted link"
 
+# A sticky folder (3775): the owner's link under the name stays where it is, and the job says so.
+chmod 3775 "$dir"
+runuser -u "$exp_user" -- ln -s "$T/victim" "$dir/sticky-rank0.prom"
+conf sticky 0644
+chmod 0644 "$T/sticky.conf"
+run_one as_job "$GPULAUNCH" "$T/sticky.conf"
+assert_eq "$RC" 0 "the job runs on without its textfile"
+[[ $(sha256sum <"$T/victim") == "$victim_sum" ]] || fail "sticky folder: the victim was written through the link"
+[[ -L $dir/sticky-rank0.prom ]] || fail "sticky folder: the other user's link was replaced"
+assert_grep "$T/err" "monitor: writing the Prometheus textfile failed: $dir/sticky-rank0.prom: a symbolic link of another user \(uid [0-9]+\) is there, in a folder whose sticky bit keeps it" \
+  "sticky folder: why the textfile is not written"
+[[ -z $(find "$dir" -name 'sticky-rank0.prom.*') ]] || fail "sticky folder: a temporary file was left"
+rm -f "$dir/sticky-rank0.prom"
+chmod 2775 "$dir"
+pass "a sticky folder keeps the owner's planted link: not followed, not replaced, said once"
+
 run_one as_job "$GPULAUNCH" "$T/private.conf"
 assert_eq "$RC" 0 "the 0600 job"
 assert_eq "$(stat -c '%a' "$dir/private-rank0.prom")" 600 "prom_mode = 0600"
