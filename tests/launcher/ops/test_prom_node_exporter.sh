@@ -87,6 +87,16 @@ assert_eq "$(stat -c '%a %U' "$f")" "644 $job_user" "the textfile's mode and own
 [[ -z $(find "$dir" -name 'gpu-rank0.prom.*') ]] || fail "a temporary file was left"
 pass "the job's user writes into node_exporter's group-writable folder, mode 0644, through no planted link"
 
+# A user who is not in the folder's group: refused before the job starts, the setting named.
+out_user="gplout$$"
+useradd --system --no-create-home --shell /usr/sbin/nologin "$out_user" || fail "useradd $out_user"
+made+=("$out_user")
+run_one runuser -u "$out_user" -- env HOME="$T/home" "$GPULAUNCH" "$T/gpu.conf"
+assert_eq "$RC" 64 "a user outside the folder's group"
+assert_grep "$T/err" "$T/gpu.conf:[0-9]+ .*\(prom\): cannot write there: the folder $dir belongs to another user \(uid [0-9]+\) and is not writable through a group of yours \(group $exp_group" \
+  "the refusal names the setting and the group"
+pass "a user outside node_exporter's group is refused at start, naming [monitor] prom"
+
 # A sticky folder (3775): the owner's link under the name stays where it is, and the job says so.
 chmod 3775 "$dir"
 runuser -u "$exp_user" -- ln -s "$T/victim" "$dir/sticky-rank0.prom"
