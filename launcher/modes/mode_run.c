@@ -286,10 +286,15 @@ int mode_run(launch_t *L) {
     const char *pci = NULL;
     if (pl.plan && pl.plan->ranks[job->local_rank].gpu >= 0)
       pci = pl.topo->gpus[pl.plan->ranks[job->local_rank].gpu].pci;
-    if (mon_create(&mon, &mo, job->rank, job->host, pl.gpu >= 0 ? pl.gpu : job->local_rank, pci) < 0)
-      mon = NULL;
-    else
-      mon_hooks_fill(&o.hooks, mon);
+    int gpu = pl.gpu >= 0 ? pl.gpu : job->local_rank;
+    if (mon_create(&mon, &mo, job->rank, job->host, gpu, pci) < 0) {
+      /* Its outputs or recording failed (said): a monitor that samples nothing still reads the
+       * program's last lines for an out-of-memory error (the root cause, no restart). */
+      mo.enabled = 0;
+      mo.replay = mo.metrics = mo.prom = NULL;
+      if (mon_create(&mon, &mo, job->rank, job->host, gpu, pci) < 0) mon = NULL;
+    }
+    if (mon) mon_hooks_fill(&o.hooks, mon);
   }
   rc = sup_run(&o, &res);
   if (rc < 0) {
