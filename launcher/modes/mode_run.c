@@ -129,6 +129,13 @@ static void add_summary(launch_t *L, const sup_opts_t *o, const sup_result_t *re
     cJSON_AddNumberToObject(rc, "status", res->status);
     if (res->signo) cJSON_AddStringToObject(rc, "signal", util_signal_name(res->signo));
     cJSON_AddStringToObject(rc, "message", res->root_cause);
+    if (res->oom) { /* for tools: the figures the message gives (null: the monitor saw none) */
+      cJSON *oom = cJSON_AddObjectToObject(rc, "cuda_oom");
+      if (res->peak_mem_mib >= 0) cJSON_AddNumberToObject(oom, "peak_mem_mib", res->peak_mem_mib);
+      else cJSON_AddNullToObject(oom, "peak_mem_mib");
+      if (res->mem_total_mib > 0) cJSON_AddNumberToObject(oom, "mem_total_mib", res->mem_total_mib);
+      else cJSON_AddNullToObject(oom, "mem_total_mib");
+    }
     if (res->silent_rank >= 0) { /* a rank still running and silent at the failure: its likely cause */
       cJSON *si = cJSON_AddObjectToObject(rc, "silent");
       cJSON_AddNumberToObject(si, "rank", res->silent_rank);

@@ -312,6 +312,9 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   } else if (res->failed_rank >= 0) {
     res->status = s->exit_msg.status;
     res->signo = s->exit_msg.signo;
+    res->oom = (s->exit_msg.flags & CTL_F_OOM) != 0;
+    res->peak_mem_mib = s->exit_msg.peak_mem_mib;
+    res->mem_total_mib = s->exit_msg.mem_total_mib > 0 ? s->exit_msg.mem_total_mib : -1;
     util_strlcpy(res->failed_host, s->exit_msg.host, sizeof res->failed_host);
     coord_describe(&s->exit_msg, res->root_cause, sizeof res->root_cause);
     size_t rn = strlen(res->root_cause); /* rank 0: the silent rank that was the likely cause */

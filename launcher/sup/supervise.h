@@ -71,6 +71,8 @@ typedef struct sup_result_s {
   int attempts;         /* attempts started */
   int failed_rank;      /* rank whose program failed first (-1: none) */
   int status, signo;    /* its exit status / signal */
+  int oom;              /* its program failed of a CUDA out-of-memory error ... */
+  double peak_mem_mib, mem_total_mib; /* ... with this peak and total device memory (-1 unknown) */
   int preempted;        /* ended by SIGTERM to the job (preemption) */
   int interrupted;      /* ended by SIGINT */
   int lost;             /* ended because a rank's supervisor died or its host was lost

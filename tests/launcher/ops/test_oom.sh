@@ -28,8 +28,16 @@ CONF
 REMEDIES="to fit: a smaller batch per GPU, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \(less fragmentation\), activation checkpointing"
 
 conf "$T/oom.conf" false "$PROG" oom 1 0.8
-run_mpi 2 "$GPULAUNCH" "$T/oom.conf"
+run_mpi 2 "$GPULAUNCH" "$T/oom.conf" --summary "$T/s.json"
 assert_eq "$RC" 1 "exit status: the program's"
+python3 - "$T/s.json" <<'PY' || fail "--summary: the root cause's OOM figures"
+import json, sys
+s = json.load(open(sys.argv[1]))
+rc = s["run"]["root_cause"]
+assert rc["rank"] == 1 and s["run"]["attempts"] == 1, s["run"]
+assert rc["cuda_oom"]["mem_total_mib"] == 81920 and 78848 <= rc["cuda_oom"]["peak_mem_mib"] <= 80384, rc
+assert "to fit: a smaller batch per GPU" in rc["message"], rc
+PY
 [[ -e $T/attempt0.1 ]] || fail "the first attempt ran"
 [[ ! -e $T/attempt1.1 && ! -e $T/attempt1.0 ]] || fail "an out-of-memory error was restarted"
 assert_nogrep "$T/err" "restarting all" "no restart"
