@@ -132,8 +132,10 @@ static void fabric_manager(const diag_opts_t *o, const char *dir, diag_verdicts_
   char state[64] = "";
   if (rc == 0 && out) {
     strbuf_append(&b, out);
-    util_strlcpy(state, out, sizeof state);
-    state[strcspn(state, "\r\n")] = 0;
+    /* one of systemd's words (active, inactive, failed, activating, ...); anything else is
+     * systemctl saying it cannot tell ("System has not been booted with systemd ...") */
+    size_t w = strspn(out, "abcdefghijklmnopqrstuvwxyz-");
+    if (w > 0 && w < sizeof state && (out[w] == '\n' || out[w] == 0)) util_strlcpy(state, out, w + 1);
   } else {
     strbuf_printf(&b, "%s\n", rc == GPL_ENOENT ? "systemctl not found (a container: the fabric "
                   "manager runs on the host)" : rc == GPL_ETIMEDOUT ? "(killed: it hung)" : gpl_strerror(rc));
