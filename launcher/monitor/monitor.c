@@ -55,6 +55,7 @@ struct monitor_s {
   int last_xid;
   int oom_seen;
   unsigned long lines_since_oom; /* output lines after the last OOM line of this attempt */
+  int oom_sampled;     /* this attempt's OOM got its own NVML sample */
   /* the device memory headroom: free memory under mem_headroom percent */
   double mem_low_since; /* time of the first sample of the current low run, < 0 when none */
   uint64_t mem_low_min_free;
@@ -490,6 +491,13 @@ int mon_note_line(monitor_t *m, const char *line, size_t len) {
   if (m) {
     m->oom_seen = 1;
     m->lines_since_oom = 0;
+    /* The memory the program holds as it fails, read at once from NVML rather than at the next
+     * tick (a spike between two samples is the usual OOM); once per attempt. A recording has no
+     * "now": its samples keep their pace. */
+    if (!m->oom_sampled && mon_active(m) && strcmp(m->src->ops->name, "nvml") == 0) {
+      m->oom_sampled = 1;
+      mon_tick(m);
+    }
   }
   return 1;
 }
@@ -502,6 +510,7 @@ void mon_new_attempt(monitor_t *m) {
   if (!m) return;
   m->oom_seen = 0;
   m->lines_since_oom = 0;
+  m->oom_sampled = 0;
 }
 
 double mon_mem_total_mib(const monitor_t *m) {

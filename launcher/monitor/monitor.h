@@ -247,7 +247,8 @@ int mon_job_summary(const monitor_t *m, MPI_Comm comm, double timeout_s, FILE *f
  * kernel's OOM killer) is not one. 1 or 0. */
 int mon_is_cuda_oom(const char *line, size_t len);
 /* Feed one line of the program's output (stdout or stderr) to the monitor: 1 when it reports a
- * CUDA OOM (remembered for mon_oom_seen), else 0. Works on a monitor that is off, and m may be
+ * CUDA OOM (remembered for mon_oom_seen; over NVML, the first of an attempt takes a sample at
+ * once, so that the peak includes what the program held as it failed), else 0. Works on a monitor that is off, and m may be
  * NULL (then only the line is checked). */
 int mon_note_line(monitor_t *m, const char *line, size_t len);
 /* 1 when mon_note_line saw a CUDA OOM among the program's last MON_OOM_LAST_LINES output lines

@@ -120,6 +120,30 @@ static void test_monitor_over_nvml_and_versions(void **state) {
   assert_int_equal(cuda, 12040);
 }
 
+/* An OOM line takes a sample at once (the memory held as the program fails), once per attempt. */
+static void test_oom_samples_at_once(void **state) {
+  (void)state;
+  mon_opts_t o;
+  mon_opts_default(&o);
+  monitor_t *m = NULL;
+  assert_int_equal(mon_create(&m, &o, 0, "gpu-node", 0, "0000:3b:00.0"), 0);
+  assert_true(mon_active(m));
+  assert_true(mon_peak_mem_mib(m) < 0); /* no tick yet */
+  static const char oom[] = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.";
+  assert_int_equal(mon_note_line(m, oom, sizeof oom - 1), 1);
+  assert_true(mon_peak_mem_mib(m) == 12 * 1024.0); /* the fake's 12 of 80 GiB */
+  assert_true(mon_mem_total_mib(m) == 80 * 1024.0);
+  mon_note_line(m, oom, sizeof oom - 1);
+  mon_stats_t st;
+  mon_stats(m, &st);
+  assert_int_equal(st.samples, 1); /* the second OOM line of the attempt: no second sample */
+  mon_new_attempt(m);
+  mon_note_line(m, oom, sizeof oom - 1);
+  mon_stats(m, &st);
+  assert_int_equal(st.samples, 2);
+  mon_destroy(m);
+}
+
 /* GPM: the first reading only starts an interval; each later one has the SM activity of the
  * interval that ends with it (the fake answers 35, 20, 45 % by sample number); the buffers are
  * freed with the source. The monitor then judges by SM activity and says so. */
@@ -269,6 +293,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_unknown_device_and_refcount),
       cmocka_unit_test(test_init_failure_means_off),
       cmocka_unit_test(test_monitor_over_nvml_and_versions),
+      cmocka_unit_test(test_oom_samples_at_once),
       cmocka_unit_test(test_gpm_sm_activity),
       cmocka_unit_test(test_gpu_lost),
       cmocka_unit_test(test_ident_labels),

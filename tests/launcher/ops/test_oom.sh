@@ -6,7 +6,8 @@
 # [job] restart_on_oom = true the restarts are used. The monitor warned once before, as free
 # memory stayed under [monitor] mem_headroom. Any other failure is still restarted.
 source "$(dirname "$0")/../../lib.sh"
-PROG="${1:?usage: test_oom.sh TESTPROG}"
+PROG="${1:?usage: test_oom.sh TESTPROG FAKE_NVML_LIB}"
+FAKE="${2:?usage: test_oom.sh TESTPROG FAKE_NVML_LIB}"
 DATA="$(cd "$(dirname "$0")/data" && pwd)"
 export GPL_TEST_DIR="$T"
 
@@ -62,6 +63,24 @@ assert_eq "$(grep -c "CUDA out of memory (peak GPU memory seen [0-9]* MiB) of th
 assert_grep "$T/err" "^gpulaunch: job failed after 3 attempts \(exit status 1\)" "three attempts"
 assert_nogrep "$T/err" "not restarted" "restart_on_oom: no refusal"
 pass "restart_on_oom = true: the OOM is retried twice"
+
+# Over NVML (the stand-in libnvidia-ml of tests/fake_nvml: 12 of 80 GiB used) with an interval
+# no tick reaches: the OOM line itself takes the sample, so the peak is the memory held at the OOM.
+cat >"$T/nvml.conf" <<CONF
+[job]
+command = $PROG oom 1 0.3
+restarts = 1
+[monitor]
+interval = 1h
+CONF
+export GPULAUNCH_NVML_LIB="$FAKE"
+export FAKE_NVML_GPUS="00000000:3B:00.0|NVIDIA H100 80GB HBM3|GPU-aaaa-0000;00000000:BC:00.0|NVIDIA H100 80GB HBM3|GPU-bbbb-0001"
+run_mpi 2 "$GPULAUNCH" "$T/nvml.conf"
+unset GPULAUNCH_NVML_LIB FAKE_NVML_GPUS
+assert_eq "$RC" 1 "NVML: exit status"
+assert_grep "$T/err" "^gpulaunch: rank 1 \(host [^)]*\) exited with status 1: CUDA out of memory \(peak GPU memory seen 12288 MiB\) of the GPU's 81920 MiB; $REMEDIES$" \
+  "NVML: the peak sampled at the OOM"
+pass "over NVML, the OOM line takes its own sample: the root cause has the memory held at the error"
 
 # Not an OOM (exit 3 on the first attempt only): restarted as before, and it succeeds.
 rm -f "$T"/attempt*
