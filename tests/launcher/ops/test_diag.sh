@@ -14,12 +14,13 @@ for a in "$@"; do
     --cli) cli=1 ;;
   esac
 done
-# The command line of one rank.
+# The command line of one rank. Without nvidia-bug-report.sh: on a GPU host the real one would
+# take minutes (test_diag_nvidia.sh runs it, as a stand-in).
 run_args() {
   if ((cli)); then
-    echo diag "$dir/train.conf" --out "$out"
+    echo diag "$dir/train.conf" --out "$out" --no-bug-report
   else
-    echo ${mode:+--mpi} --out "$out" --config "$dir/train.conf"
+    echo ${mode:+--mpi} --out "$out" --config "$dir/train.conf" --no-bug-report
   fi
 }
 dir=$T
