@@ -2,6 +2,7 @@
  * on the usable hosts (those listed, less those cooling down after a loss or a notice), and after
  * each launch decides: done, a membership change (restart on the hosts there are now), or the
  * job's own end. Libc and pthreads only. */
+#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_elastic.h"
 
 #include <pthread.h>
@@ -333,6 +334,7 @@ static void remember(el_t *el, const char *why, const front_host_t *before, int 
     snprintf(e, len, "{\"restart\":%d,\"time\":%ld,\"cause\":\"%s\",\"hosts_before\":\"%s\","
              "\"hosts_after\":\"%s\",\"seconds_to_relaunch\":%.2f}", el->restarts, (long)ts.tv_sec, why, hb, ha,
              relaunch_s);
+    audit_note_restart(el->restarts, why, hb, ha);
     if (el->nhistory == HISTORY_MAX) {
       free(el->history[0]);
       memmove(el->history, el->history + 1, (HISTORY_MAX - 1) * sizeof *el->history);

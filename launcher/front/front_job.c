@@ -1,6 +1,7 @@
 /* One launch of the job by gpulaunch-run (front_job.h): mpirun started with SIGTERM and SIGHUP
  * blocked in a process group of its own, the user's signals passed to rank 0 through the channel,
  * the job's status and the hosts it names lost, mpirun ended when it lingers. Libc only. */
+#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_job.h"
 
 #include <errno.h>
@@ -235,6 +236,7 @@ static void on_signals(run_t *r) {
     r->j->user_stop = 1;
     if (first) { /* a stop of ours (a membership change) may be under way: this one ends the job */
       if (!r->stop_sig) r->stop_sig = sig, r->stop_at = front_now();
+      audit_note_stop(sig, "signal", "gpulaunch-run's caller", 0);
       front_say("%s received: telling the job to stop (every program gets [job] preempt_signal now "
                 "and [job] grace to finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     } else if (sig != SIGINT) {

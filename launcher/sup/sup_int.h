@@ -7,6 +7,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "launcher/audit/audit_event.h"
 #include "common/strbuf.h"
 #include "launcher/live/liveness.h"
 #include "launcher/sup/coord.h"
