@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/netport.h"
 
 int preflight_port_listen(uv_tcp_t *tcp, struct sockaddr_storage *addr, int backlog, uv_connection_cb cb) {
@@ -16,5 +17,9 @@ int preflight_port_listen(uv_tcp_t *tcp, struct sockaddr_storage *addr, int back
     close(fd);
     return rc;
   }
-  return uv_listen((uv_stream_t *)tcp, backlog, cb);
+  rc = uv_listen((uv_stream_t *)tcp, backlog, cb);
+  if (rc == 0)
+    LOG_DEBUG(NET, "preflight: listening at port %d", ntohs(addr->ss_family == AF_INET6
+              ? ((struct sockaddr_in6 *)addr)->sin6_port : ((struct sockaddr_in *)addr)->sin_port));
+  return rc;
 }
