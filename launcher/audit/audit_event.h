@@ -22,8 +22,8 @@ void audit_event_identity(const char *job_id, int rank);
 int audit_event_line(const char *path, const char *obj);
 
 /* The events (nothing when no log is open and syslog is off). Text arguments may be NULL. */
-/* A stop: the signal, the channel it came by ("signal", "slurm", "mpirun", "gpulaunch-run",
- * "notice") and the peer (a process name or an address; peer_pid > 0: the sender's pid). */
+/* A stop: the signal, the channel it came by ("signal", "slurm", "mpirun", "gpulaunch-run") and
+ * the peer (a process name or an address; peer_pid > 0: the sender's pid). */
 void audit_note_stop(int signum, const char *channel, const char *peer, int peer_pid);
 /* The same with the peer's address read from a connected socket (-1: none). */
 void audit_note_stop_fd(int signum, const char *channel, int fd);

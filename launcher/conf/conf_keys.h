@@ -192,7 +192,7 @@
 #define CONF_KEYS_NET(X) \
   X(net, port_range, PORTS, "", NULL, 0, 0, \
     "LO-HI: every gpulaunch listener (liveness tree, preflight, the MASTER_PORT choice) takes a " \
-    "port in this range, for a security group that opens only it (docs/security.md); " \
+    "port in this range, for a security group that opens only it (docs/security-ports-audit.md); " \
     "GPULAUNCH_PORT_RANGE (gpulaunch-run --port-range) wins; default: ports the kernel picks")
 
 /* The free sections: KEY = value lines kept in file order. F(section, help) */

@@ -2,7 +2,6 @@
  * on the usable hosts (those listed, less those cooling down after a loss or a notice), and after
  * each launch decides: done, a membership change (restart on the hosts there are now), or the
  * job's own end. Libc and pthreads only. */
-#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_elastic.h"
 
 #include <pthread.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/envvar.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_probe.h"
 

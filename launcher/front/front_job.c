@@ -1,7 +1,6 @@
 /* One launch of the job by gpulaunch-run (front_job.h): mpirun started with SIGTERM and SIGHUP
  * blocked in a process group of its own, the user's signals passed to rank 0 through the channel,
  * the job's status and the hosts it names lost, mpirun ended when it lingers. Libc only. */
-#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_job.h"
 
 #include <errno.h>
@@ -19,6 +18,7 @@
 
 #include "common/envvar.h"
 #include "common/log.h"
+#include "launcher/audit/audit_event.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */

@@ -115,7 +115,10 @@ static void on_signal(uv_signal_t *h, int signum) {
    * later whatever they do: say so with the stop, as the one explanation of what follows. */
   int by_mpirun = !by_rm && !relayed && s->launcher_ppid && from.pid == s->launcher_ppid &&
                   !slurm_in_job() && getenv("OMPI_COMM_WORLD_RANK");
-  if (s->job->rank == 0 || from.pid != s->launcher_ppid) audit_note_stop(signum, by_rm || relayed ? "slurm" : by_mpirun ? "mpirun" : "signal", from.comm[0] ? from.comm : NULL, (int)from.pid);
+  /* the audit log: the job's stop (rank 0), or a signal aimed at this rank alone */
+  if (s->job->rank == 0 || from.pid != s->launcher_ppid)
+    audit_note_stop(signum, by_rm || relayed ? "slurm" : by_mpirun ? "mpirun" : "signal",
+                    from.comm[0] ? from.comm : NULL, (int)from.pid);
   take_stop(s, signum, by_rm || relayed, by_mpirun ? "mpirun" : NULL);
 }
 

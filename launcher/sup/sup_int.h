@@ -7,8 +7,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "launcher/audit/audit_event.h"
 #include "common/strbuf.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/live/liveness.h"
 #include "launcher/sup/coord.h"
 #include "launcher/sup/ctl.h"
