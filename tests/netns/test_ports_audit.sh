@@ -6,7 +6,8 @@
 # (2) the audit log (one file for the three hosts, as on a shared file system) records the stop
 #     (SIGTERM to gpulaunch-run: its own line, and rank 0's naming the gpulaunch-run channel and
 #     its peer), `gpulaunch audit verify` holds on both logs and names the line after an edited
-#     one (exit 79); a lost host (h2's link down) is recorded as a "lost" event naming h2;
+#     one (exit 79); in an elastic job (--nodes 2:3) h2's link cut is recorded as a "lost" event
+#     naming h2 by rank 0 and as a "restart" event by gpulaunch-run;
 # (3) a range too small (one port, which gpulaunch-run's channel takes) ends the job with an error
 #     that names the range.
 set -euo pipefail
@@ -117,16 +118,38 @@ PY
 fi
 kill_all
 
-# 2b. A lost host is recorded.
-rm -f "$T/audit.log"
-if start_job --port-range "$LO-$HI"; then
-  netns_link_down h2
-  wait_done 60 || bad "link down: gpulaunch-run did not return within 60 s"
-  grep -q '"event":"lost"' "$T/audit.log" && grep '"event":"lost"' "$T/audit.log" | grep -q 'h2' ||
-    bad "link down: no lost event naming h2 in the audit log: $(cat "$T/audit.log")"
-  "$GPULAUNCH" audit verify "$T/audit.log" >"$T/v.out" 2>&1 || bad "audit verify after a loss: $(cat "$T/v.out")"
-  [ "$fail" = 0 ] && ok "h2 lost: recorded in the audit log ($(grep -o '"hosts":"[^"]*"' "$T/audit.log" | head -1)), the chain holds"
-fi
+# 2b. An elastic job (--nodes 2:3) loses h2: rank 0 records the loss, gpulaunch-run the restart on
+# h0 and h1 (then its stop); both chains hold.
+rm -f "$T/audit.log" "$T/run-audit.log" "$T/done" "$T"/up.*
+printf 'h0 slots=2\nh1 slots=2\nh2 slots=2\n' >"$T/elastic.hosts"
+(RC=0
+ netns_mpirun --hostfile "$T/elastic.hosts" --nodes 2:3 --discovery-interval 1 --port-range "$LO-$HI" \
+   --audit-log "$T/run-audit.log" "$GPULAUNCH" "$T/job.conf" >"$T/out" 2>"$T/err" || RC=$?
+ echo "$RC" >"$T/done") &
+for _ in $(seq 1 300); do [ "$(count 'up.*')" -ge 6 ] && break; sleep 0.1; done
+[ "$(count 'up.*')" -ge 6 ] || bad "elastic: the job did not start"
+rm -f "$T"/up.*
+netns_link_down h2
+for _ in $(seq 1 600); do [ "$(count 'up.*')" -ge 4 ] && break; sleep 0.1; done
+[ "$(count 'up.*')" -ge 4 ] || bad "elastic: no relaunch on h0 and h1 within 60 s of h2's loss"
+sleep 1
+kill -TERM "$(front_pid)" 2>/dev/null || true
+wait_done 40 || bad "elastic: gpulaunch-run did not return within 40 s of its SIGTERM"
+python3 - "$T/audit.log" "$T/run-audit.log" <<'PY' || bad "elastic: the audit logs lack the loss or the restart"
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1])]
+run = [json.loads(l) for l in open(sys.argv[2])]
+lost = [o for o in log if o["event"] == "lost"]
+assert lost and "h2" in lost[0]["hosts"], log
+rs = [o for o in run if o["event"] == "restart"]
+assert rs and rs[0]["restart"] == 1 and "h2" in rs[0]["hosts_before"] and "h2" not in rs[0]["hosts_after"], run
+assert any(o["event"] == "stop" for o in run), run
+print("lost:", lost[0]["hosts"], "| restart:", rs[0]["cause"], rs[0]["hosts_before"], "->", rs[0]["hosts_after"])
+PY
+for f in "$T/audit.log" "$T/run-audit.log"; do
+  "$GPULAUNCH" audit verify "$f" >"$T/v.out" 2>&1 || bad "audit verify $f: $(cat "$T/v.out")"
+done
+[ "$fail" = 0 ] && ok "elastic, h2 lost: rank 0 recorded the loss ($(grep -o '"hosts":"[^"]*"' "$T/audit.log" | head -1)), gpulaunch-run the restart ($(grep -o '"cause":"[^"]*"' "$T/run-audit.log" | head -1)); both chains hold"
 kill_all
 ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
 
