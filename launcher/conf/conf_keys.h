@@ -174,7 +174,8 @@
     "notice, an elastic restart, failed authentication), each with the SHA-256 of the line before " \
     "it (gpulaunch audit verify); 0600; a log that cannot be opened fails the job at start-up") \
   X(audit, syslog, BOOL, "false", NULL, 0, 0, \
-    "also send each audit line to syslog (facility authpriv, priority notice, ident gpulaunch)")
+    "also send each line of log, as chained, to syslog (facility authpriv, priority notice, ident " \
+    "gpulaunch): a copy the job's user cannot rewrite once it is forwarded; needs log")
 
 /* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
 #define CONF_KEYS_PREEMPT(X) \
