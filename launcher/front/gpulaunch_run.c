@@ -21,7 +21,7 @@
  * default the allocation's nodes): the job runs on the hosts the source lists, and a lost host, a host's interruption notice, a host that leaves
  * the list or (not more often than --scale-up-interval) hosts that join end the launch with the
  * grace and start a new one on the hosts there are then (launcher/front/front_elastic.c). Libc and
- * pthreads only. */
+ * pthreads, with gpl_common (the port range, logging) and gpl_audit (--audit-log). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
