@@ -1,14 +1,11 @@
 /* Audit log: the job's start and end lines (JSON, chained by launcher/audit/audit_chain.c). */
 #include "launcher/ops/audit.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
