@@ -66,9 +66,10 @@
   X(BELOW_MIN, 78, "elastic: fewer than MIN hosts for --min-wait", "\n",                          \
     "elastic (`gpulaunch-run --nodes MIN:MAX`): fewer than MIN usable hosts for `--min-wait`; "  \
     "the usable hosts and those left out after a loss or notice are named")                      \
-  X(AUDIT_BROKEN, 79, "audit verify: the log's hash chain is broken (FILE:LINE named)", "\n",   \
-    "`gpulaunch audit verify`: the audit log's hash chain is broken; the first line that breaks " \
-    "it is named (FILE:LINE)")
+  X(SECURITY, 79, "security: `gpulaunch audit verify` found the audit log's hash chain\n"       \
+    "     broken (FILE:LINE named)", "\n",                                                         \
+    "security: `gpulaunch audit verify` found the audit log's hash chain broken; the first line " \
+    "that breaks it is named (FILE:LINE)")
 
 enum {
 #define GPL_EXIT_ENUM_(name, code, help, sep, doc) GPL_EXIT_##name = code,

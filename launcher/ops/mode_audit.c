@@ -47,7 +47,7 @@ static int verify(const char *path) {
   if (rc == 1) {
     log_print("gpulaunch audit verify: %s:%ld: the chain breaks here: %s (lines 1-%ld hold)\n", path,
               v.bad_line, v.why, v.lines);
-    return GPL_EXIT_AUDIT_BROKEN;
+    return GPL_EXIT_SECURITY;
   }
   if (rc < 0) {
     log_print("gpulaunch audit verify: %s: %s\n", path, v.why);
@@ -83,7 +83,7 @@ int mode_audit(launch_t *L) {
     ret = GPL_EXIT_OK;
     for (int i = 1; i < n; i++) {
       int r = verify(w[i]);
-      if (r == GPL_EXIT_AUDIT_BROKEN || (r != GPL_EXIT_OK && ret == GPL_EXIT_OK)) ret = r;
+      if (r == GPL_EXIT_SECURITY || (r != GPL_EXIT_OK && ret == GPL_EXIT_OK)) ret = r;
     }
   }
   cli_end(&c);
