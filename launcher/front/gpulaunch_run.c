@@ -38,6 +38,7 @@
 #include "common/envvar.h"
 #include "common/log.h"
 #include "common/netport.h"
+#include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
@@ -141,6 +142,8 @@ static int front_own_option(const char *a, const char *v) {
       front_say("--audit-log: %s", err);
       return -1;
     }
+    /* under a batch system its job id, as on the ranks' lines (mpirun's own id comes later) */
+    audit_event_identity(util_sched_job_id(), -1);
     return 0;
   }
   netport_range_t r;
