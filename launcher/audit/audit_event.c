@@ -31,8 +31,12 @@ int audit_event_open(const char *path, char *err, size_t errlen) {
   g_path[0] = 0;
   int rc = GPL_OK;
   if (path && *path) {
-    rc = strlen(path) < sizeof g_path ? safefile_check_append(path, err, errlen) : GPL_EINVAL;
-    if (rc == GPL_EINVAL && strlen(path) >= sizeof g_path) snprintf(err, errlen, "%s: name too long", path);
+    if (strlen(path) >= sizeof g_path) {
+      rc = GPL_EINVAL;
+      if (err) snprintf(err, errlen, "%s: name too long", path);
+    } else if (err) {
+      rc = safefile_check_append(path, err, errlen);
+    }
     if (rc == GPL_OK) snprintf(g_path, sizeof g_path, "%s", path);
   }
   pthread_mutex_unlock(&g_mu);

@@ -8,7 +8,8 @@
 
 /* Where this process's events go ([audit] log on a rank, --audit-log in gpulaunch-run): checked
  * appendable now (safefile_check_append). 0, or a negative GPL_E* code with one line in err
- * (the events then go nowhere). NULL: none. */
+ * (the events then go nowhere). NULL: none. err NULL: not checked now (a failed append warns
+ * when an event comes: thousands of ranks need not all open a shared file at start). */
 int audit_event_open(const char *path, char *err, size_t errlen);
 /* [audit] syslog = on: each line (events, and the job's start and end) also to syslog(3),
  * facility LOG_AUTHPRIV, priority LOG_NOTICE, ident "gpulaunch". */
