@@ -4,7 +4,7 @@
 # with the real /dev's entries linked in, and /dev/log is a datagram socket this script listens
 # on (what rsyslog or journald would hold). A job of one gpulaunch (no MPI) runs /bin/true: its
 # start and end lines must arrive with facility authpriv, priority notice and ident gpulaunch,
-# each the same text as the line in the file. Skips (77) where a mount namespace cannot be made.
+# each the same text as the line in the file. Needs root (unshare -m); skips (77) without it.
 set -euo pipefail
 gpulaunch=${1:?usage: test_audit_syslog.sh GPULAUNCH}
 dir=$(mktemp -d /tmp/gpl-ops-syslog-XXXXXX)
