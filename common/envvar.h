@@ -92,6 +92,9 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "audit log")                                                                                 \
   X(RESTART_BASE, "GPULAUNCH_RESTART_BASE", "0", ENVVAR_INTERNAL,                                \
     "an elastic gpulaunch-run to gpulaunch: restarts before this launch (the counts go on)")    \
+  X(PORT_RANGE, "GPULAUNCH_PORT_RANGE", "", ENVVAR_USER,                                         \
+    "LO-HI: every gpulaunch listener takes a port in this range (gpulaunch-run --port-range "    \
+    "sets it for the ranks; wins over [net] port_range)")                                       \
   X(TEST_STALL, "GPULAUNCH_TEST_STALL", "", ENVVAR_TEST,                                          \
     "rank:seconds[:stage]: that rank arrives late at a start-up stage (init)")                   \
   X(TEST_CORRUPT, "GPULAUNCH_TEST_CORRUPT", "", ENVVAR_TEST,                                      \

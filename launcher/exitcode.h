@@ -65,7 +65,11 @@
     "[Hangs and stragglers](#hangs-and-stragglers))")                                            \
   X(BELOW_MIN, 78, "elastic: fewer than MIN hosts for --min-wait", "\n",                          \
     "elastic (`gpulaunch-run --nodes MIN:MAX`): fewer than MIN usable hosts for `--min-wait`; "  \
-    "the usable hosts and those left out after a loss or notice are named")
+    "the usable hosts and those left out after a loss or notice are named")                      \
+  X(SECURITY, 79, "security: `gpulaunch audit verify` found the audit log's hash chain\n"       \
+    "     broken (FILE:LINE named)", "\n",                                                         \
+    "security: `gpulaunch audit verify` found the audit log's hash chain broken; the first line " \
+    "that breaks it is named (FILE:LINE)")
 
 enum {
 #define GPL_EXIT_ENUM_(name, code, help, sep, doc) GPL_EXIT_##name = code,

@@ -16,10 +16,12 @@ int mode_topo(launch_t *L);   /* topology matrix and placement plan (topology/) 
 int mode_bench(launch_t *L);  /* collective bandwidth benchmark (nccl-tests compatible) */
 int mode_accept(launch_t *L); /* cluster acceptance checks */
 int mode_diag(launch_t *L);   /* diagnostics bundle */
+int mode_audit(launch_t *L);  /* audit verify FILE: the audit log's hash chain */
 /* The options of the modes that take their own (launcher/cli.h); main applies the global
  * ones among them before the mode runs, the mode parses the rest. */
 struct cli_spec_s;
-extern const struct cli_spec_s mode_topo_cli, mode_bench_cli, mode_accept_cli, mode_diag_cli;
+extern const struct cli_spec_s mode_topo_cli, mode_bench_cli, mode_accept_cli, mode_diag_cli,
+    mode_audit_cli;
 /* For `check`: the [bench] / [accept] settings as those modes read them (a value they would
  * refuse is refused now, with where it was set). An exit code. */
 int bench_check_conf(launch_t *L);

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "common/envvar.h"
 #include "common/mpix.h"
+#include "common/netport.h"
 #include "launcher/ops/audit.h"
 #include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
@@ -28,6 +29,7 @@ static const char g_usage_head[] =
     "       gpulaunch bench [CONFIG] [bench options]   collective bandwidth (nccl-tests columns)\n"
     "       gpulaunch accept [CONFIG] [options]        cluster acceptance checks\n"
     "       gpulaunch diag [--out DIR]                 diagnostics bundle for a support ticket\n"
+    "       gpulaunch audit verify FILE...             check the audit log's hash chain (exit 79: broken)\n"
     "Start one gpulaunch per rank: mpirun -np N gpulaunch train.conf (or srun gpulaunch train.conf).\n"
     "\n"
     "Options:\n"
@@ -89,7 +91,7 @@ static const mode_t_ g_modes[] = {
     {"run", mode_run, 1, NULL},          {"check", mode_check, 0, NULL},
     {"env", mode_env, 1, NULL},          {"topo", mode_topo, 2, &mode_topo_cli},
     {"bench", mode_bench, 1, &mode_bench_cli}, {"accept", mode_accept, 1, &mode_accept_cli},
-    {"diag", mode_diag, 2, &mode_diag_cli},
+    {"diag", mode_diag, 2, &mode_diag_cli},  {"audit", mode_audit, 0, &mode_audit_cli},
 };
 
 static const mode_t_ *find_mode(const char *w) {
@@ -175,7 +177,8 @@ static int parse_args(launch_t *L, args_t *a, int argc, char **argv) {
                      strcmp(a->mode->name, "bench") == 0 || strcmp(a->mode->name, "accept") == 0;
     /* A file that exists is the config (not for topo, which takes none); for the modes that take
      * no other word, a missing one is too: conf_load then says so with its name. */
-    if (i < n && w[i][0] != '-' && strcmp(a->mode->name, "topo") != 0 && (access(w[i], F_OK) == 0 || takes_word))
+    if (i < n && w[i][0] != '-' && strcmp(a->mode->name, "topo") != 0 && strcmp(a->mode->name, "audit") != 0 &&
+        (access(w[i], F_OK) == 0 || takes_word))
       a->config = w[i++];
   } else if (!a->dashdash && n > 0 && w[0][0] != '-') {
     a->config = w[i++];
@@ -254,6 +257,21 @@ static int mode_audited(const char *name) {
          strcmp(name, "check") == 0;
 }
 
+/* Every listener's port range: gpulaunch-run's --port-range (GPULAUNCH_PORT_RANGE) or [net]
+ * port_range (checked at load). 0, or -1 (said by rank 0). */
+static int port_range_init(const conf_t *c, int print) {
+  netport_range_t r;
+  char err[200];
+  const char *env = envvar_get(ENVVAR_PORT_RANGE);
+  if (env && *env && netport_parse(env, &r, err, sizeof err) < 0) {
+    if (print) log_print("gpulaunch: GPULAUNCH_PORT_RANGE: %s\n", err);
+    return -1;
+  }
+  if (!(env && *env)) netport_parse(c->net.port_range, &r, err, sizeof err);
+  netport_set(&r);
+  return 0;
+}
+
 static int check_output(const char *what, const char *path, unsigned flags, int print) {
   if (!path || !*path) return 0;
   const char *slash = strrchr(path, '/');
@@ -289,6 +307,10 @@ int main(int argc, char **argv) {
     return GPL_EXIT_CONFIG;
   }
   conf_register_secrets(L.conf); /* [env] secrets: hidden in everything we print or write */
+  if (port_range_init(L.conf, util_env_rank() <= 0) < 0) {
+    if (util_env_rank() > 0) util_sleep(0.5);
+    return GPL_EXIT_USAGE;
+  }
   if (metrics && conf_set(L.conf, &L.conf->monitor.metrics, metrics, "--metrics") < 0) return GPL_EXIT_USAGE;
   if (prom && conf_set(L.conf, &L.conf->monitor.prom, prom, "--prom") < 0) return GPL_EXIT_USAGE;
   char what_m[4200], what_p[4200];

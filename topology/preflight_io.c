@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "topology/preflight.h"
+#include "topology/preflight_port.h"
 
 /* Wire: the prober sends HELLO (magic, its node, the node it means to reach, the first half of
  * the token); the listener answers ACK (magic, its node, the second half) and closes. Anything
@@ -200,8 +201,7 @@ int preflight_listen(preflight_t *pf, const char *addr, int *port) {
   l->own.refs = 1;
   UVCHECK(uv_tcp_init(&pf->loop, &l->tcp));
   l->tcp.data = l;
-  int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&ss, 0);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&l->tcp, 128, on_connection);
+  int rc = preflight_port_listen(&l->tcp, &ss, 128, on_connection); /* [net] port_range */
   if (rc < 0) {
     LOG_WARN("preflight: cannot listen on %s: %s", addr, uv_strerror(rc));
     close_handle((uv_handle_t *)&l->tcp);

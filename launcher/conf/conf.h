@@ -22,6 +22,7 @@ typedef enum conf_type_e {
   CONF_SIGNAL,   /* SIGTERM, TERM, 15 */
   CONF_PATH,     /* a file that must exist (relative to the config file's folder) */
   CONF_COMMAND,  /* a command line split into words like a POSIX shell, no shell run */
+  CONF_PORTS,    /* a TCP port range LO-HI (common/netport.h), kept as text */
   CONF_FREE      /* a section of free KEY = value lines ([env], [nccl]) */
 } conf_type_t;
 
@@ -48,6 +49,7 @@ typedef struct conf_argv_s {
 #define CONF_CTYPE_OUTPATH const char *
 #define CONF_CTYPE_ENUM const char *
 #define CONF_CTYPE_PATH const char *
+#define CONF_CTYPE_PORTS const char *
 #define CONF_CTYPE_INT long
 #define CONF_CTYPE_DOUBLE double
 #define CONF_CTYPE_DURATION double /* seconds */
@@ -67,6 +69,7 @@ typedef struct conf_accept_s { CONF_KEYS_ACCEPT(CONF_FIELD) } conf_accept_t;
 typedef struct conf_monitor_s { CONF_KEYS_MONITOR(CONF_FIELD) } conf_monitor_t;
 typedef struct conf_audit_s { CONF_KEYS_AUDIT(CONF_FIELD) } conf_audit_t;
 typedef struct conf_preempt_s { CONF_KEYS_PREEMPT(CONF_FIELD) } conf_preempt_t;
+typedef struct conf_net_s { CONF_KEYS_NET(CONF_FIELD) } conf_net_t;
 #undef CONF_FIELD
 
 /* The free sections ([env], [nccl]), in CONF_FREE_SECTIONS order. */
@@ -86,6 +89,7 @@ typedef struct conf_s {
   conf_monitor_t monitor;
   conf_audit_t audit;
   conf_preempt_t preempt;
+  conf_net_t net;
   conf_state_t *st;
 } conf_t;
 

@@ -16,6 +16,7 @@ static const char *type_name(conf_type_t t) {
     case CONF_SIGNAL: return "signal";
     case CONF_PATH: return "input file";
     case CONF_COMMAND: return "command";
+    case CONF_PORTS: return "port range";
     case CONF_FREE: return "KEY = value";
   }
   return "";

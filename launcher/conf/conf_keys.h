@@ -180,8 +180,12 @@
 /* [audit] */
 #define CONF_KEYS_AUDIT(X) \
   X(audit, log, OUTPATH, "", NULL, 0, 0, \
-    "append one JSON line per job start and end (0600); a log that cannot be opened fails the job " \
-    "at start-up")
+    "append one JSON line per job start and end and per control event (a stop, lost hosts, a " \
+    "notice, an elastic restart, failed authentication), each with the SHA-256 of the line before " \
+    "it (gpulaunch audit verify); 0600; a log that cannot be opened fails the job at start-up") \
+  X(audit, syslog, BOOL, "false", NULL, 0, 0, \
+    "also send each line of log, as chained, to syslog (facility authpriv, priority notice, ident " \
+    "gpulaunch): a copy the job's user cannot rewrite once it is forwarded; needs log")
 
 /* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
 #define CONF_KEYS_PREEMPT(X) \
@@ -194,6 +198,13 @@
     "http://127.0.0.1:8080") \
   X(preempt, notice_margin, DURATION, "5s", NULL, 0, 0, \
     "the grace after a notice ends this long before the notice's deadline")
+
+/* [net]: gpulaunch's own listeners. */
+#define CONF_KEYS_NET(X) \
+  X(net, port_range, PORTS, "", NULL, 0, 0, \
+    "LO-HI: every gpulaunch listener (liveness tree, preflight, the MASTER_PORT choice) takes a " \
+    "port in this range, for a security group that opens only it (docs/security-ports-audit.md); " \
+    "GPULAUNCH_PORT_RANGE (gpulaunch-run --port-range) wins; default: ports the kernel picks")
 
 /* The free sections: KEY = value lines kept in file order. F(section, help) */
 #define CONF_FREE_SECTIONS(F) \

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/check.h"
+#include "common/netport.h"
 #include "common/util.h"
 #include "launcher/conf/conf_priv.h"
 
@@ -112,6 +113,10 @@ int conf_value_parse(conf_t *c, conf_val_t *v, const char *text, char *msg, size
         return snprintf(msg, len, "'%s' is not one of %s", text, k->choices), -1;
       }
       return 0;
+    case CONF_PORTS: {
+      netport_range_t r;
+      return netport_parse(text, &r, msg, len) < 0 ? -1 : 0;
+    }
     case CONF_SIGNAL: {
       int s;
       if (util_parse_signal(text, &s)) return snprintf(msg, len, "'%s' is not a signal name", text), -1;
@@ -197,6 +202,7 @@ void conf_value_store(conf_t *c, const conf_val_t *v) {
     case CONF_OUTPATH:
     case CONF_ENUM:
     case CONF_PATH:
+    case CONF_PORTS:
       *(const char **)f = v->text ? v->text : k->def;
       break;
     case CONF_INT: *(long *)f = v->i; break;

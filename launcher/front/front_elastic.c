@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/envvar.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_probe.h"
 
@@ -333,6 +334,7 @@ static void remember(el_t *el, const char *why, const front_host_t *before, int 
     snprintf(e, len, "{\"restart\":%d,\"time\":%ld,\"cause\":\"%s\",\"hosts_before\":\"%s\","
              "\"hosts_after\":\"%s\",\"seconds_to_relaunch\":%.2f}", el->restarts, (long)ts.tv_sec, why, hb, ha,
              relaunch_s);
+    audit_note_restart(el->restarts, why, hb, ha);
     if (el->nhistory == HISTORY_MAX) {
       free(el->history[0]);
       memmove(el->history, el->history + 1, (HISTORY_MAX - 1) * sizeof *el->history);

@@ -18,6 +18,7 @@
 
 #include "common/envvar.h"
 #include "common/log.h"
+#include "launcher/audit/audit_event.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
@@ -235,6 +236,7 @@ static void on_signals(run_t *r) {
     r->j->user_stop = 1;
     if (first) { /* a stop of ours (a membership change) may be under way: this one ends the job */
       if (!r->stop_sig) r->stop_sig = sig, r->stop_at = front_now();
+      audit_note_stop(sig, "signal", "gpulaunch-run's caller", 0);
       front_say("%s received: telling the job to stop (every program gets [job] preempt_signal now "
                 "and [job] grace to finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     } else if (sig != SIGINT) {

@@ -21,7 +21,7 @@
  * default the allocation's nodes): the job runs on the hosts the source lists, and a lost host, a host's interruption notice, a host that leaves
  * the list or (not more often than --scale-up-interval) hosts that join end the launch with the
  * grace and start a new one on the hosts there are then (launcher/front/front_elastic.c). Libc and
- * pthreads only. */
+ * pthreads, with gpl_common (the port range, logging) and gpl_audit (--audit-log). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +37,9 @@
 
 #include "common/envvar.h"
 #include "common/log.h"
+#include "common/netport.h"
+#include "common/util.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
@@ -51,6 +54,12 @@ static const char g_usage[] =
     "program is done, within seconds also when a host is lost.\n"
     "GPULAUNCH_MPIRUN=srun: the same around srun (gpulaunch-run -N 2 --ntasks-per-node 8 --mpi=pmix\n"
     "gpulaunch train.conf).\n"
+    "Options (before the mpirun options):\n"
+    "  --port-range LO-HI              every gpulaunch listener, this command's and the ranks', takes\n"
+    "                                  a port in LO-HI (GPULAUNCH_PORT_RANGE; [net] port_range)\n"
+    "  --audit-log FILE                append this command's control events (stops, restarts, lost\n"
+    "                                  or noticed hosts, failed authentication) to FILE, chained\n"
+    "                                  (gpulaunch audit verify FILE); --audit-syslog: also to syslog\n"
     "Elastic options (before the mpirun options; the ranks follow the hosts' slots, no -np/--host,\n"
     "under srun no -N/-n/--ntasks-per-node/--nodelist: each launch is an srun step on the hosts there are):\n"
     "  --nodes MIN:MAX                 run on MIN to MAX hosts; a lost host or one that announces its\n"
@@ -119,6 +128,35 @@ static int number_arg(const char *opt, const char *v, int whole, double *out) {
   return 0;
 }
 
+/* --port-range LO-HI (for this command and, through GPULAUNCH_PORT_RANGE, the ranks), --audit-log
+ * FILE, --audit-syslog. 0, or -1 (said). */
+static int front_own_option(const char *a, const char *v) {
+  if (strcmp(a, "--audit-syslog") == 0) return audit_event_syslog(1), 0;
+  if (!v) {
+    front_say("%s needs a value", a);
+    return -1;
+  }
+  if (strcmp(a, "--audit-log") == 0) {
+    char err[4400];
+    if (audit_event_open(v, err, sizeof err) < 0) {
+      front_say("--audit-log: %s", err);
+      return -1;
+    }
+    /* under a batch system its job id, as on the ranks' lines (mpirun's own id comes later) */
+    audit_event_identity(util_sched_job_id(), -1);
+    return 0;
+  }
+  netport_range_t r;
+  char err[200] = "";
+  if (netport_parse(v, &r, err, sizeof err) < 0 || r.lo == 0) {
+    front_say("--port-range: %s", r.lo == 0 && !*err ? "needs LO-HI" : err);
+    return -1;
+  }
+  netport_set(&r);
+  setenv(envvar_name(ENVVAR_PORT_RANGE), v, 1);
+  return 0;
+}
+
 /* The elastic options at the front of argv; the index of the first other word, or -1 (said). */
 static int is_gpulaunch(const char *w) {
   const char *b = strrchr(w, '/');
@@ -136,6 +174,11 @@ static int elastic_args(int *argc, char **argv, int srun, front_elastic_t *e, in
   for (; k < n && !is_gpulaunch(argv[k]); k++) {
     const char *a = argv[k], *v = k + 1 < n ? argv[k + 1] : NULL;
     int ours = 1;
+    if (strcmp(a, "--port-range") == 0 || strcmp(a, "--audit-log") == 0 || strcmp(a, "--audit-syslog") == 0) {
+      if (front_own_option(a, v) < 0) return -1;
+      k += strcmp(a, "--audit-syslog") != 0;
+      continue;
+    }
     if (strcmp(a, "--nodes") == 0 && v) {
       char *colon = strchr(v, ':');
       char *end1 = NULL, *end2 = NULL;
@@ -219,16 +262,16 @@ int main(int argc, char **argv) {
   if (!mpirun || !*mpirun) mpirun = "mpirun";
   const char *base = strrchr(mpirun, '/');
   int srun = strcmp(base ? base + 1 : mpirun, "srun") == 0;
+  const char *pr = envvar_get(ENVVAR_PORT_RANGE); /* exported by the user: this command's too */
+  if (pr && *pr && front_own_option("--port-range", pr) < 0) return 64;
   if (elastic_args(&argc, argv, srun, &el, &elastic) < 0) return 64;
   const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
-  /* The channel: any address of this host, a port the kernel picks. */
-  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  /* The channel: any address of this host, a port the kernel picks or one of --port-range. */
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-  socklen_t sl = sizeof sa;
-  if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 8) < 0 ||
-      getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
+  int lfd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, 8, "gpulaunch-run's channel for rank 0");
+  if (lfd < 0) {
     front_say("cannot open the channel for rank 0: %s", strerror(errno));
     return 70;
   }
@@ -253,7 +296,7 @@ int main(int argc, char **argv) {
   int n = 0;
   av[n++] = (char *)mpirun;
   if (srun) {
-    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED,"
+    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED,GPULAUNCH_PORT_RANGE,"
                                 FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
@@ -264,8 +307,10 @@ int main(int argc, char **argv) {
       argv[i] = e;
     }
   } else {
-    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, "GPULAUNCH_FRONTEND_MERGED"};
+    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, "GPULAUNCH_FRONTEND_MERGED",
+                                     "GPULAUNCH_PORT_RANGE"};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+      if (!getenv(xs[i])) continue; /* the port range: only when given */
       av[n++] = "-x";
       av[n++] = (char *)xs[i];
     }

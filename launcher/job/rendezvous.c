@@ -15,6 +15,7 @@
 
 #include "common/envvar.h"
 #include "common/mpix.h"
+#include "common/netport.h"
 #include "common/util.h"
 
 /* First IPv4 address that is up, not loopback and not link-local. */
@@ -36,21 +37,17 @@ static int first_routable_ipv4(char *out, size_t len) {
   return rc;
 }
 
-/* A port that is free on this node now (the kernel's choice), as torchrun does. */
+/* A port that is free on this node now (the kernel's choice, or one of [net] port_range), as
+ * torchrun does. */
 static int free_port(const char *addr) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
   struct sockaddr_in sa;
   memset(&sa, 0, sizeof sa);
   sa.sin_family = AF_INET;
-  sa.sin_port = 0;
   if (!addr || inet_pton(AF_INET, addr, &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t sl = sizeof sa;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-    port = ntohs(sa.sin_port);
+  int fd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, 1, "MASTER_PORT");
+  if (fd < 0) return -1;
   close(fd);
-  return port;
+  return ntohs(sa.sin_port);
 }
 
 int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
@@ -62,7 +59,12 @@ int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
     else if (first_routable_ipv4(out->master_addr, sizeof out->master_addr) != GPL_OK)
       util_strlcpy(out->master_addr, job->host, sizeof out->master_addr);
     out->master_port = port > 0 ? port : free_port(NULL);
-    if (out->master_port <= 0) {
+    const netport_range_t *pr = netport_get();
+    if (port > 0 && pr->lo > 0 && (port < pr->lo || port > pr->hi))
+      LOG_WARN("[job] master_port = %d is outside the port range %s: open it too", port, netport_text());
+    if (out->master_port <= 0 && pr->lo > 0) {
+      out->master_port = 0; /* said by netport: every rank fails below */
+    } else if (out->master_port <= 0) {
       LOG_ERROR("cannot find a free TCP port on %s for MASTER_PORT", job->host);
       out->master_port = 29500;
     }
@@ -77,5 +79,7 @@ int rdv_agree(const job_t *job, const char *addr, int port, rdv_t *out) {
              (unsigned)(ts.tv_nsec ^ (unsigned)getpid()) & 0xffffffu);
   }
   CHECK(mpix_bcast(out, (int)sizeof *out, 0, job->world, job->timeout, "start-up (MASTER_ADDR/PORT)"));
+  if (out->master_port <= 0) return GPL_ENET; /* no port free in the range on rank 0's host */
+  netport_avoid(out->master_port); /* the program's: no listener of ours takes it */
   return GPL_OK;
 }

@@ -9,21 +9,16 @@
 #include <unistd.h>
 #include <uv.h>
 
-/* A listener on every address of the family, port chosen by the kernel. */
+#include "common/netport.h"
+
+/* A listener on every address of the family, port chosen by the kernel or in [net] port_range. */
 int livesock_listen(int v6, int *port) {
-  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   struct sockaddr_storage sa;
   socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   memset(&sa, 0, sizeof sa);
   sa.ss_family = (sa_family_t)(v6 ? AF_INET6 : AF_INET);
-  if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
-      getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
-    close(fd);
-    return -1;
-  }
+  int fd = netport_listen((struct sockaddr *)&sa, len, 0, SOMAXCONN, "liveness listener");
+  if (fd < 0) return -1;
   *port = ntohs(v6 ? ((struct sockaddr_in6 *)&sa)->sin6_port : ((struct sockaddr_in *)&sa)->sin_port);
   return fd;
 }

@@ -1,14 +1,11 @@
-/* Audit log: JSON lines appended with O_APPEND + flock, one write(2) each, file mode 0600. */
+/* Audit log: the job's start and end lines (JSON, chained by launcher/audit/audit_chain.c). */
 #include "launcher/ops/audit.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,9 +16,9 @@
 #include "common/safefile.h"
 #include "common/util.h"
 #include "common/redact.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/ops/redact_json.h"
 
-#define LOCK_TIMEOUT_S 10.0
 
 void audit_info_init(audit_info_t *info) {
   memset(info, 0, sizeof *info);
@@ -83,52 +80,8 @@ int audit_check(const char *path, char *err, size_t errlen) {
 }
 
 int audit_append_line(const char *path, const char *line) {
-  /* O_NOFOLLOW, 0600, in a folder of ours or root's, an existing file ours with one link: a
-   * link planted in a shared log folder must not make a root job append to another file. */
-  int fd;
-  char err[PATH_MAX + 200];
-  int orc = safefile_open_append(path, &fd, err, sizeof err);
-  if (orc < 0) {
-    LOG_WARN("audit log: cannot open it: %s", err);
-    return GPL_ESYS;
-  }
-  struct stat st;
-  if (fstat(fd, &st) == 0 && (st.st_mode & 077))
-    LOG_WARN("audit log %s is readable or writable by others (mode %04o); it should be 0600", path,
-             (unsigned)(st.st_mode & 07777));
-  /* flock keeps writers of other jobs (and NFS clients that honour it) out while we write; the
-   * wait is bounded so that a stuck holder cannot stall the job. */
-  double deadline = util_now() + LOCK_TIMEOUT_S;
-  while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-    if ((errno != EWOULDBLOCK && errno != EINTR) || util_now() > deadline) {
-      int e = errno;
-      LOG_WARN("audit log %s: cannot lock: %s", path,
-               e == EWOULDBLOCK ? "another writer held it for 10 s" : strerror(e));
-      close(fd);
-      return e == EWOULDBLOCK ? GPL_ETIMEDOUT : GPL_ESYS;
-    }
-    util_sleep(0.005);
-  }
-  size_t n = strlen(line);
-  char *buf = malloc(n + 1);
-  int rc = 0;
-  if (!buf) {
-    rc = GPL_ENOMEM;
-  } else {
-    memcpy(buf, line, n);
-    buf[n] = '\n';
-    ssize_t w;
-    do w = write(fd, buf, n + 1);
-    while (w < 0 && errno == EINTR);
-    if (w != (ssize_t)(n + 1)) {
-      LOG_WARN("audit log %s: write failed: %s", path, w < 0 ? strerror(errno) : "short write");
-      rc = w < 0 ? GPL_ESYS : GPL_EIO;
-    }
-    free(buf);
-  }
-  flock(fd, LOCK_UN);
-  close(fd);
-  return rc;
+  /* chained (audit_chain.h) and copied to syslog when [audit] syslog is on */
+  return audit_event_line(path, line);
 }
 
 static cJSON *base_line(const char *event, const audit_info_t *info) {

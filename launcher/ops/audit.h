@@ -1,4 +1,5 @@
-/* Audit log ([audit] log = PATH): one JSON line per job start and per job end, safe for many jobs. */
+/* Audit log ([audit] log = PATH): one JSON line per job start and per job end, safe for many jobs;
+ * control events are launcher/audit/audit_event.h's, every line chained (audit_chain.h). */
 #ifndef GPL_LAUNCHER_AUDIT_H
 #define GPL_LAUNCHER_AUDIT_H
 
@@ -48,7 +49,8 @@ int audit_check(const char *path, char *err, size_t errlen);
 /* SHA-256 of a file as 64 hex digits (OpenSSL libcrypto). 0, GPL_ENOENT or GPL_ESYS. */
 int audit_file_sha256(const char *path, char hex[65]);
 
-/* Append one line (a '\n' is added) to path with the rules above. Exposed for tests. */
+/* Append one JSON object line (a '\n' is added) to path with the rules above, chained to the line
+ * before it (launcher/audit/audit_chain.h). Exposed for tests. */
 int audit_append_line(const char *path, const char *line);
 
 #endif

@@ -1,8 +1,11 @@
-/* The audit log's two lines around a job of any mode that runs on the job (run, bench, accept). */
+/* The audit log's two lines around a job of any mode that runs on the job (run, bench, accept),
+ * and where every rank's control events go (launcher/audit/audit_event.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/envvar.h"
+#include "common/util.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/ops/audit.h"
 #include "launcher/exitcode.h"
 #include "launcher/launcher.h"
@@ -14,9 +17,18 @@ static const char *g_path;
 void audit_job_begin(launch_t *L, const char *mode) {
   const char *path = L->conf->audit.log;
   job_t *job = L->job;
-  if (!path || !*path || (job && job->rank != 0)) return;
+  if (!path || !*path) return;
   if (strcmp(mode, "run") != 0 && strcmp(mode, "bench") != 0 && strcmp(mode, "accept") != 0) return;
-  audit_info_init(&g_info);
+  /* Control events are written by the rank that sees them, to [audit] log on its host (one file
+   * on a shared file system: each append is chained under the lock). Rank 0 checked its log
+   * before the job started; another host's is said once here. The job id: the launcher's, the
+   * same on every rank (no user lookup on the others: 16,384 ranks would ask NSS at once). */
+  int rank = job ? job->rank : 0;
+  if (rank == 0) audit_info_init(&g_info);
+  audit_event_syslog(L->conf->audit.syslog);
+  audit_event_identity(rank == 0 ? g_info.job_id : util_sched_job_id(), rank);
+  audit_event_open(path, NULL, 0); /* rank 0 checked it; an append that fails says so */
+  if (rank != 0) return;
   g_info.ranks = job ? job->size : 1;
   g_info.nodes = job ? job->nnodes : 1;
   if (job) {

@@ -86,6 +86,7 @@ void lost_on_live(uv_async_t *a) {
   if (s->sig_received)
     LOG_INFO(SUP, "%s, after the job was told to stop (%s)", s->live_what, util_signal_name(s->sig_received));
   else if (live_says_loss(s, &ev)) {
+    audit_note_lost(ev.who, s->live_what);
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
     /* rank 0's host is the one lost: an elastic gpulaunch-run hears which from here */
     if (s->job->rank != 0 && ev.why != LIVE_ABORT) frontch_tell_lost(ev.who, 1.0);

@@ -115,6 +115,10 @@ static void on_signal(uv_signal_t *h, int signum) {
    * later whatever they do: say so with the stop, as the one explanation of what follows. */
   int by_mpirun = !by_rm && !relayed && s->launcher_ppid && from.pid == s->launcher_ppid &&
                   !slurm_in_job() && getenv("OMPI_COMM_WORLD_RANK");
+  /* the audit log: the job's stop (rank 0), or a signal aimed at this rank alone */
+  if (s->job->rank == 0 || from.pid != s->launcher_ppid)
+    audit_note_stop(signum, by_rm || relayed ? "slurm" : by_mpirun ? "mpirun" : "signal",
+                    from.comm[0] ? from.comm : NULL, (int)from.pid);
   take_stop(s, signum, by_rm || relayed, by_mpirun ? "mpirun" : NULL);
 }
 
@@ -167,6 +171,7 @@ static void on_front(uv_poll_t *h, int status, int events) {
   int sig;
   while ((sig = status < 0 ? -1 : frontch_read(&s->front)) > 0) {
     LOG_INFO(SUP, "gpulaunch-run asks for a stop (%s)", util_signal_name(sig));
+    if (!s->sig_received) audit_note_stop_fd(sig, "gpulaunch-run", s->front.fd);
     if (!s->sig_received) take_stop(s, sig, 0, "gpulaunch-run");
     else if (sig == SIGINT && s->sig_received == SIGINT && s->running) child_kill(s, SIGKILL);
   }

@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include "common/strbuf.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/live/liveness.h"
 #include "launcher/sup/coord.h"
 #include "launcher/sup/ctl.h"

@@ -40,6 +40,7 @@ static void on_async(uv_async_t *a) {
   double grace = GPL_MAX(GRACE_MIN_S, left - s->o->notice_margin);
   LOG_WARN("%s: %s (%.0f s left): asking rank 0 to stop the job, grace %.1f s", s->job->host, s->notice_text,
            left, GPL_MIN(grace, s->o->grace));
+  audit_note_notice(s->job->host, s->notice_text, left);
   ctl_msg_t m;
   memset(&m, 0, sizeof m);
   m.type = CTL_EV_SIGNAL;

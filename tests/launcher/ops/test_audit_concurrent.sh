@@ -1,8 +1,10 @@
 #!/bin/bash
 # Many processes append audit lines to one log at once: every line must arrive whole (valid JSON,
-# its own writer's words only), none lost, and the file stays 0600.
+# its own writer's words only), none lost, the file stays 0600, and the hash chain holds across
+# the writers (`gpulaunch audit verify`: each append reads the last line under the lock).
 set -euo pipefail
 append=$1
+gpulaunch=${2:-}
 dir=$(mktemp -d /tmp/gpl-ops-auditc-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 log=$dir/audit.log
@@ -36,3 +38,13 @@ assert sorted(count) == list(range(1, writers + 1)), count
 assert all(c == lines for c in count.values()), count
 print("ok: %d writers x %d lines, all whole" % (writers, lines))
 PY
+if [ -n "$gpulaunch" ]; then
+  "$gpulaunch" audit verify "$log" || { echo "FAIL: the chain breaks under concurrent writers"; exit 1; }
+  # and verify sees an edit in the middle of it (exit 79, the line after the edited one)
+  sed -i '400s/"event":"\(start\|end\)"/"event":"edited"/' "$log"
+  rc=0
+  out=$("$gpulaunch" audit verify "$log" 2>&1) || rc=$?
+  [ "$rc" = 79 ] || { echo "FAIL: verify of an edited log exited $rc, want 79: $out"; exit 1; }
+  case $out in *"$log:401:"*) ;; *) echo "FAIL: verify did not name line 401: $out"; exit 1 ;; esac
+  echo "ok: chain verified, the edit at line 400 named at 401"
+fi

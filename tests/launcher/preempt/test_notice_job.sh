@@ -3,7 +3,8 @@
 # notice = aws|azure against mock_metadata.py on 127.0.0.1 (the notice comes at the second poll,
 # 5 s in). Checked: every program gets SIGTERM once, at one moment (spread reported, under 50 ms
 # here), and writes its checkpoint within the grace; the job ends 75 naming the host and the
-# notice; Azure's event is acknowledged with its EventId once the node's programs are done.
+# notice; Azure's event is acknowledged with its EventId once the node's programs are done; the
+# audit log records the notice (event "notice", its host and words) and its chain holds.
 #   test_notice_job.sh MOCK_METADATA_PY
 # shellcheck source=tests/lib.sh
 source "$(dirname "$0")/../../lib.sh"
@@ -23,9 +24,9 @@ PROG
 chmod +x "$T/prog.sh"
 
 for cloud in aws azure; do
-  rm -f "$T"/sig.* "$T"/ckpt.*
-  printf '[job]\ncommand = %s\ngrace = 20s\n[preempt]\nnotice = %s\nnotice_endpoint = http://127.0.0.1:%s/%s\n' \
-    "$T/prog.sh" "$cloud" "$port" "$cloud" >"$T/job.conf"
+  rm -f "$T"/sig.* "$T"/ckpt.* "$T/audit.log"
+  printf '[job]\ncommand = %s\ngrace = 20s\n[preempt]\nnotice = %s\nnotice_endpoint = http://127.0.0.1:%s/%s\n[audit]\nlog = %s\n' \
+    "$T/prog.sh" "$cloud" "$port" "$cloud" "$T/audit.log" >"$T/job.conf"
   run_mpi 4 "$GPULAUNCH" "$T/job.conf"
   assert_eq "$RC" 75 "$cloud: exit status"
   assert_grep "$T/err" "job preempted: interruption notice for host [^ ]+ \\(" "$cloud: the notice named"
@@ -33,7 +34,10 @@ for cloud in aws azure; do
   assert_eq "$n" 4 "$cloud: checkpoints written"
   spread=$(cat "$T"/sig.* | sort -n | awk 'NR == 1 { a = $1 } { b = $1 } END { printf "%.1f", (b - a) * 1000 }')
   assert_le "$spread" 50 "$cloud: ms between the first and the last program's SIGTERM"
-  pass "$cloud notice: exit 75, 4/4 checkpoints, SIGTERM to the 4 programs within ${spread} ms"
+  # the audit log records the notice (issue 35), chained
+  assert_grep "$T/audit.log" '"event":"notice".*"notice_host":"[^"]+","notice":"[^"]+","seconds_left":' "$cloud: the notice in the audit log"
+  "$GPULAUNCH" audit verify "$T/audit.log" >/dev/null || fail "$cloud: the audit log's chain does not hold"
+  pass "$cloud notice: exit 75, 4/4 checkpoints, SIGTERM to the 4 programs within ${spread} ms, in the audit log"
 done
 assert_grep "$T/acks" "602d9444-d2cd-49c7-8624-8643e7171297" "azure: the event acknowledged"
 pass "azure: the event acknowledged once the programs were done"
