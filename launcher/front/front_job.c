@@ -123,7 +123,20 @@ typedef struct conn_s {
   int authed;    /* 1: rank 0 ("hello TOKEN"), 2: a rank that tells a loss ("tell TOKEN") */
   size_t len;
   char buf[256];
+  char from[64]; /* the host this connection's rank runs on ("from HOST"; "" not said) */
 } conn_t;
+
+/* A "lost HOST" line from the rank on host `by` (rank 0's or another's): the claim, once. */
+static void add_claim(front_job_t *j, const char *by, const char *host, int rank0) {
+  if (!*host || strlen(host) >= 64) return;
+  for (int i = 0; i < j->nclaims; i++)
+    if (strcmp(j->claims[i].by, by) == 0 && strcmp(j->claims[i].lost, host) == 0) return;
+  if (j->nclaims == FRONT_MAX_NAMED) return;
+  ecore_claim_t *c = &j->claims[j->nclaims++];
+  snprintf(c->by, sizeof c->by, "%s", by);
+  snprintf(c->lost, sizeof c->lost, "%s", host);
+  c->rank0 = rank0;
+}
 
 /* A host named in a "lost HOST" / "notice HOST" line, once. */
 static void add_named(char (*list)[64], int *n, const char *host) {
@@ -183,8 +196,11 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
     j->verdict = atoi(line + 5);
     r->verdict_at = front_now();
     r->deadline = front_now() + (j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
+  } else if (strncmp(line, "from ", 5) == 0) {
+    snprintf(c->from, sizeof c->from, "%s", strlen(line + 5) < sizeof c->from ? line + 5 : "");
   } else if (strncmp(line, "lost ", 5) == 0) {
     add_named(j->lost, &j->nlost, line + 5);
+    add_claim(j, c->from, line + 5, c->authed == 1);
     if (c->authed == 2 && j->verdict < 0) { /* rank 0's host is lost: it says nothing more */
       j->verdict = 68;
       r->deadline = front_now() + LINGER_LOST_S;
@@ -304,7 +320,7 @@ static void check_timers(run_t *r) {
 int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   run_t r = {.j = j};
   j->verdict = j->launcher_status = -1;
-  j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->rank0_seen = j->start_timed_out = 0;
+  j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->nclaims = j->rank0_seen = j->start_timed_out = 0;
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
