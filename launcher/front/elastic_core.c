@@ -175,12 +175,13 @@ static int host_at(const front_host_t *cur, int ncur, const char *name) {
 }
 
 int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims, int nclaims, int *keep) {
-  /* A claim disagrees with another when its claimant is named lost by a host that speaks too. */
+  /* A claim disagrees with another when it names a host that speaks too (a rank lost on the
+   * claimant's own host, its gpulaunch dead, is no disagreement: that host is left out). */
   int conflict = 0;
   for (int i = 0; i < nclaims && !conflict; i++)
     for (int k = 0; k < nclaims && !conflict; k++)
-      conflict = *claims[i].by && strcmp(claims[k].by, claims[i].lost) == 0 &&
-                 host_at(cur, ncur, claims[i].by) >= 0;
+      conflict = *claims[i].by && strcmp(claims[i].by, claims[i].lost) != 0 &&
+                 strcmp(claims[k].by, claims[i].lost) == 0 && host_at(cur, ncur, claims[i].by) >= 0;
   for (int i = 0; i < ncur; i++) keep[i] = 1;
   if (!conflict) { /* every claim holds: the hosts named are gone */
     for (int k = 0; k < nclaims; k++) {
@@ -205,13 +206,13 @@ int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims
     /* its own claims and those of unnamed claimants first, then those of the group's others */
     for (int k = 0; k < nclaims; k++) {
       int by = host_at(cur, ncur, claims[k].by), x = host_at(cur, ncur, claims[k].lost);
-      if (x >= 0 && (by < 0 || by == me)) g[x] = 0;
+      if (x >= 0 && x != by && (by < 0 || by == me)) g[x] = 0;
     }
     for (int changed = 1; changed;) {
       changed = 0;
       for (int k = 0; k < nclaims; k++) {
         int by = host_at(cur, ncur, claims[k].by), x = host_at(cur, ncur, claims[k].lost);
-        if (x >= 0 && g[x] && by >= 0 && g[by]) g[x] = 0, changed = 1;
+        if (x >= 0 && x != by && g[x] && by >= 0 && g[by]) g[x] = 0, changed = 1;
       }
     }
     if (!g[me]) continue;
@@ -225,6 +226,9 @@ int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims
     }
   }
   free(g);
+  for (int k = 0; k < nclaims; k++) /* and the hosts that named their own ranks lost */
+    if (strcmp(claims[k].by, claims[k].lost) == 0 && host_at(cur, ncur, claims[k].lost) >= 0)
+      keep[host_at(cur, ncur, claims[k].lost)] = 0;
   return 1;
 }
 

@@ -523,6 +523,12 @@ static void test_resolve_shapes(void **state) {
   /* a claimant that did not say its host: believed as before */
   assert_int_equal(resolve("h1,h2,h3", ">h3", kept, sizeof kept), 0);
   assert_string_equal(kept, "h1,h2");
+  /* rank 0 names a rank of its own host (its gpulaunch died) and another host: no partition */
+  assert_int_equal(resolve("h1,h2,h3", "*h1>h1,*h1>h3", kept, sizeof kept), 0);
+  assert_string_equal(kept, "h2");
+  /* a partition, and a claimant that also lost a rank of its own host */
+  assert_int_equal(resolve("h1,h2,h3,h4", "*h1>h2,*h1>h3,*h1>h4,h2>h1,h2>h2", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h3,h4");
   /* three groups: h1 | h2 | h3,h4,h5 (h2 hears only itself) */
   assert_int_equal(resolve("h1,h2,h3,h4,h5", "*h1>h2,*h1>h3,*h1>h4,*h1>h5,h2>h1,h2>h3,h2>h4,h2>h5,h3>h1,h3>h2",
                            kept, sizeof kept),
