@@ -79,6 +79,10 @@ enum {
 #undef GPL_EXIT_NONE_
 };
 
+/* gpulaunch's own failures (64-79): a usage, config, network... error, not the program's status. */
+#define GPL_EXIT_OWN_FIRST 64
+#define GPL_EXIT_OWN_LAST 79
+
 /* The exit code that says what a gpulaunch error code is about: 0 for 0; config, topology,
  * network, timeout or no GPU; anything else is internal. */
 static inline int exitcode_of(int err) {

@@ -8,7 +8,6 @@
 
 #include "launcher/exitcode.h"
 
-#define FRONT_EXIT_BELOW_MIN GPL_EXIT_BELOW_MIN /* fewer than MIN usable hosts for --min-wait */
 
 typedef struct front_elastic_s {
   int min, max;             /* hosts */

@@ -19,6 +19,7 @@
 #include "common/envvar.h"
 #include "common/log.h"
 #include "launcher/audit/audit_event.h"
+#include "launcher/exitcode.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
@@ -124,7 +125,20 @@ typedef struct conn_s {
   int authed;    /* 1: rank 0 ("hello TOKEN"), 2: a rank that tells a loss ("tell TOKEN") */
   size_t len;
   char buf[256];
+  char from[64]; /* the host this connection's rank runs on ("from HOST"; "" not said) */
 } conn_t;
+
+/* A "lost HOST" line from the rank on host `by` (rank 0's or another's): the claim, once. */
+static void add_claim(front_job_t *j, const char *by, const char *host, int rank0) {
+  if (!*host || strlen(host) >= 64) return;
+  for (int i = 0; i < j->nclaims; i++)
+    if (strcmp(j->claims[i].by, by) == 0 && strcmp(j->claims[i].lost, host) == 0) return;
+  if (j->nclaims == FRONT_MAX_NAMED) return;
+  ecore_claim_t *c = &j->claims[j->nclaims++];
+  snprintf(c->by, sizeof c->by, "%s", by);
+  snprintf(c->lost, sizeof c->lost, "%s", host);
+  c->rank0 = rank0;
+}
 
 /* A host named in a "lost HOST" / "notice HOST" line, once. */
 static void add_named(char (*list)[64], int *n, const char *host) {
@@ -141,6 +155,7 @@ typedef struct run_s {
   int stop_sig, stop_sent, nint, rank0_seen;
   double stop_at, deadline, orphan_at;
   double verdict_at; /* when rank 0 said the job's status (0: it did not, or mpirun was ended) */
+  int told;          /* the status is another rank's (rank 0's host lost), rank 0 may say it yet */
 } run_t;
 
 static void send_stop(run_t *r, int sig) {
@@ -180,14 +195,20 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
     conn_close(r, c);
     return -1;
   }
-  if (strncmp(line, "exit ", 5) == 0 && c->authed == 1 && j->verdict < 0) {
+  /* (rank 0's status after another rank's "lost": its programs have ended too, as below) */
+  if (strncmp(line, "exit ", 5) == 0 && c->authed == 1 && (j->verdict < 0 || r->told)) {
+    r->told = 0;
     j->verdict = atoi(line + 5);
     r->verdict_at = front_now();
-    r->deadline = front_now() + (j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
+    r->deadline = front_now() + (j->verdict == GPL_EXIT_TIMEOUT ? LINGER_LOST_S : LINGER_S);
+  } else if (strncmp(line, "from ", 5) == 0) {
+    snprintf(c->from, sizeof c->from, "%s", strlen(line + 5) < sizeof c->from ? line + 5 : "");
   } else if (strncmp(line, "lost ", 5) == 0) {
     add_named(j->lost, &j->nlost, line + 5);
+    add_claim(j, c->from, line + 5, c->authed == 1);
     if (c->authed == 2 && j->verdict < 0) { /* rank 0's host is lost: it says nothing more */
-      j->verdict = 68;
+      j->verdict = GPL_EXIT_TIMEOUT;
+      r->told = 1; /* (unless it was cut off from the others only: a partition) */
       r->deadline = front_now() + LINGER_LOST_S;
     }
   } else if (strncmp(line, "notice ", 7) == 0) {
@@ -274,14 +295,15 @@ static void check_timers(run_t *r) {
   }
   if (j->verdict >= 0 && t > r->deadline) {
     front_say("the job ended (exit status %d) but %s did not exit within %.0f s: ending it", j->verdict,
-              j->av[0], j->verdict == 68 ? LINGER_LOST_S : LINGER_S);
+              j->av[0], j->verdict == GPL_EXIT_TIMEOUT ? LINGER_LOST_S : LINGER_S);
     kill(-r->pid, SIGKILL);
     kill(r->pid, SIGKILL);
     r->deadline = t + 3600;
   }
   if (r->orphan_at && j->verdict < 0 && t - r->orphan_at > ORPHAN_S) {
-    front_say("mpirun did not exit within %.0f s of losing rank 0: ending it (exit status 68)", ORPHAN_S);
-    j->verdict = 68;
+    front_say("mpirun did not exit within %.0f s of losing rank 0: ending it (exit status %d)", ORPHAN_S,
+              GPL_EXIT_TIMEOUT);
+    j->verdict = GPL_EXIT_TIMEOUT;
     kill(-r->pid, SIGKILL);
     kill(r->pid, SIGKILL);
     r->orphan_at = 0;
@@ -298,7 +320,7 @@ static void check_timers(run_t *r) {
     front_say("rank 0 has not connected yet (the job is still starting): ending mpirun");
     kill(r->pid, SIGINT);
     r->stop_sent = 1;
-    if (j->verdict < 0) j->verdict = r->stop_sig == SIGINT ? 128 + SIGINT : 75;
+    if (j->verdict < 0) j->verdict = r->stop_sig == SIGINT ? 128 + SIGINT : GPL_EXIT_PREEMPTED;
     r->deadline = t + LINGER_S;
   }
 }
@@ -306,7 +328,7 @@ static void check_timers(run_t *r) {
 int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   run_t r = {.j = j};
   j->verdict = j->launcher_status = -1;
-  j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->rank0_seen = j->start_timed_out = 0;
+  j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->nclaims = j->rank0_seen = j->start_timed_out = 0;
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "launcher/front/elastic_core.h"
+
 #define FRONT_MAX_NAMED 64 /* hosts a job can name lost or noticed */
 
 typedef struct front_job_s {
@@ -26,6 +28,8 @@ typedef struct front_job_s {
   int start_timed_out;    /* ended for start_limit */
   int nlost, nnotice;     /* hosts named lost / with an interruption notice */
   char lost[FRONT_MAX_NAMED][64];
+  int nclaims;            /* who named each lost host ("from HOST" before its "lost" lines) */
+  ecore_claim_t claims[FRONT_MAX_NAMED];
   char notice[FRONT_MAX_NAMED][64];
   double started;         /* monotonic time of the launch */
   double stop_asked_at;   /* ... of the stop we asked for (0: none) */

@@ -358,6 +358,9 @@ int main(int argc, char **argv) {
     return 70;
   }
   code = job.code;
+  char note[2048]; /* both sides of a partition named the other lost: say it once, as one cut */
+  if (code == GPL_EXIT_TIMEOUT && ecore_partition_note(job.claims, job.nclaims, note, sizeof note))
+    front_say("%s (exit status %d)", note, code);
   if (job.verdict >= 0 && job.launcher_status != job.verdict && job.launcher_status >= 0)
     fprintf(stderr, "gpulaunch-run: exit status %d (the job's; %s's was %d)\n", code, av[0], job.launcher_status);
   free(av);

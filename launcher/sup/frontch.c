@@ -120,9 +120,12 @@ int frontch_open(frontch_t *f, double timeout_s) {
   return 1;
 }
 
-/* "lost HOST" for every "(host NAME)" in who (mpix_rank_name's words), each host once. */
-static void send_lost(int fd, const char *who) {
-  char seen[1024] = " ";
+/* "from BY" (the host that makes the claim), then "lost HOST" for every "(host NAME)" in who
+ * (mpix_rank_name's words), each host once. */
+static void send_lost(int fd, const char *by, const char *who) {
+  char seen[1024] = " ", from[96];
+  snprintf(from, sizeof from, "from %s\n", by && *by && strlen(by) < 64 ? by : "");
+  if (by && *by && strlen(by) < 64 && write_all(fd, from, strlen(from)) < 0) return;
   for (const char *p = strstr(who, "(host "); p; p = strstr(p, "(host ")) {
     p += 6;
     size_t n = strcspn(p, ")");
@@ -136,8 +139,8 @@ static void send_lost(int fd, const char *who) {
   }
 }
 
-void frontch_lost(frontch_t *f, const char *who) {
-  if (f->fd >= 0 && !f->exit_sent) send_lost(f->fd, who);
+void frontch_lost(frontch_t *f, const char *by, const char *who) {
+  if (f->fd >= 0 && !f->exit_sent) send_lost(f->fd, by, who);
 }
 
 void frontch_notice(frontch_t *f, const char *host) {
@@ -147,10 +150,10 @@ void frontch_notice(frontch_t *f, const char *host) {
   if (write_all(f->fd, line, strlen(line)) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the notice");
 }
 
-void frontch_tell_lost(const char *who, double timeout_s) {
+void frontch_tell_lost(const char *by, const char *who, double timeout_s) {
   int fd = connect_front("tell", timeout_s, 0);
   if (fd <= 0) return;
-  send_lost(fd, who);
+  send_lost(fd, by, who);
   close(fd);
 }
 

@@ -4,10 +4,12 @@
  *
  * gpulaunch-run exports GPULAUNCH_FRONTEND ("ADDR:PORT[,ADDR:PORT...]", tried in order) and
  * GPULAUNCH_FRONTEND_TOKEN (hex) with mpirun -x. The protocol is lines of text:
- *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n", before it "lost HOST\n" for each host
- *                         whose ranks were lost (an elastic front end goes on without them)
+ *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n", before it "from ITS_HOST\n" and
+ *                         "lost HOST\n" for each host whose ranks were lost (an elastic front end
+ *                         goes on without them; the claims of both sides settle a partition)
  *                         and "notice HOST\n" for a host with an interruption notice
- *   another rank:         "tell TOKEN\n", "lost HOST\n"..., then it closes (rank 0's host was lost)
+ *   another rank:         "tell TOKEN\n", "from ITS_HOST\n", "lost HOST\n"..., then it closes
+ *                         (rank 0's host was lost)
  *   front end -> rank 0:  "stop TERM\n" or "stop INT\n" */
 #ifndef GPL_LAUNCHER_FRONTCH_H
 #define GPL_LAUNCHER_FRONTCH_H
@@ -35,13 +37,13 @@ int frontch_read(frontch_t *f);
 void frontch_exit(frontch_t *f, int code);
 void frontch_close(frontch_t *f);
 /* Name the hosts of the lost ranks (every "(host NAME)" in who, "rank 4 (host h2), ...") before
- * the exit status. */
-void frontch_lost(frontch_t *f, const char *who);
+ * the exit status, as seen from host by (this rank's). */
+void frontch_lost(frontch_t *f, const char *by, const char *who);
 /* Name a host whose cloud announced its interruption (the job stops with the grace). */
 void frontch_notice(frontch_t *f, const char *host);
 /* The same from a rank other than rank 0, when rank 0's host is the one lost: a connection of its
  * own, bounded by timeout_s per address, closed at once. Nothing when there is no front end. */
-void frontch_tell_lost(const char *who, double timeout_s);
+void frontch_tell_lost(const char *by, const char *who, double timeout_s);
 /* 1 when this process runs under gpulaunch-run (the variable is set). */
 int frontch_present(void);
 

@@ -12,8 +12,42 @@
 #include "launcher/live/lostpeer.h"
 #include "launcher/sup/sup_int.h"
 
+/* The distinct hosts of who ("rank 4 (host h2), rank 5 (host h2)"), other than skip: their count,
+ * and their names ", "-separated in out. */
+static int who_hosts(const char *who, const char *skip, char *out, size_t len) {
+  int n = 0;
+  out[0] = 0;
+  for (const char *p = strstr(who, "(host "); p; p = strstr(p, "(host ")) {
+    p += 6;
+    size_t w = strcspn(p, ")");
+    char name[80];
+    if (w == 0 || w >= 64) continue;
+    snprintf(name, sizeof name, "%.*s", (int)w, p);
+    if (strcmp(name, skip) == 0) continue;
+    int seen = 0;
+    for (const char *q = out; (q = strstr(q, name)) && !seen; q += w)
+      seen = (q == out || q[-1] == ' ') && (q[w] == ',' || q[w] == 0);
+    if (seen) continue;
+    n++;
+    size_t off = strlen(out);
+    if (off + w + 8 < len) snprintf(out + off, len - off, "%s%s", off ? ", " : "", name);
+  }
+  return n;
+}
+
 static void live_describe(const sup_t *s, const live_event_t *ev, char *buf, size_t len) {
   const char *who = ev->who;
+  const job_t *j = s->job;
+  char hosts[512];
+  /* Rank 0 that hears no other host at once (3 hosts or more): its own host is the likely one cut
+   * off (a fabric partition) rather than every other host lost; the other side names it. */
+  if (ev->why == LIVE_SILENT && j->rank == 0 && j->nnodes >= 3 &&
+      who_hosts(who, j->hosts[0], hosts, sizeof hosts) == j->nnodes - 1) {
+    snprintf(buf, len, "every other host (%s): no heartbeat from their supervisors for %.0f s: rank 0's host "
+             "%s is cut off from them (a network partition), more likely than all of them lost", hosts,
+             ev->silent_s, j->hosts[0]);
+    return;
+  }
   switch (ev->why) {
     case LIVE_CLOSED:
       snprintf(buf, len, "%s: its gpulaunch died (its supervisor's connection closed without a goodbye)", who);
@@ -89,7 +123,7 @@ void lost_on_live(uv_async_t *a) {
     audit_note_lost(ev.who, s->live_what);
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
     /* rank 0's host is the one lost: an elastic gpulaunch-run hears which from here */
-    if (s->job->rank != 0 && ev.why != LIVE_ABORT) frontch_tell_lost(ev.who, 1.0);
+    if (s->job->rank != 0 && ev.why != LIVE_ABORT) frontch_tell_lost(s->job->hosts[s->job->rank], ev.who, 1.0);
   } else
     LOG_INFO(SUP, "%s; ending the job (exit status %d)", s->live_what, GPL_EXIT_TIMEOUT);
   /* (a gpulaunch that died leaves its host alive: mpirun sees its end) */
@@ -97,7 +131,7 @@ void lost_on_live(uv_async_t *a) {
   if (s->job->rank == 0) {
     live_abort_all(s->live, ev.lost_rank);
     /* gpulaunch-run ends mpirun, which could wait minutes for a lost host's daemon. */
-    frontch_lost(&s->front, ev.who); /* an elastic gpulaunch-run goes on without them */
+    frontch_lost(&s->front, s->job->hosts[0], ev.who); /* an elastic gpulaunch-run goes on without them */
     frontch_exit(&s->front, GPL_EXIT_TIMEOUT);
   }
   memset(&s->exit_msg, 0, sizeof s->exit_msg);

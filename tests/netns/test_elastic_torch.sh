@@ -75,9 +75,11 @@ fi
 wait || true
 
 # (b) a notice for h3 from a mock AWS metadata service inside h3 (its loopback: the other hosts'
-# polls are refused, one warning each).
+# polls are refused, one warning each), given once the job steps at world 8 (MOCK_NOTICE_FILE: the
+# notice's time is then 2 minutes ahead, as AWS gives; a fixed time went by and left 1 s of grace).
 ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
-netns_exec h3 python3 "$MOCK" "$T/mport" "$T/mreq" "$T/macks" 3 10 400 &
+MOCK_NOTICE_FILE="$T/notice-now" netns_exec h3 python3 "$MOCK" "$T/mport" "$T/mreq" "$T/macks" 3 10 400 &
+mock=$!
 wait_for 20 test -s "$T/mport" || bad "notice: the mock did not start"
 read -r mport _ <"$T/mport"
 conf notice 150 "[preempt]
@@ -85,6 +87,8 @@ notice = aws
 notice_endpoint = http://127.0.0.1:$mport/aws
 "
 run_job "$T/notice.conf"
+wait_for 120 stepping 8 3 || bad "notice: the job did not reach 3 steps at world 8"
+touch "$T/notice-now"
 if wait_for 240 test -f "$T/done"; then
   rc=$(cat "$T/done")
   [ "$rc" = 0 ] || bad "notice: exit $rc, expected 0"
@@ -101,5 +105,7 @@ if wait_for 240 test -f "$T/done"; then
 else
   bad "notice: gpulaunch-run still runs after 240 s"
 fi
+# The mock's lifetime (400 s) bounds it should the job hang; once the job ended it is not waited for.
+kill "$mock" 2>/dev/null || true
 wait || true
 exit "$fail"
