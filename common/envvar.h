@@ -97,7 +97,9 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
   X(TEST_CORRUPT, "GPULAUNCH_TEST_CORRUPT", "", ENVVAR_TEST,                                      \
     "rank: bench corrupts that rank's results, so the check must fail")                         \
   X(TEST_SHM_NODES, "GPULAUNCH_TEST_SHM_NODES", "", ENVVAR_TEST,                                  \
-    "k: the shared-memory allreduce cuts each node into k pretend nodes")
+    "k: the shared-memory allreduce cuts each node into k pretend nodes")                       \
+  X(TEST_SYSROOT, "GPULAUNCH_TEST_SYSROOT", "", ENVVAR_TEST,                                      \
+    "DIR: accept's EFA check reads DIR/sys/class/infiniband and DIR's library folders")
 
 typedef enum envvar_id_e {
 #define ENVVAR_ENUM_(id, name, def, kind, help) ENVVAR_##id,

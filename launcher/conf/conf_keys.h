@@ -154,6 +154,9 @@
     "time one bandwidth measurement may take; slow links get fewer iterations") \
   X(accept, strict, BOOL, "false", NULL, 0, 0, "warnings count as failures (exit 73)") \
   X(accept, max_gpu_temp, DOUBLE, "85", NULL, 0, 200, "GPU temperature limit, C (NVML)") \
+  X(accept, max_latency_us, DOUBLE, "0", NULL, 0, 1e9, \
+    "absolute bound, in microseconds, on every host pair's round trip (p50, 8 bytes) and the " \
+    "8-byte allreduce (p50); 0: none (nodes are still judged against the majority)") \
   X(accept, iface, STR, "", NULL, 0, 0, \
     "interface every rank must use: fails when the start-up agreed on another (default: any)")
 
