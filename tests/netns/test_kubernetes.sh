@@ -7,8 +7,9 @@
 # valid (gpulaunch check). Then that launcher command runs on namespace hosts (h0 the launcher pod,
 # h1..h3 the worker pods under the operator's FQDNs) with a discover_hosts.sh of the operator's
 # exact form (`echo POD.JOB-worker.NAMESPACE.svc` lines, rewritten in place as the operator's
-# ConfigMap update is): 2 workers, a third added (the job grows to 3), the first removed (the job
-# goes on with 2), and the job completes from its checkpoints.
+# ConfigMap update is): 2 workers, a third added (the job grows to 3 workers), the first removed (the job
+# goes on with 2), and the job completes from its checkpoints; 2 slots per worker
+# (GPULAUNCH_HOST_SLOTS, as the launcher's environment gives slotsPerWorker).
 #   test_kubernetes.sh GPULAUNCH_RUN
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
@@ -48,6 +49,9 @@ for who, s in (("worker", worker), ("launcher", launcher)):
     assert s["terminationGracePeriodSeconds"] > int(g.group(1)), (who, s["terminationGracePeriodSeconds"], g.group(1))
 env = {e["name"]: e["value"] for e in launcher["containers"][0].get("env", [])}
 assert env.get("OMPI_MCA_orte_keep_fqdn_hostnames") == "true", env
+assert env.get("GPULAUNCH_HOST_SLOTS") == str(job["spec"]["slotsPerWorker"]), (env, job["spec"]["slotsPerWorker"])
+limits = worker["containers"][0]["resources"]["limits"]
+assert str(limits["nvidia.com/gpu"]) == str(job["spec"]["slotsPerWorker"]), limits
 # the page shows this very manifest
 text = open(page).read()
 blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
@@ -100,6 +104,7 @@ argv=("${argv[@]/#train.conf/$T/train.conf}")
 [ "${argv[0]}" = gpulaunch-run ] || bad "argv[0] is ${argv[0]}"
 discover_hosts 0 1
 export GPULAUNCH_TIMEOUT=20 GPULAUNCH_MPIRUN=mpirun OMPI_MCA_orte_keep_fqdn_hostnames=true MPIEXEC=$RUN
+export GPULAUNCH_HOST_SLOTS=2
 (RC=0
  netns_mpirun -x OMPI_MCA_orte_keep_fqdn_hostnames "${argv[@]:1:4}" --discovery-interval 1 --scale-up-interval 3 \
    "$GPULAUNCH" "${argv[@]:6}" >"$T/out" 2>"$T/err" || RC=$?
@@ -108,30 +113,30 @@ wait_for() { local s=$1 i; shift; for ((i = 0; i < s * 10; i++)); do "$@" && ret
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
 # shellcheck disable=SC2317 # called through wait_for
 started() { [ "$(starts "$1")" -ge "$2" ]; }
-if wait_for 60 started 2 2 && wait_for 20 test -s "$T/ckpt"; then
-  ok "started on the operator's 2 workers: $(grep -o 'host [^ ]*' "$T/out" | sort -u | tr '\n' ' ')"
+if wait_for 60 started 4 4 && wait_for 20 test -s "$T/ckpt"; then
+  ok "started on the operator's 2 workers x 2 slots: $(grep -o 'host [^ ]*' "$T/out" | sort -u | tr '\n' ' ')"
   discover_hosts 0 1 2 # a worker added (kubectl scale --replicas 3, or a new spot node)
-  if wait_for 60 started 3 3; then
+  if wait_for 60 started 6 6; then
     grep -q "scale-up: $(fqdn 2) joined" "$T/err" || bad "grow: the restart's cause not said"
-    ok "worker 2 added: the job grew to 3 ranks"
+    ok "worker 2 added: the job grew to 6 ranks"
     sleep 2
     discover_hosts 1 2 # worker 0's pod deleted (a spot node reclaimed, kubectl scale down)
-    if wait_for 60 started 2 4; then
+    if wait_for 60 started 4 8; then
       grep -q "$(fqdn 0)" "$T/err" || bad "shrink: worker 0 not named"
-      ok "worker 0 removed: the job went on with 2 ranks"
+      ok "worker 0 removed: the job went on with 4 ranks"
     else
-      bad "shrink: the job did not start again on 2 ranks"
+      bad "shrink: the job did not start again on 4 ranks"
     fi
   else
-    bad "grow: the job did not grow to 3 ranks"
+    bad "grow: the job did not grow to 6 ranks"
   fi
 else
-  bad "the job did not start on 2 ranks"
+  bad "the job did not start on 4 ranks"
 fi
 if wait_for 120 test -f "$T/done"; then
   [ "$(cat "$T/done")" = 0 ] || bad "exit $(cat "$T/done"), expected 0"
-  grep -q "done rank 1 step 90" "$T/out" || bad "the job did not complete at 2 ranks"
-  resumed=$(grep "start rank 0 world 2 " "$T/out" | tail -1 | grep -o 'step [0-9]*')
+  grep -q "done rank 3 step 90" "$T/out" || bad "the job did not complete at 4 ranks"
+  resumed=$(grep "start rank 0 world 4 " "$T/out" | tail -1 | grep -o 'step [0-9]*')
   [ "${resumed#step }" -gt 0 ] || bad "the last launch did not resume from the checkpoint ($resumed)"
   [ "$fail" = 0 ] && ok "completed (exit 0) after growing and shrinking, each launch from the checkpoint"
 else
