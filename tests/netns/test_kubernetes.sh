@@ -69,7 +69,7 @@ grep -q "program not found\|cannot run" "$T/check.out" || grep -qE "^\[job\]|com
 
 # 2. The launcher's command on namespace hosts. The operator names worker pods
 # JOB-worker-I.JOB-worker.NAMESPACE.svc; here they are h1..h3 under those names.
-read -r MIN MAX JOB <"$T/nodes"
+read -r _ _ JOB <"$T/nodes"
 fqdn() { echo "$JOB-worker-$1.$JOB-worker.default.svc"; }
 for i in 0 1 2; do echo "$(fqdn "$i") ${NETNS_NS[h$((i + 1))]}" >>"$NETNS_MAP"; done
 # discover_hosts WORKER...: the operator's discover_hosts.sh for these running workers, replaced
@@ -110,6 +110,7 @@ export GPULAUNCH_HOST_SLOTS=2
    "$GPULAUNCH" "${argv[@]:6}" >"$T/out" 2>"$T/err" || RC=$?
  echo "$RC" >"$T/done") &
 wait_for() { local s=$1 i; shift; for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
+# shellcheck disable=SC2317 # called through wait_for
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
 # shellcheck disable=SC2317 # called through wait_for
 started() { [ "$(starts "$1")" -ge "$2" ]; }
