@@ -34,8 +34,6 @@ static void on_notice(const notice_t *n, void *arg) {
   uv_async_send(&s->notice_async);
 }
 
-/* The loop: one CTL_EV_SIGNAL with CTL_F_NOTICE to the coordinator, whose stop reaches every
- * program of the job (this node's too) at one moment. */
 /* One CTL_EV_SIGNAL with CTL_F_CHECKPOINT to the coordinator, for a recommendation. */
 static void ask_checkpoint(sup_t *s) {
   LOG_WARN("%s: %s: asking rank 0 for %s to every program (a checkpoint; the job goes on)", s->job->host,
@@ -53,6 +51,9 @@ static void ask_checkpoint(sup_t *s) {
   sup_poll_pace(s, 1);
 }
 
+/* The loop: one CTL_EV_SIGNAL with CTL_F_NOTICE to the coordinator, whose stop reaches every
+ * program of the job (this node's too) at one moment; or, for a recommendation, the request for a
+ * checkpoint (the job goes on). */
 static void on_async(uv_async_t *a) {
   sup_t *s = a->data;
   uv_mutex_lock(&s->notice_mu);
