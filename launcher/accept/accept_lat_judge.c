@@ -155,8 +155,8 @@ int accept_latency_judge(const accept_lat_t *l, const char *const *hosts, const 
         snprintf(why, sizeof why, "beyond the majority's limit %s (most nodes' fastest: %s)", t2, t3);
       else
         snprintf(why, sizeof why, "above [accept] max_latency_us = %g us", maxus);
-      accept_check_set(&c, ACCEPT_FAIL, "%s's round trips take %s at best (to %s), %s: its link, NIC or port "
-                       "is slow with every partner", hosts[a], t1, hosts[bestp[a]], why);
+      accept_check_set(&c, ACCEPT_FAIL, "%s's link is slow: its round trips take %s at best (to %s), %s; "
+                       "slow with every partner, so its link, NIC or port", hosts[a], t1, hosts[bestp[a]], why);
     } else {
       accept_check_set(&c, ACCEPT_PASS, "fastest round trip %s (to %s)%s", t1, hosts[bestp[a]],
                        relative ? "" : nn < 3 ? "; two nodes: no majority to compare with"
