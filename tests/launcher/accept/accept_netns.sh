@@ -73,7 +73,7 @@ budget = ${BUDGET:-$([ "$CASE" = latency ] && echo 10s || echo 3s)}
 min_busbw = $([ "$CASE" = fallback ] && echo 1000 || echo 0.001)
 ${FRACTION:+pair_fraction = $FRACTION}
 search = $SEARCH
-$([ "$CASE" = latency ] && echo "max_latency_us = 2000")
+$([ "$CASE" = latency ] && echo "max_latency_us = 4000")
 CONF
 chmod 755 "$OUT"
 set +e
