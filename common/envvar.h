@@ -54,6 +54,8 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "/path/to/libnvidia-ml.so.1 (NVML is loaded at run time: GPUs, the monitor, accept)")        \
   X(MPIRUN, "GPULAUNCH_MPIRUN", "mpirun", ENVVAR_USER,                                           \
     "gpulaunch-run: the launcher it runs (srun: the same around srun)")                          \
+  X(HOST_SLOTS, "GPULAUNCH_HOST_SLOTS", "1", ENVVAR_USER,                                        \
+    "gpulaunch-run: slots of a host listed without a count (the MPI Operator's bare host names)") \
   X(RUN_SIGNALS, "GPULAUNCH_RUN_SIGNALS", "1", ENVVAR_USER,                                      \
     "gpulaunch-run: 0 leaves SIGTERM/SIGINT/SIGHUP to the caller")                               \
   X(RUN_LD_PRELOAD, "GPULAUNCH_RUN_LD_PRELOAD", "", ENVVAR_USER,                                 \
@@ -100,7 +102,9 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
   X(TEST_CORRUPT, "GPULAUNCH_TEST_CORRUPT", "", ENVVAR_TEST,                                      \
     "rank: bench corrupts that rank's results, so the check must fail")                         \
   X(TEST_SHM_NODES, "GPULAUNCH_TEST_SHM_NODES", "", ENVVAR_TEST,                                  \
-    "k: the shared-memory allreduce cuts each node into k pretend nodes")
+    "k: the shared-memory allreduce cuts each node into k pretend nodes")                       \
+  X(TEST_SYSROOT, "GPULAUNCH_TEST_SYSROOT", "", ENVVAR_TEST,                                      \
+    "DIR: accept's EFA check reads DIR/sys/class/infiniband and DIR's library folders")
 
 typedef enum envvar_id_e {
 #define ENVVAR_ENUM_(id, name, def, kind, help) ENVVAR_##id,

@@ -9,6 +9,7 @@
 #   netns     root, and a network namespace can be made (ip netns, unshare)
 #   iptables  netns, and iptables works inside a namespace
 #   tc_u32    netns, and tc can attach an htb qdisc with a u32 filter inside a namespace
+#   netem     netns, and tc can attach a netem qdisc (a delay) inside a namespace (sch_netem)
 #   chromium  a headless Chromium (chromium, chromium-browser or google-chrome)
 #   gpu       an NVIDIA GPU the driver answers for (nvidia-smi -L lists one)
 #   nogpu     no such GPU (a test of what happens without one)
@@ -73,6 +74,10 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       in_scratch_ns sh -c 'tc qdisc add dev d0 root handle 1: htb && tc class add dev d0 parent 1: classid 1:2 htb rate 50mbit &&
         tc filter add dev d0 parent 1: protocol ip prio 1 u32 match ip dst 10.0.0.1/32 flowid 1:2' ||
         { why="${why:-tc htb/u32 does not work in a namespace}"; return 1; } ;;
+    netem)
+      command -v tc >/dev/null || { why="no tc"; return 1; }
+      in_scratch_ns tc qdisc add dev d0 root netem delay 5ms ||
+        { why="${why:-tc netem does not work in a namespace (a kernel without sch_netem)}"; return 1; } ;;
     chromium)
       command -v chromium >/dev/null || command -v chromium-browser >/dev/null || command -v google-chrome >/dev/null ||
         { why="no chromium"; return 1; } ;;

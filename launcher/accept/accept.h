@@ -108,6 +108,8 @@ typedef struct accept_report_s {
   int strict;
   int exit_code;       /* accept_exit_code, once decided */
   cJSON *settings;     /* the [accept] values used, for the JSON file (owned) */
+  cJSON *latency;      /* the latency measurements (accept_latency_judge), for the JSON file and
+                        * the HTML page (owned); NULL: not measured */
 } accept_report_t;
 
 void accept_report_init(accept_report_t *r);
@@ -179,6 +181,7 @@ typedef struct accept_opts_s {
   int strict;               /* warnings count as failures */
   int compare;              /* [accept] compare: 1 majority (nodes against each other), 0 off */
   double max_gpu_temp;      /* C (NVML) */
+  double max_latency_us;    /* absolute bound on round trips and the 8-byte allreduce (p50); 0 none */
   char iface[64];           /* the interface every rank must use (the start-up's choice is checked
                              * against it); "" = whatever the start-up agreed on */
   int probe;                /* [topology] probe: 0 off, 1 ring, 2 all (the start-up's preflight) */
@@ -222,6 +225,19 @@ int accept_rank_binding(const topo_t *t, const char *host, int node, int rank, i
 int accept_nvml_checks(const accept_node_ctx_t *ctx, accept_list_t *out);
 /** "NVRM: Xid" lines in a kernel log text: count, and the last one in last (may be NULL). */
 int accept_xid_scan(const char *text, char *last, size_t len);
+
+/** EFA devices under root's /sys/class/infiniband (an InfiniBand device whose driver is efa):
+ * their count, their names comma-separated in names. */
+int accept_efa_devices(const char *root, char *names, size_t len);
+/** The efa_plugin row (accept_efa.c): skipped without EFA devices; with them, NCCL's network
+ * plugin (NCCL_NET_PLUGIN's libnccl-net-NAME.so, else libnccl-net.so or libnccl-net-ofi.so) must
+ * be in ld_path (LD_LIBRARY_PATH), /etc/ld.so.conf's folders or the system's, else a FAIL with
+ * the fix (aws-ofi-nccl installed but off the path: the folder to add). root prefixes every path
+ * ("" or NULL: /). \return 0 or GPL_ENOMEM. */
+int accept_efa_check(const char *root, const char *ld_path, const char *net_plugin, const char *host, int node,
+                     accept_list_t *out);
+/** The node check: accept_efa_check on this machine (GPULAUNCH_TEST_SYSROOT: another root). */
+int accept_efa_node_check(const accept_node_ctx_t *ctx, accept_list_t *out);
 
 /** PCIe generation/width that give hwloc's link speed (GB/s): "Gen4 x16" or "Gen3 x16 or
  * Gen4 x8"; "" when nothing matches. */
@@ -330,6 +346,48 @@ typedef struct accept_nodeinfo_s {
  * derived. how always says what was used, or why nothing was. */
 double accept_auto_busbw(const accept_nodeinfo_t *nodes, int nnodes, int gpu_backend,
                          char *how, size_t len);
+
+/* ---- Latency (accept_lat.c: the measurements over MPI; accept_lat_judge.c: the verdicts) ---- */
+
+/* The small allreduce sizes timed: 8 B to 64 KiB. */
+#define ACCEPT_LAT_NSIZES 6
+extern const int accept_lat_sizes[ACCEPT_LAT_NSIZES];
+/* A node's round trips are judged against the majority's: slow when beyond this many times the
+ * majority's plus this many microseconds (the noise of a healthy fabric, and of veths on a busy
+ * machine). */
+#define ACCEPT_LAT_FACTOR 3.0
+#define ACCEPT_LAT_SLACK_US 500.0
+
+typedef struct accept_lat_s {
+  int nranks;
+  /* The job-wide allreduce of each size (all ranks): microseconds per call, the slowest rank's. */
+  double ar_p50[ACCEPT_LAT_NSIZES], ar_p99[ACCEPT_LAT_NSIZES];
+  int ar_iters[ACCEPT_LAT_NSIZES];
+  /* Round trips of 8 bytes between the first ranks of each pair of nodes: [a * nnodes + b] with
+   * a < b, microseconds; < 0 not measured. */
+  int nnodes;
+  double *rtt_p50, *rtt_p99;
+  int *rtt_n;
+} accept_lat_t;
+
+/** Time the small allreduces (every rank) and a round trip per pair of nodes (their first ranks,
+ * the disjoint pairs of a round at the same time, or one pair at a time when serial: nodes that
+ * share a machine's cores), all within about budget_s (spread over the sizes and the pairs).
+ * Every rank of the job calls it and gets the same results. \return 0 or a negative code (a
+ * timeout names the ranks). */
+int accept_latency_measure(const struct job_s *job, double budget_s, int serial, accept_lat_t *out);
+void accept_lat_free(accept_lat_t *l);
+/** p-th percentile (0..100) of n values, sorted in place (nearest rank); -1 when n is 0. */
+double accept_percentile(double *v, int n, double p);
+/** The verdicts (rank 0): one "latency" row per node (its fastest round trip against the
+ * majority's: a node whose every round trip is slow is named), one "rtt" row per pair of nodes
+ * (a slow pair between two healthy nodes is a slow link: a warning against the majority, a failure
+ * above max_latency_us, which adds it to the report's bad links), one
+ * "allreduce_latency" row per size; [accept] max_latency_us as an absolute bound on the round
+ * trips and the 8-byte allreduce. The majority is left out with [accept] compare = off or fewer
+ * than three nodes. The numbers go to rep->latency. \return 0 or GPL_ENOMEM. */
+int accept_latency_judge(const accept_lat_t *l, const char *const *hosts, const accept_opts_t *o,
+                         accept_report_t *rep);
 
 /* ---- Bad-node / bad-link search (accept_search.c: the decisions, no MPI) ------------------- */
 

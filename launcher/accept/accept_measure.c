@@ -10,6 +10,7 @@
 #include "common/util.h"
 #include "gpulaunch/comm.h"
 #include "launcher/accept/accept.h"
+#include "launcher/accept/accept_mpi_int.h"
 #include "launcher/job/job.h"
 
 /* ---- the job-wide allreduce ---- */
@@ -87,7 +88,7 @@ done:
 
 /* Wait for one request until the deadline: poll, then poll with naps. On timeout mpix_wait
  * names the ranks that did not answer. */
-static int wait_req(MPI_Request *r, MPI_Comm comm, double timeout, const char *what) {
+int accept_wait_req(MPI_Request *r, MPI_Comm comm, double timeout, const char *what) {
   double deadline = util_now() + timeout;
   for (long spins = 0;; spins++) {
     int done = 0;
@@ -103,7 +104,7 @@ static int iallreduce_wait(const void *send, void *recv, int count, MPI_Datatype
                            double timeout, const char *what) {
   MPI_Request req;
   MPICHECK(MPI_Iallreduce(send, recv, count, type, op, comm, &req));
-  return wait_req(&req, comm, timeout, what);
+  return accept_wait_req(&req, comm, timeout, what);
 }
 
 /* The warm-up only has to open the connections of the group (a search measures every group

@@ -318,7 +318,7 @@ static const struct {
 } g_node_checks[] = {
     {"gpu_count", check_gpu_count},   {"gpu_model", check_gpu_model},
     {"pcie_link", check_pcie_link},   {"nic", check_nics},
-    {"gpu_nic_path", check_gpu_nic_path},
+    {"gpu_nic_path", check_gpu_nic_path}, {"efa_plugin", accept_efa_node_check},
 };
 
 int accept_node_checks(const accept_node_ctx_t *x, accept_list_t *out) {

@@ -24,7 +24,10 @@ static const char g_accept_usage[] =
       "Explicit expectations (gpus, gpu_model, nics) replace the comparison of what they cover.\n"
       "A node without a GPU fails unless the run is meant for that: [accept] gpus = 0 (--gpus 0).\n"
       "Per job: the start-up's interface agreement and TCP preflight between the nodes (what the\n"
-      "job's programs get), allreduce bus bandwidth against [accept] min_busbw, and a search\n"
+      "job's programs get), latency (small allreduces of 8 B to 64 KiB and an 8-byte round trip\n"
+      "per pair of nodes, p50 and p99: a node slow with every partner, or a slow link between\n"
+      "healthy nodes, is named; [accept] max_latency_us bounds them), allreduce bus bandwidth\n"
+      "against [accept] min_busbw, and a search\n"
       "for a slow node or link (ring of node pairs, then pairs; halving when needed) that names\n"
       "the culprit. Each pair is measured 3 times and its best try counts; when the tries of\n"
       "healthy pairs spread more than pair_fraction tolerates (busy or shared nodes), only what\n"
@@ -92,6 +95,7 @@ int accept_opts_from_conf(accept_opts_t *o, const conf_t *c) {
   o->strict = c->accept.strict;
   o->compare = strcmp(c->accept.compare, "off") != 0;
   o->max_gpu_temp = c->accept.max_gpu_temp;
+  o->max_latency_us = c->accept.max_latency_us;
   snprintf(o->iface, sizeof o->iface, "%s", c->accept.iface);
   const char *pr = c->topology.probe;
   o->probe = strcmp(pr, "off") == 0 ? 0 : strcmp(pr, "all") == 0 ? 2 : 1;
@@ -187,6 +191,7 @@ cJSON *accept_opts_json(const accept_opts_t *o) {
   cJSON_AddBoolToObject(j, "strict", o->strict);
   cJSON_AddStringToObject(j, "compare", o->compare ? "majority" : "off");
   cJSON_AddNumberToObject(j, "max_gpu_temp_C", o->max_gpu_temp);
+  cJSON_AddNumberToObject(j, "max_latency_us", o->max_latency_us);
   cJSON_AddStringToObject(j, "iface", o->iface);
   static const char *const pr[] = {"off", "ring", "all"};
   cJSON_AddStringToObject(j, "probe", pr[o->probe]);

@@ -21,7 +21,7 @@
 #include "topology/plan.h"
 #include "topology/topo.h"
 
-#define NSTEPS 7
+#define NSTEPS 8
 
 /* Is a person watching? Our own stderr on a terminal, or -- under Open MPI, where a rank's
  * output goes through pipes -- the terminal of the mpirun that started us (our parent on the
@@ -160,6 +160,29 @@ static int run_busbw(launch_t *L, const accept_opts_t *o, const accept_nodeinfo_
   return accept_report_add(rep, &c);
 }
 
+/* The latency measurements (every rank) and their verdicts (rank 0). A failed measurement is an
+ * ERROR row; a timeout ends the run as any other. */
+static int run_latency(const job_t *job, const accept_opts_t *o, const accept_nodeinfo_t *ni, char **hosts,
+                       accept_report_t *rep) {
+  /* nodes on one machine (the same kernel boot id) share its cores: one pair at a time */
+  int shared = 0;
+  for (int n = 1; n < job->nnodes && !shared; n++)
+    for (int m = 0; m < n && !shared; m++)
+      shared = ni[n].boot_id[0] && strcmp(ni[m].boot_id, ni[n].boot_id) == 0;
+  accept_lat_t lat;
+  int rc = accept_latency_measure(job, o->budget, shared, &lat);
+  if (rc == GPL_OK && job->rank == 0) {
+    rc = accept_latency_judge(&lat, (const char *const *)hosts, o, rep);
+  } else if (rc < 0 && rc != GPL_ETIMEDOUT && job->rank == 0) {
+    accept_check_t c;
+    accept_check_init(&c, "rtt", "", -1, -1, "");
+    accept_check_set(&c, ACCEPT_ERROR, "the latency measurements failed: %s", gpl_strerror(rc));
+    accept_report_add(rep, &c);
+  }
+  accept_lat_free(&lat);
+  return rc == GPL_ETIMEDOUT ? rc : GPL_OK;
+}
+
 /* The bad-node search: every rank runs the same decisions on the same (allgathered) numbers. */
 static int run_search(const job_t *job, const accept_opts_t *o, const accept_nodeinfo_t *ni, int busbw_failed,
                       char **hosts, accept_report_t *rep, int progress) {
@@ -206,7 +229,7 @@ static int run_search(const job_t *job, const accept_opts_t *o, const accept_nod
       break;
     }
     if (job->rank == 0)
-      accept_progress(progress, 6, NSTEPS, "bad-node search: %s round %d (%d group(s) of nodes)", phase, s.round, ng);
+      accept_progress(progress, 7, NSTEPS, "bad-node search: %s round %d (%d group(s) of nodes)", phase, s.round, ng);
     /* The budget is a group's: its tries share it. */
     rc = accept_measure_round(job, color, ng, (size_t)bytes, o->iters, o->budget / s.passes, bw, jit);
     if (rc < 0) break;
@@ -406,16 +429,23 @@ int mode_accept(launch_t *L) {
     accept_list_free(&jl);
   }
 
+  /* 5b. Latency: small allreduces, a round trip per pair of nodes (on a quiet network, before
+   * the bandwidth measurements fill its queues). */
+  if (err == GPL_OK) {
+    accept_progress(progress, 5, NSTEPS, "latency: small allreduces and round trips");
+    err = run_latency(job, &o, ni, hosts, &rep);
+  }
+
   /* 6. Bus bandwidth. */
   int busbw_failed = 0;
   if (err == GPL_OK) {
-    accept_progress(progress, 5, NSTEPS, "allreduce bus bandwidth");
+    accept_progress(progress, 6, NSTEPS, "allreduce bus bandwidth");
     err = run_busbw(L, &o, ni, &rep, &busbw_failed);
   }
 
   /* 7. Bad-node search. */
   if (err == GPL_OK) {
-    accept_progress(progress, 6, NSTEPS, "bad-node search");
+    accept_progress(progress, 7, NSTEPS, "bad-node search");
     err = run_search(job, &o, ni, busbw_failed, hosts, &rep, progress);
   }
 
@@ -429,7 +459,7 @@ int mode_accept(launch_t *L) {
   /* 8. Reports on rank 0; the exit status is the same on every rank. */
   int code = GPL_EXIT_ACCEPT_ERROR;
   if (rank0) {
-    accept_progress(progress, 7, NSTEPS, "writing reports");
+    accept_progress(progress, 8, NSTEPS, "writing reports");
     rep.seconds = util_now() - t_start;
     accept_report_collect_bad_hosts(&rep);
     rep.exit_code = accept_exit_code(&rep);

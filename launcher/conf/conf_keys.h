@@ -30,6 +30,9 @@
   X(job, preempt_signal, SIGNAL, "SIGTERM", NULL, 0, 0, \
     "signal every program gets when the job receives SIGTERM (to write a checkpoint); a " \
     "SIGTERM Slurm sends a step reaches the program itself instead") \
+  X(job, checkpoint_signal, SIGNAL, "SIGUSR1", NULL, 0, 0, \
+    "signal every program gets, at one moment and without stopping, when the job is asked for a " \
+    "checkpoint (an AWS rebalance recommendation with [preempt] rebalance = checkpoint)") \
   X(job, prefix, ENUM, "host:rank", "host:rank|rank|none", 0, 0, \
     "prefix of each output line of the program") \
   X(job, output, ENUM, "rank0", "rank0|local", 0, 0, \
@@ -155,6 +158,9 @@
     "time one bandwidth measurement may take; slow links get fewer iterations") \
   X(accept, strict, BOOL, "false", NULL, 0, 0, "warnings count as failures (exit 73)") \
   X(accept, max_gpu_temp, DOUBLE, "85", NULL, 0, 200, "GPU temperature limit, C (NVML)") \
+  X(accept, max_latency_us, DOUBLE, "0", NULL, 0, 1e9, \
+    "absolute bound, in microseconds, on every host pair's round trip (p50, 8 bytes) and the " \
+    "8-byte allreduce (p50); 0: none (nodes are still judged against the majority)") \
   X(accept, iface, STR, "", NULL, 0, 0, \
     "interface every rank must use: fails when the start-up agreed on another (default: any)")
 
@@ -189,7 +195,7 @@
 
 /* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
 #define CONF_KEYS_PREEMPT(X) \
-  X(preempt, notice, ENUM, "auto", "auto|aws|gcp|azure|off", 0, 0, \
+  X(preempt, notice, ENUM, "auto", "auto|aws|gcp|azure|alibaba|off", 0, 0, \
     "poll this node's interruption notice (each node's first rank, every 5 s): auto picks the " \
     "cloud from the machine's DMI ids (no network probe) and is off elsewhere; a notice stops " \
     "the job with the grace, ending before the machine goes (exit 75)") \
@@ -197,7 +203,11 @@
     "base URL instead of the cloud's metadata address (tests, proxies), e.g. " \
     "http://127.0.0.1:8080") \
   X(preempt, notice_margin, DURATION, "5s", NULL, 0, 0, \
-    "the grace after a notice ends this long before the notice's deadline")
+    "the grace after a notice ends this long before the notice's deadline") \
+  X(preempt, rebalance, ENUM, "off", "off|checkpoint", 0, 0, \
+    "AWS's rebalance recommendation (often minutes before an interruption notice): checkpoint = " \
+    "send [job] checkpoint_signal once to every program at one moment, the job going on; needs " \
+    "notice = aws, or auto on AWS")
 
 /* [net]: gpulaunch's own listeners. */
 #define CONF_KEYS_NET(X) \

@@ -34,6 +34,16 @@ static int whole(const char *s, size_t n, int *v) {
   return x > 0;
 }
 
+/* The slots of a host listed without a count (front_hosts_set_bare_slots). */
+static int g_bare_slots = 1;
+
+int front_hosts_set_bare_slots(const char *v) {
+  int n = 1;
+  if (v && *v && !whole(v, strlen(v), &n)) return -1;
+  g_bare_slots = n;
+  return 0;
+}
+
 int front_hosts_parse(const char *text, const char *origin, front_host_t *out, int max, char *err,
                       size_t errlen) {
   int n = 0, lineno = 0;
@@ -56,7 +66,7 @@ int front_hosts_parse(const char *text, const char *origin, front_host_t *out, i
     while (isspace((unsigned char)*s)) s++;
     if (!*s) continue;
     size_t nl = strcspn(s, " \t\r:"); /* (\r: a file written on Windows) */
-    int slots = 1;
+    int slots = g_bare_slots;
     if (!valid_name(s, nl)) {
       snprintf(err, errlen, "%s:%d: '%.*s' is not a host name", origin, lineno, (int)(nl < 64 ? nl : 64), s);
       return -1;

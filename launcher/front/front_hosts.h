@@ -12,6 +12,10 @@ typedef struct front_host_s {
   int slots;
 } front_host_t;
 
+/* The slots of a host listed without a count (`host` alone; the MPI Operator's discover_hosts.sh
+ * prints bare names): v, a whole number > 0 (GPULAUNCH_HOST_SLOTS); NULL or "": 1. 0, or -1 for
+ * anything else (the count stays 1). */
+int front_hosts_set_bare_slots(const char *v);
 /* Parse a host list: lines `host`, `host:N`, `host slots=N` (Open MPI's hostfile, other words
  * such as max_slots= ignored), blank lines and # comments. A host named twice counts once (its
  * last slots). Returns the number of hosts (at most max), or -1 with a reason in err naming the

@@ -265,6 +265,10 @@ int main(int argc, char **argv) {
   const char *pr = envvar_get(ENVVAR_PORT_RANGE); /* exported by the user: this command's too */
   if (pr && *pr && front_own_option("--port-range", pr) < 0) return 64;
   if (elastic_args(&argc, argv, srun, &el, &elastic) < 0) return 64;
+  if (front_hosts_set_bare_slots(envvar_get(ENVVAR_HOST_SLOTS)) < 0) {
+    front_say("GPULAUNCH_HOST_SLOTS='%s' is not a whole number > 0", envvar_get(ENVVAR_HOST_SLOTS));
+    return 64;
+  }
   const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 

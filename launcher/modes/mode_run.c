@@ -261,6 +261,7 @@ int mode_run(launch_t *L) {
   o.grace = c->job.grace;
   o.stop_timeout = c->job.stop_timeout;
   o.preempt_signal = c->job.preempt_signal;
+  o.checkpoint_signal = c->job.checkpoint_signal;
   o.restarts = (int)c->job.restarts;
   o.restart_on_oom = c->job.restart_on_oom;
   o.forward_output = strcmp(c->job.output, "rank0") == 0;
@@ -277,8 +278,14 @@ int mode_run(launch_t *L) {
   notice_opts_init(&no);
   if (notice_kind_parse(c->preempt.notice, &no.kind) == GPL_OK && no.kind != NOTICE_OFF) {
     no.endpoint = *c->preempt.notice_endpoint ? c->preempt.notice_endpoint : NULL;
+    no.rebalance = strcmp(c->preempt.rebalance, "checkpoint") == 0;
+    if (no.rebalance && no.kind != NOTICE_AWS && no.kind != NOTICE_AUTO && job->rank == 0)
+      LOG_WARN("[preempt] rebalance = checkpoint is AWS's recommendation; with notice = %s it is never posted",
+               c->preempt.notice);
     o.notice = &no;
     o.notice_margin = c->preempt.notice_margin;
+  } else if (strcmp(c->preempt.rebalance, "checkpoint") == 0 && job->rank == 0) {
+    LOG_WARN("[preempt] rebalance = checkpoint needs the notice polled (notice = aws or auto): it is off");
   }
   proxy_hook_t ph = {L, &ce, NULL, prog};
   o.hooks.attach_arg = &ph;

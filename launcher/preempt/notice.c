@@ -1,5 +1,5 @@
-/* The notice watcher: which cloud (DMI), the polling thread, one warning per kind of trouble. */
-#include <ctype.h>
+/* The notice watcher: which cloud (DMI), its backend from the table, the polling thread, one
+ * warning per kind of trouble. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,10 @@
 #include "gpulaunch/error.h"
 #include "launcher/preempt/notice_int.h"
 
-static const char *const g_kind_names[] = {"off", "auto", "aws", "gcp", "azure"};
+static const char *const g_kind_names[] = {"off", "auto", "aws", "gcp", "azure", "alibaba"};
+/* The backends, one per cloud (launcher/preempt/notice_<cloud>.c). */
+static const notice_backend_t *const g_backends[] = {&notice_backend_aws, &notice_backend_gcp,
+                                                     &notice_backend_azure, &notice_backend_alibaba};
 /* Azure's chassis asset tag (what cloud-init and Azure's own agents look for). */
 #define AZURE_ASSET_TAG "7783-7084-3265-9085-8269-3286-77"
 
@@ -59,61 +62,12 @@ notice_kind_t notice_kind_detect(const char *dmi_dir) {
   /* Hyper-V anywhere says Microsoft Corporation; only Azure's VMs carry its asset tag */
   else if (strcasecmp(sys, "Microsoft Corporation") == 0 && strcmp(tag, AZURE_ASSET_TAG) == 0)
     k = NOTICE_AZURE;
+  /* ECS: "Alibaba Cloud" / "Alibaba Cloud ECS" */
+  else if (strncasecmp(sys, "Alibaba", 7) == 0 || strncasecmp(product, "Alibaba Cloud ECS", 17) == 0)
+    k = NOTICE_ALIBABA;
   LOG_DEBUG(SUP, "preemption notice: DMI vendor '%s', product '%s': %s", sys, product,
             k == NOTICE_OFF ? "no cloud known" : notice_kind_name(k));
   return k;
-}
-
-int notice_time_parse(const char *s, double *out) {
-  static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-  struct tm tm = {0};
-  int y, mo = 0, d, h, mi, sec, n = 0;
-  char mon[4] = "", wday[4] = "";
-  double frac = 0;
-  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6) {
-    s += n;
-    if (*s == '.') {
-      char *end;
-      frac = strtod(s, &end); /* ".5" */
-      s = end;
-    }
-    if (strcmp(s, "Z") != 0 && strcmp(s, "+00:00") != 0) return GPL_EINVAL;
-  } else if (sscanf(s, "%3[A-Za-z], %2d %3s %4d %2d:%2d:%2d GMT%n", wday, &d, mon, &y, &h, &mi, &sec, &n) == 7 &&
-             wday[0] && s[n] == 0) {
-    /* "Mon, 19 Sep 2016 18:29:47 GMT" */
-    for (int i = 0; i < 12; i++)
-      if (strcmp(mon, months[i]) == 0) mo = i + 1;
-  } else {
-    return GPL_EINVAL;
-  }
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970 || h < 0 ||
-      mi < 0 || sec < 0 || !(frac >= 0 && frac < 1))
-    return GPL_EINVAL;
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  time_t t = timegm(&tm);
-  if (t == (time_t)-1) return GPL_EINVAL;
-  *out = (double)t + frac;
-  return 0;
-}
-
-void notice_quote(char *dst, size_t dstlen, const char *body, size_t len) {
-  size_t k = 0;
-  for (size_t i = 0; i < len && i < 40 && k + 1 < dstlen; i++)
-    dst[k++] = isprint((unsigned char)body[i]) ? body[i] : '?';
-  if (dstlen) dst[k < dstlen ? k : dstlen - 1] = 0;
-}
-
-int notice_bad_status(const notice_reply_t *r, char *why, size_t whylen) {
-  char q[48];
-  notice_quote(q, sizeof q, r->body, r->len);
-  util_fmt(why, whylen, "HTTP %ld from %s: '%s'", r->status, r->url, q);
-  return GPL_EPROTO;
 }
 
 /* The kinds of trouble, each warned about once. */
@@ -129,20 +83,18 @@ static unsigned trouble_bit(int rc) {
 static void trouble(notice_watch_t *w, int rc, const char *why) {
   unsigned bit = trouble_bit(rc);
   if (w->warned & bit) {
-    LOG_DEBUG(SUP, "preemption notice (%s): %s", notice_kind_name(w->kind), why);
+    LOG_DEBUG(SUP, "preemption notice (%s): %s", notice_kind_name(w->be->kind), why);
     return;
   }
   w->warned |= bit;
-  LOG_WARN("preemption notice (%s): %s (%s); polling goes on, this is said once", notice_kind_name(w->kind),
+  LOG_WARN("preemption notice (%s): %s (%s); polling goes on, this is said once", notice_kind_name(w->be->kind),
            why, gpl_err_name(rc));
 }
 
-static int poll_once(notice_watch_t *w, notice_t *n, char *why, size_t whylen) {
-  switch (w->kind) {
-    case NOTICE_AWS: return notice_aws_poll(w, n, why, whylen);
-    case NOTICE_GCP: return notice_gcp_poll(w, n, why, whylen);
-    default: return notice_azure_poll(w, n, why, whylen);
-  }
+static const notice_backend_t *backend(notice_kind_t kind) {
+  for (size_t i = 0; i < GPL_ARRAY_LEN(g_backends); i++)
+    if (g_backends[i]->kind == kind) return g_backends[i];
+  return NULL;
 }
 
 /* Wait until the next poll is due or the watcher stops (from: util_now, CLOCK_MONOTONIC as the
@@ -163,7 +115,7 @@ static void *watch_main(void *arg) {
     notice_t n;
     char why[512] = "";
     memset(&n, 0, sizeof n);
-    int rc = poll_once(w, &n, why, sizeof why);
+    int rc = w->be->poll(&w->cloud, &n, why, sizeof why);
     if (rc == GPL_ESTATE) break;
     double took = util_now() - t0;
     int fresh = rc == 1 && strcmp(n.event_id, w->last_id) != 0;
@@ -177,7 +129,7 @@ static void *watch_main(void *arg) {
       trouble(w, rc, why);
     } else if (fresh) {
       util_strlcpy(w->last_id, n.event_id, sizeof w->last_id);
-      LOG_INFO(SUP, "preemption notice: %s", n.text);
+      LOG_INFO(SUP, "%s: %s", n.advisory ? "advisory notice" : "preemption notice", n.text);
       w->cb(&n, w->arg);
     }
     wait_next(w, t0);
@@ -197,19 +149,21 @@ int notice_watch_start(notice_watch_t **out, const notice_opts_t *opts, notice_c
   if (!opts || !cb || !(opts->timeout > 0) || !(opts->connect_timeout > 0)) return GPL_EINVAL;
   notice_kind_t kind = opts->kind == NOTICE_AUTO ? notice_kind_detect(opts->dmi_dir) : opts->kind;
   if (kind == NOTICE_OFF) return 0;
-  if (kind != NOTICE_AWS && kind != NOTICE_GCP && kind != NOTICE_AZURE) return GPL_EINVAL;
+  const notice_backend_t *be = backend(kind);
+  if (!be) return GPL_EINVAL;
   notice_watch_t *w = calloc(1, sizeof *w);
   if (!w) return GPL_ENOMEM;
   w->opts = *opts;
   if (!(w->opts.interval >= NOTICE_INTERVAL_MIN)) w->opts.interval = NOTICE_INTERVAL_MIN;
-  w->kind = kind;
+  w->be = be;
   w->cb = cb;
   w->arg = arg;
-  /* the three clouds answer on the same link-local address */
-  util_strlcpy(w->base, opts->endpoint && *opts->endpoint ? opts->endpoint : "http://169.254.169.254",
-               sizeof w->base);
+  util_strlcpy(w->base, opts->endpoint && *opts->endpoint ? opts->endpoint : be->base, sizeof w->base);
   for (size_t l = strlen(w->base); l && w->base[l - 1] == '/'; l--) w->base[l - 1] = 0;
   w->opts.endpoint = w->base;
+  w->cloud.http = &w->http;
+  w->cloud.base = w->base;
+  w->cloud.opts = &w->opts;
   atomic_init(&w->stop, 0);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -223,13 +177,14 @@ int notice_watch_start(notice_watch_t **out, const notice_opts_t *opts, notice_c
     LOG_WARN("preemption notice: cannot start the watcher thread: %s", strerror(errno));
     return watch_free(w), GPL_ESYS;
   }
-  LOG_DEBUG(SUP, "preemption notice: polling %s at %s every %.0f s", notice_kind_name(kind), w->base,
+  LOG_DEBUG(SUP, "preemption notice: polling %s%s at %s every %.0f s", notice_kind_name(kind),
+            w->opts.rebalance && kind == NOTICE_AWS ? " (and the rebalance recommendation)" : "", w->base,
             w->opts.interval);
   *out = w;
   return 0;
 }
 
-notice_kind_t notice_watch_kind(const notice_watch_t *w) { return w ? w->kind : NOTICE_OFF; }
+notice_kind_t notice_watch_kind(const notice_watch_t *w) { return w ? w->be->kind : NOTICE_OFF; }
 
 void notice_watch_stats(notice_watch_t *w, notice_stats_t *st) {
   memset(st, 0, sizeof *st);
@@ -241,13 +196,14 @@ void notice_watch_stats(notice_watch_t *w, notice_stats_t *st) {
 
 int notice_ack(notice_watch_t *w, const char *event_id) {
   if (!w || !event_id || !*event_id) return GPL_EINVAL;
-  if (w->kind != NOTICE_AZURE) return 0;
+  if (!w->be->ack) return 0;
   notice_http_t h;
   char why[512] = "";
   int rc = notice_http_init(&h, &w->opts, &w->stop);
-  if (rc == 0) rc = notice_azure_ack(w, &h, event_id, why, sizeof why);
+  if (rc == 0) rc = w->be->ack(&w->cloud, &h, event_id, why, sizeof why);
   notice_http_free(&h);
-  if (rc < 0) LOG_WARN("preemption notice: acknowledging Azure event %s: %s", event_id, why);
+  if (rc < 0)
+    LOG_WARN("preemption notice: acknowledging %s event %s: %s", notice_kind_name(w->be->kind), event_id, why);
   return rc;
 }
 

@@ -1,4 +1,5 @@
-/* The cloud's interruption notice (AWS spot, GCP preemptible/spot, Azure spot): detect, poll, report. */
+/* The cloud's interruption notice (AWS spot and its rebalance recommendation, GCP preemptible/spot,
+ * Azure spot, Alibaba ECS spot): detect, poll, report. */
 #ifndef GPL_LAUNCHER_PREEMPT_NOTICE_H
 #define GPL_LAUNCHER_PREEMPT_NOTICE_H
 
@@ -9,8 +10,15 @@ extern "C" {
 #endif
 
 /* Which metadata service to poll. AUTO picks one from the machine's DMI ids (notice_kind_detect);
- * OFF polls nothing. The names are those of `[preempt] notice = auto|aws|gcp|azure|off`. */
-typedef enum notice_kind_e { NOTICE_OFF = 0, NOTICE_AUTO, NOTICE_AWS, NOTICE_GCP, NOTICE_AZURE } notice_kind_t;
+ * OFF polls nothing. The names are those of `[preempt] notice = auto|aws|gcp|azure|alibaba|off`. */
+typedef enum notice_kind_e {
+  NOTICE_OFF = 0,
+  NOTICE_AUTO,
+  NOTICE_AWS,
+  NOTICE_GCP,
+  NOTICE_AZURE,
+  NOTICE_ALIBABA
+} notice_kind_t;
 
 /* The fewest seconds between two polls ("every 5 s at most"): a lower interval is raised to it. */
 #define NOTICE_INTERVAL_MIN 5.0
@@ -24,13 +32,17 @@ typedef struct notice_opts_s {
   double connect_timeout;  /* seconds one request may take to connect (default 2) */
   double timeout;          /* seconds one request may take in all (default 3) */
   const char *dmi_dir;     /* where the DMI ids are (default /sys/class/dmi/id); tests */
+  int rebalance;           /* AWS: also report the rebalance recommendation (an advisory notice) */
 } notice_opts_t;
 
 /* One notice, as the cloud said it. */
 typedef struct notice_s {
-  notice_kind_t cloud;  /* NOTICE_AWS, NOTICE_GCP or NOTICE_AZURE */
-  char action[32];      /* AWS: terminate, stop, hibernate; GCP: preempted; Azure: preempt, terminate */
-  double deadline;      /* wall clock (seconds since the epoch) when the machine goes away */
+  notice_kind_t cloud;  /* NOTICE_AWS, NOTICE_GCP, NOTICE_AZURE or NOTICE_ALIBABA */
+  char action[32];      /* AWS: terminate, stop, hibernate, rebalance; GCP: preempted; Azure: preempt,
+                         * terminate; Alibaba: terminate */
+  int advisory;         /* 1: a recommendation (AWS rebalance), the machine is not going yet */
+  double deadline;      /* wall clock (seconds since the epoch) when the machine goes away; for an
+                         * advisory notice, when it was posted */
   char event_id[128];   /* what tells this notice from the next one; Azure's EventId (notice_ack) */
   char text[256];       /* one line describing it, for the user ("AWS spot interruption: ...") */
 } notice_t;
@@ -51,18 +63,20 @@ typedef struct notice_stats_s {
 
 /* The defaults above. */
 void notice_opts_init(notice_opts_t *opts);
-/* "auto", "aws", "gcp", "azure", "off". */
+/* "auto", "aws", "gcp", "azure", "alibaba", "off". */
 const char *notice_kind_name(notice_kind_t kind);
 /* The reverse, case-insensitive: 0 or GPL_EINVAL. */
 int notice_kind_parse(const char *s, notice_kind_t *kind);
 /* The cloud this machine runs in, from its DMI ids under dmi_dir (NULL: /sys/class/dmi/id), with
  * no network probe: AWS (a vendor "Amazon EC2", or a Xen BIOS with an "amazon" version), GCP
  * (vendor or product "Google"), Azure (vendor "Microsoft Corporation" with Azure's chassis asset
- * tag, which tells it from Hyper-V elsewhere); NOTICE_OFF anywhere else. */
+ * tag, which tells it from Hyper-V elsewhere), Alibaba (vendor "Alibaba Cloud" or a product
+ * "Alibaba Cloud ECS"); NOTICE_OFF anywhere else. */
 notice_kind_t notice_kind_detect(const char *dmi_dir);
 
 /* Start a thread that polls this node's notice every opts->interval seconds and calls cb once
- * for each new one. Each request is bounded (connect_timeout, timeout); a poll makes at most two;
+ * for each new one (an advisory one too, then the notice that may follow it). Each request is
+ * bounded (connect_timeout, timeout); a poll makes at most three;
  * slow, refused or malformed answers are logged once for each kind of trouble and never end the
  * watcher. AUTO resolves through notice_kind_detect; OFF (given or detected) starts nothing and
  * sets *out to NULL. 0, GPL_EINVAL, GPL_ENOMEM or GPL_ESYS. */
@@ -86,6 +100,12 @@ void notice_watch_stop(notice_watch_t *w);
 int notice_aws_parse(const char *body, size_t len, notice_t *out, char *why, size_t whylen);
 /* GCP instance/preempted: TRUE (notice, deadline now + 30 s) or FALSE. */
 int notice_gcp_parse(const char *body, size_t len, double now, notice_t *out, char *why, size_t whylen);
+/* AWS events/recommendations/rebalance (200): {"noticeTime": "2026-12-06T08:17:00Z"}: an advisory
+ * notice (action "rebalance", deadline the time it was posted). */
+int notice_aws_rebalance_parse(const char *body, size_t len, notice_t *out, char *why, size_t whylen);
+/* Alibaba ECS instance/spot/termination-time (200): "2026-12-06T08:22:00Z", the time the instance
+ * is released (ISO 8601 UTC). */
+int notice_alibaba_parse(const char *body, size_t len, notice_t *out, char *why, size_t whylen);
 /* Azure scheduledevents: the first Preempt or Terminate event whose Resources name vm_name
  * (deadline NotBefore, or now + 30 s when it names none). */
 int notice_azure_parse(const char *body, size_t len, const char *vm_name, double now, notice_t *out,

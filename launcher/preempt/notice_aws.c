@@ -1,15 +1,15 @@
-/* AWS: the spot instance-action of the instance metadata (IMDSv2 token flow), about 2 minutes ahead. */
+/* AWS: the spot instance-action of the instance metadata (IMDSv2 token flow), about 2 minutes
+ * ahead, and the rebalance recommendation, which often comes minutes before it. */
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
-#include "common/log.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/preempt/notice_int.h"
 
-/* What IMDSv2 grants at most; the token is fetched again a minute before it ends. */
-#define TOKEN_TTL 21600
+#define ACTION_PATH "/latest/meta-data/spot/instance-action"
+#define REBALANCE_PATH "/latest/meta-data/events/recommendations/rebalance"
 
 int notice_aws_parse(const char *body, size_t len, notice_t *out, char *why, size_t whylen) {
   cJSON *doc = cJSON_ParseWithLength(body, len);
@@ -38,45 +38,58 @@ int notice_aws_parse(const char *body, size_t len, notice_t *out, char *why, siz
   return rc;
 }
 
-/* A session token for the next requests (PUT /latest/api/token), kept until a minute before its end. */
-static int token(notice_watch_t *w, char *why, size_t whylen) {
-  if (w->aws_token[0] && util_now() - w->aws_token_at < TOKEN_TTL - 60) return 0;
-  const char *const hdr[] = {"X-aws-ec2-metadata-token-ttl-seconds: 21600", NULL};
-  notice_reply_t r;
-  int rc = notice_http_do(&w->http, "PUT", w->base, "/latest/api/token", hdr, NULL, &r, why, whylen);
-  if (rc < 0) return rc;
-  size_t n = strspn(r.body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=+/.");
-  if (r.status != 200) {
-    rc = notice_bad_status(&r, why, whylen);
-  } else if (n == 0 || n != r.len || n >= sizeof w->aws_token) {
-    util_fmt(why, whylen, "the token from %s is not a token", r.url);
-    rc = GPL_EPROTO;
+int notice_aws_rebalance_parse(const char *body, size_t len, notice_t *out, char *why, size_t whylen) {
+  cJSON *doc = cJSON_ParseWithLength(body, len);
+  const char *when = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "noticeTime"));
+  int rc = GPL_EPROTO;
+  char q[48];
+  notice_quote(q, sizeof q, body, len);
+  if (!doc || !cJSON_IsObject(doc) || !when) {
+    util_fmt(why, whylen, "the rebalance recommendation is not {\"noticeTime\": ...}: '%s'", q);
+  } else if (notice_time_parse(when, &out->deadline) < 0) {
+    util_fmt(why, whylen, "the rebalance recommendation has a noticeTime that is not ISO 8601 UTC: '%s'", q);
   } else {
-    memcpy(w->aws_token, r.body, n + 1);
-    w->aws_token_at = util_now();
+    out->cloud = NOTICE_AWS;
+    out->advisory = 1;
+    util_strlcpy(out->action, "rebalance", sizeof out->action);
+    util_fmt(out->event_id, sizeof out->event_id, "aws:rebalance:%s", when);
+    util_fmt(out->text, sizeof out->text, "AWS rebalance recommendation posted at %s", when);
+    rc = 1;
+  }
+  cJSON_Delete(doc);
+  return rc;
+}
+
+/* GET path with the token: 1 (notice), 0 (404: nothing pending) or a negative code. */
+static int get(notice_cloud_t *c, const char *path, notice_t *out, char *why, size_t whylen) {
+  char hdr[300];
+  util_fmt(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", c->token.value);
+  const char *const hdrs[] = {hdr, NULL};
+  notice_reply_t r;
+  int rc = notice_http_do(c->http, "GET", c->base, path, hdrs, NULL, &r, why, whylen);
+  if (rc < 0) return rc;
+  if (r.status == 404) {
+    rc = 0; /* nothing pending */
+  } else if (r.status == 200) {
+    rc = strcmp(path, ACTION_PATH) == 0 ? notice_aws_parse(r.body, r.len, out, why, whylen)
+                                        : notice_aws_rebalance_parse(r.body, r.len, out, why, whylen);
+  } else {
+    if (r.status == 401) c->token.value[0] = 0; /* expired or revoked: a new one next time */
+    rc = notice_bad_status(&r, why, whylen);
   }
   notice_reply_free(&r);
   return rc;
 }
 
-int notice_aws_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
-  int rc = token(w, why, whylen);
+/* The interruption first: once it is there, a recommendation says nothing more. */
+static int poll_aws(notice_cloud_t *c, notice_t *out, char *why, size_t whylen) {
+  int rc = notice_token_get(c->http, c->base, "/latest/api/token", "X-aws-ec2-metadata-token-ttl-seconds", 0,
+                            &c->token, why, whylen);
   if (rc < 0) return rc;
-  char hdr[300];
-  util_fmt(hdr, sizeof hdr, "X-aws-ec2-metadata-token: %s", w->aws_token);
-  const char *const hdrs[] = {hdr, NULL};
-  notice_reply_t r;
-  rc = notice_http_do(&w->http, "GET", w->base, "/latest/meta-data/spot/instance-action", hdrs, NULL, &r, why,
-                      whylen);
-  if (rc < 0) return rc;
-  if (r.status == 404) {
-    rc = 0; /* nothing pending */
-  } else if (r.status == 200) {
-    rc = notice_aws_parse(r.body, r.len, out, why, whylen);
-  } else {
-    if (r.status == 401) w->aws_token[0] = 0; /* expired or revoked: a new one next time */
-    rc = notice_bad_status(&r, why, whylen);
-  }
-  notice_reply_free(&r);
-  return rc;
+  rc = get(c, ACTION_PATH, out, why, whylen);
+  if (rc != 0 || !c->opts->rebalance) return rc;
+  return get(c, REBALANCE_PATH, out, why, whylen);
 }
+
+const notice_backend_t notice_backend_aws = {
+    .kind = NOTICE_AWS, .base = "http://169.254.169.254", .poll = poll_aws, .ack = NULL};

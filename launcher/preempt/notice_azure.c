@@ -68,38 +68,38 @@ int notice_azure_parse(const char *body, size_t len, const char *vm_name, double
 }
 
 /* This VM's name, which the events name in Resources (asked once, until answered). */
-static int fetch_name(notice_watch_t *w, char *why, size_t whylen) {
-  if (w->vm_name[0]) return 0;
+static int fetch_name(notice_cloud_t *c, char *why, size_t whylen) {
+  if (c->vm_name[0]) return 0;
   const char *const hdrs[] = {"Metadata: true", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(&w->http, "GET", w->base, NAME_PATH, hdrs, NULL, &r, why, whylen);
+  int rc = notice_http_do(c->http, "GET", c->base, NAME_PATH, hdrs, NULL, &r, why, whylen);
   if (rc < 0) return rc;
   char *name = util_trim(r.body);
   if (r.status != 200) {
     rc = notice_bad_status(&r, why, whylen);
-  } else if (!*name || strlen(name) >= sizeof w->vm_name || strpbrk(name, " \t\r\n\"")) {
+  } else if (!*name || strlen(name) >= sizeof c->vm_name || strpbrk(name, " \t\r\n\"")) {
     util_fmt(why, whylen, "the VM name from %s is not a name", r.url);
     rc = GPL_EPROTO;
   } else {
-    util_strlcpy(w->vm_name, name, sizeof w->vm_name);
+    util_strlcpy(c->vm_name, name, sizeof c->vm_name);
   }
   notice_reply_free(&r);
   return rc;
 }
 
-int notice_azure_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
-  int rc = fetch_name(w, why, whylen);
+static int poll_azure(notice_cloud_t *c, notice_t *out, char *why, size_t whylen) {
+  int rc = fetch_name(c, why, whylen);
   if (rc < 0) return rc;
   const char *const hdrs[] = {"Metadata: true", NULL};
   notice_reply_t r;
-  if ((rc = notice_http_do(&w->http, "GET", w->base, EVENTS_PATH, hdrs, NULL, &r, why, whylen)) < 0) return rc;
-  rc = r.status == 200 ? notice_azure_parse(r.body, r.len, w->vm_name, util_wall_now(), out, why, whylen)
+  if ((rc = notice_http_do(c->http, "GET", c->base, EVENTS_PATH, hdrs, NULL, &r, why, whylen)) < 0) return rc;
+  rc = r.status == 200 ? notice_azure_parse(r.body, r.len, c->vm_name, util_wall_now(), out, why, whylen)
                        : notice_bad_status(&r, why, whylen);
   notice_reply_free(&r);
   return rc;
 }
 
-int notice_azure_ack(const notice_watch_t *w, notice_http_t *h, const char *event_id, char *why, size_t whylen) {
+static int ack_azure(const notice_cloud_t *c, notice_http_t *h, const char *event_id, char *why, size_t whylen) {
   cJSON *doc = cJSON_CreateObject(), *reqs = cJSON_AddArrayToObject(doc, "StartRequests");
   cJSON *one = cJSON_CreateObject();
   char *body = NULL;
@@ -112,10 +112,13 @@ int notice_azure_ack(const notice_watch_t *w, notice_http_t *h, const char *even
   if (!body) return util_fmt(why, whylen, "out of memory"), GPL_ENOMEM;
   const char *const hdrs[] = {"Metadata: true", "Content-Type: application/json", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(h, "POST", w->base, EVENTS_PATH, hdrs, body, &r, why, whylen);
+  int rc = notice_http_do(h, "POST", c->base, EVENTS_PATH, hdrs, body, &r, why, whylen);
   cJSON_free(body);
   if (rc < 0) return rc;
   if (r.status != 200) rc = notice_bad_status(&r, why, whylen);
   notice_reply_free(&r);
   return rc;
 }
+
+const notice_backend_t notice_backend_azure = {
+    .kind = NOTICE_AZURE, .base = "http://169.254.169.254", .poll = poll_azure, .ack = ack_azure};

@@ -23,10 +23,10 @@ int notice_gcp_parse(const char *body, size_t len, double now, notice_t *out, ch
   return 1;
 }
 
-int notice_gcp_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) {
+static int poll_gcp(notice_cloud_t *c, notice_t *out, char *why, size_t whylen) {
   const char *const hdrs[] = {"Metadata-Flavor: Google", NULL};
   notice_reply_t r;
-  int rc = notice_http_do(&w->http, "GET", w->base, "/computeMetadata/v1/instance/preempted", hdrs, NULL, &r,
+  int rc = notice_http_do(c->http, "GET", c->base, "/computeMetadata/v1/instance/preempted", hdrs, NULL, &r,
                           why, whylen);
   if (rc < 0) return rc;
   rc = r.status == 200 ? notice_gcp_parse(r.body, r.len, util_wall_now(), out, why, whylen)
@@ -34,3 +34,6 @@ int notice_gcp_poll(notice_watch_t *w, notice_t *out, char *why, size_t whylen) 
   notice_reply_free(&r);
   return rc;
 }
+
+const notice_backend_t notice_backend_gcp = {
+    .kind = NOTICE_GCP, .base = "http://169.254.169.254", .poll = poll_gcp, .ack = NULL};

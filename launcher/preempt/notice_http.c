@@ -1,6 +1,10 @@
-/* Bounded HTTP requests to the instance metadata service (libcurl), cut off at once by a stop. */
+/* What the notice backends share: bounded HTTP requests to the instance metadata service (libcurl,
+ * cut off at once by a stop), metadata session tokens, the clouds' time formats, reasons. */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/util.h"
 #include "gpulaunch/error.h"
@@ -159,5 +163,85 @@ out:
   if (rc < 0) free(r->body), r->body = NULL, r->len = 0;
   curl_slist_free_all(hl);
   curl_easy_cleanup(e);
+  return rc;
+}
+
+int notice_time_parse(const char *s, double *out) {
+  static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  struct tm tm = {0};
+  int y, mo = 0, d, h, mi, sec, n = 0;
+  char mon[4] = "", wday[4] = "";
+  double frac = 0;
+  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) == 6) {
+    s += n;
+    if (*s == '.') {
+      char *end;
+      frac = strtod(s, &end); /* ".5" */
+      s = end;
+    }
+    if (strcmp(s, "Z") != 0 && strcmp(s, "+00:00") != 0) return GPL_EINVAL;
+  } else if (sscanf(s, "%3[A-Za-z], %2d %3s %4d %2d:%2d:%2d GMT%n", wday, &d, mon, &y, &h, &mi, &sec, &n) == 7 &&
+             wday[0] && s[n] == 0) {
+    /* "Mon, 19 Sep 2016 18:29:47 GMT" */
+    for (int i = 0; i < 12; i++)
+      if (strcmp(mon, months[i]) == 0) mo = i + 1;
+  } else {
+    return GPL_EINVAL;
+  }
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970 || h < 0 ||
+      mi < 0 || sec < 0 || !(frac >= 0 && frac < 1))
+    return GPL_EINVAL;
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  time_t t = timegm(&tm);
+  if (t == (time_t)-1) return GPL_EINVAL;
+  *out = (double)t + frac;
+  return 0;
+}
+
+void notice_quote(char *dst, size_t dstlen, const char *body, size_t len) {
+  size_t k = 0;
+  for (size_t i = 0; i < len && i < 40 && k + 1 < dstlen; i++)
+    dst[k++] = isprint((unsigned char)body[i]) ? body[i] : '?';
+  if (dstlen) dst[k < dstlen ? k : dstlen - 1] = 0;
+}
+
+int notice_bad_status(const notice_reply_t *r, char *why, size_t whylen) {
+  char q[48];
+  notice_quote(q, sizeof q, r->body, r->len);
+  util_fmt(why, whylen, "HTTP %ld from %s: '%s'", r->status, r->url, q);
+  return GPL_EPROTO;
+}
+
+/* What AWS and Alibaba grant at most; the token is fetched again a minute before it ends. */
+#define TOKEN_TTL 21600
+
+int notice_token_get(notice_http_t *h, const char *base, const char *path, const char *ttl_header,
+                     int optional, notice_token_t *tok, char *why, size_t whylen) {
+  if (tok->value[0] && util_now() - tok->at < TOKEN_TTL - 60) return 0;
+  char hdr[128];
+  util_fmt(hdr, sizeof hdr, "%s: %d", ttl_header, TOKEN_TTL);
+  const char *const hdrs[] = {hdr, NULL};
+  notice_reply_t r;
+  int rc = notice_http_do(h, "PUT", base, path, hdrs, NULL, &r, why, whylen);
+  if (rc < 0) return rc;
+  size_t n = strspn(r.body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=+/.");
+  if (r.status != 200 && optional) {
+    rc = 1;
+  } else if (r.status != 200) {
+    rc = notice_bad_status(&r, why, whylen);
+  } else if (n == 0 || n != r.len || n >= sizeof tok->value) {
+    util_fmt(why, whylen, "the token from %s is not a token", r.url);
+    rc = GPL_EPROTO;
+  } else {
+    memcpy(tok->value, r.body, n + 1);
+    tok->at = util_now();
+  }
+  notice_reply_free(&r);
   return rc;
 }

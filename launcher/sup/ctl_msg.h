@@ -13,7 +13,9 @@ typedef enum ctl_type_e {
   CTL_STOP,        /* stop the program: SIGTERM, SIGKILL after the stop timeout */
   CTL_START,       /* start attempt `attempt` */
   CTL_EXIT,        /* leave with exit code `status` */
-  CTL_HANG         /* the job hangs: collect the program's stacks and send them (CTL_OUT_STACKS) */
+  CTL_HANG,        /* the job hangs: collect the program's stacks and send them (CTL_OUT_STACKS) */
+  CTL_SIGNAL       /* send the program signo at wall-clock time `at` (the same moment on every rank),
+                    * without stopping it: a checkpoint ([preempt] rebalance, sup/supnotice.c) */
 } ctl_type_t;
 
 typedef struct ctl_msg_s {
@@ -45,8 +47,10 @@ enum {
   CTL_F_BY_RM = 64,        /* CTL_EV_SIGNAL, CTL_STOP: Slurm sent the signal to every program */
   CTL_F_CANCELLED = 128,   /* CTL_EXIT: Slurm cancelled the job (scancel): not a preemption */
   CTL_F_HANG = 256,        /* CTL_EXIT: the hang watchdog ended the job (tail: the verdict) */
-  CTL_F_NOTICE = 512       /* CTL_EV_SIGNAL: the cloud announced this host's interruption (tail: the
+  CTL_F_NOTICE = 512,      /* CTL_EV_SIGNAL: the cloud announced this host's interruption (tail: the
                             * notice in words, grace: what it leaves) */
+  CTL_F_CHECKPOINT = 1024  /* CTL_EV_SIGNAL: the cloud recommends a checkpoint (AWS rebalance): every
+                            * program gets signo, nothing stops (tail: the recommendation in words) */
 };
 
 /* ctl_send_output's is_err for a rank's stacks after CTL_HANG (not program output). */

@@ -44,16 +44,20 @@ static void on_rm_wait(uv_timer_t *t) {
 
 #define AT_EARLY_S 0.004 /* the loop's timer wakes this much before the moment ... */
 
-static void on_at(uv_timer_t *t) {
-  sup_t *s = t->loop->data;
-  /* ... and the rest is slept to the clock's own precision (libuv's timers have millisecond
-   * steps, and a process that is already awake is not late to the moment however busy the
-   * machine): every rank's program gets the stop within a millisecond or so of the others. */
-  struct timespec ts = {.tv_sec = (time_t)s->at_when};
-  ts.tv_nsec = (long)((s->at_when - (double)ts.tv_sec) * 1e9);
-  if (s->at_when - util_wall_now() < AT_EARLY_S * 2)
+/* ... and the rest is slept to the clock's own precision (libuv's timers have millisecond steps,
+ * and a process that is already awake is not late to the moment however busy the machine): every
+ * rank's program gets the signal within a millisecond or so of the others. */
+void signals_sleep_to(double when) {
+  struct timespec ts = {.tv_sec = (time_t)when};
+  ts.tv_nsec = (long)((when - (double)ts.tv_sec) * 1e9);
+  if (when - util_wall_now() < AT_EARLY_S * 2)
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) == EINTR) {
     }
+}
+
+static void on_at(uv_timer_t *t) {
+  sup_t *s = t->loop->data;
+  signals_sleep_to(s->at_when);
   signals_deliver_stop(s, s->at_signo, s->at_grace, 0);
 }
 

@@ -18,6 +18,10 @@
 #include "launcher/out/ranklog.h"
 #include "launcher/sup/supervise.h"
 
+/* A signal at one moment on every rank (a stop with the grace, a checkpoint) is sent for this
+ * long after now: every rank has the message by then (every rank polls within 10 ms). */
+#define SUP_AT_LEAD_S 0.1
+
 /* The signals gpulaunch handles (sup/signals.c). */
 enum { SIG_TERM_I, SIG_INT_I, SIG_USR1_I, SIG_USR2_I, NSIGS };
 
@@ -43,6 +47,13 @@ typedef struct sup_s {
   char notice_event[128], notice_text[256];
   double notice_deadline;
   int notice_cloud;
+  /* ... and a recommendation to checkpoint ([preempt] rebalance = checkpoint) */
+  int ckpt_new, ckpt_taken;   /* arrived on the watcher's thread (notice_mu); sent to rank 0 */
+  char ckpt_text[256];
+  double ckpt_sent_at;        /* rank 0: when every program was last told (wall clock) */
+  uv_timer_t sig_timer;       /* a signal (not a stop) at one moment on every rank */
+  int sig_signo;
+  double sig_when;
   int open_handles;     /* process + pipes still open in this attempt */
   int attempt;
   int spawned, running, exited, reported, stop_requested, spawn_failed;
@@ -129,6 +140,8 @@ void signals_deliver_stop(sup_t *s, int sig, double grace, int by_rm);
 void signals_await_rm(sup_t *s, int sig, double grace);
 /* signals_deliver_stop at wall-clock time at (now when it has passed or is 0). */
 void signals_deliver_at(sup_t *s, int sig, double grace, double at);
+/* Sleep the last few milliseconds to wall-clock time when (called from a timer just before it). */
+void signals_sleep_to(double when);
 
 /* sup/hangwatch.c: the hang watchdog's glue (launcher/hang/). */
 int32_t hangwatch_progress(void *arg, int from, int32_t age_ms);
@@ -158,5 +171,10 @@ void sup_coord_do(sup_t *s);
 /* sup/supnotice.c: the node leader's watcher of the cloud's interruption notice. */
 int supnotice_start(sup_t *s);  /* before the first program starts */
 void supnotice_end(sup_t *s);   /* the job is over: Azure's event acknowledged, the watcher gone */
+/* Rank 0: a rank's request for a checkpoint (CTL_EV_SIGNAL with CTL_F_CHECKPOINT) becomes one
+ * CTL_SIGNAL to every rank at one moment; 1 when m was that, 0 for any other event. */
+int supnotice_checkpoint_event(sup_t *s, const ctl_msg_t *m);
+/* Every rank: CTL_SIGNAL, the signal delivered to a running program at m->at. */
+void supnotice_checkpoint_do(sup_t *s, const ctl_msg_t *m);
 
 #endif

@@ -27,8 +27,8 @@
 #define POLL_MS 10           /* control message polling while nothing happens */
 #define POLL_HOT_MS 1        /* ... and for a while after something did (an exit, a message) */
 #define HOT_S 0.5
-#define STOP_LEAD_S 0.1      /* a stop with the grace is delivered this long after it is sent, at the
-                              * same moment on every rank (every rank polls within POLL_MS) */
+#define STOP_LEAD_S SUP_AT_LEAD_S /* a stop with the grace is delivered this long after it is sent,
+                                  * at the same moment on every rank */
 
 /* ---- the coordinator's glue (rank 0; the coordinator itself is sup/coord.c) ---- */
 
@@ -74,6 +74,7 @@ void sup_coord_do(sup_t *s) {
 }
 
 static void co_event(sup_t *s, const ctl_msg_t *m) {
+  if (supnotice_checkpoint_event(s, m)) return; /* a checkpoint, not a stop: no coordinator */
   co_slurm(s);
   /* an elastic gpulaunch-run goes on without a host the cloud takes back */
   if (m->type == CTL_EV_SIGNAL && (m->flags & CTL_F_NOTICE)) frontch_notice(&s->front, m->host);
@@ -110,6 +111,9 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
       break;
     case CTL_HANG:
       hangwatch_collect(s, m->grace);
+      break;
+    case CTL_SIGNAL:
+      supnotice_checkpoint_do(s, m);
       break;
     case CTL_EXIT:
       s->done = 1;

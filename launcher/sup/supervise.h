@@ -48,6 +48,7 @@ typedef struct sup_opts_s {
   double grace;           /* forwarded terminating signal -> SIGKILL */
   double stop_timeout;    /* another rank failed: SIGTERM -> SIGKILL */
   int preempt_signal;     /* sent to the program when the job gets SIGTERM */
+  int checkpoint_signal;  /* sent to every program, which goes on, when a checkpoint is recommended */
   int restarts;           /* restarts allowed after a failure */
   int restart_on_oom;     /* ... a CUDA out-of-memory error included ([job] restart_on_oom) */
   int forward_output;     /* 1: other ranks' program output is written by rank 0, so that

@@ -141,6 +141,64 @@ static void table(strbuf_t *b, const accept_report_t *r, int node) {
   strbuf_append(b, "</table>\n");
 }
 
+static double num(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The latency section: the small allreduces, and each pair's round trip as a matrix of hosts
+ * (p50, p99 in its title), a slow cell in red. */
+static void latency(strbuf_t *b, const accept_report_t *r) {
+  const cJSON *lat = r->latency, *e;
+  if (!lat) return;
+  double slow = num(lat, "slow_above_us"), maxus = num(lat, "max_latency_us");
+  strbuf_append(b, "<h2>Latency</h2>\n<div class=\"box\"><p>Small allreduces of the whole job (the slowest "
+                   "rank's time per call) and the round trip of 8 bytes between the first ranks of each pair "
+                   "of nodes. A node whose fastest round trip is beyond ");
+  strbuf_printf(b, "%g times the majority's plus %.0f us", ACCEPT_LAT_FACTOR, ACCEPT_LAT_SLACK_US);
+  strbuf_append(b, " is slow with every partner (its link, NIC or port); a slow pair of healthy nodes is a "
+                   "slow link.");
+  if (slow >= 0) strbuf_printf(b, " Slow here: above %.0f us.", slow);
+  if (maxus > 0) strbuf_printf(b, " [accept] max_latency_us: %.0f us.", maxus);
+  strbuf_append(b, "</p>\n<table>\n<tr><th>Allreduce</th><th>p50 (us)</th><th>p99 (us)</th><th>Calls</th></tr>\n");
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(lat, "allreduce"))
+    strbuf_printf(b, "<tr><td>%.0f B</td><td>%.1f</td><td>%.1f</td><td>%.0f</td></tr>\n", num(e, "bytes"),
+                  num(e, "p50_us"), num(e, "p99_us"), num(e, "iters"));
+  strbuf_append(b, "</table>\n<table>\n<tr><th>Round trip p50 (us)</th>");
+  for (int j = 0; j < r->nnodes; j++) {
+    strbuf_append(b, "<th>");
+    esc(b, r->hosts[j]);
+    strbuf_append(b, "</th>");
+  }
+  strbuf_append(b, "</tr>\n");
+  const cJSON *pairs = cJSON_GetObjectItemCaseSensitive(lat, "pairs");
+  for (int i = 0; i < r->nnodes; i++) {
+    strbuf_append(b, "<tr><th>");
+    esc(b, r->hosts[i]);
+    strbuf_append(b, "</th>");
+    for (int j = 0; j < r->nnodes; j++) {
+      const cJSON *hit = NULL;
+      cJSON_ArrayForEach(e, pairs) {
+        const char *a = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "a"));
+        const char *c = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "b"));
+        if (a && c && ((!strcmp(a, r->hosts[i]) && !strcmp(c, r->hosts[j])) ||
+                       (!strcmp(a, r->hosts[j]) && !strcmp(c, r->hosts[i]))))
+          hit = e;
+      }
+      if (!hit) {
+        strbuf_append(b, "<td></td>");
+        continue;
+      }
+      double p50 = num(hit, "p50_us");
+      int bad = (slow >= 0 && p50 > slow) || (maxus > 0 && p50 > maxus);
+      strbuf_printf(b, "<td class=\"%s\" title=\"p50 %.1f us, p99 %.1f us\">%.1f</td>", bad ? "fail" : "pass", p50,
+                    num(hit, "p99_us"), p50);
+    }
+    strbuf_append(b, "</tr>\n");
+  }
+  strbuf_append(b, "</table></div>\n");
+}
+
 static int node_status(const accept_report_t *r, int node) {
   int worst = ACCEPT_PASS;
   for (int i = 0; i < r->nchecks; i++) {
@@ -271,6 +329,8 @@ int accept_write_html(const accept_report_t *r, const char *path) {
     esc(&b, r->search_rule);
   }
   strbuf_append(&b, "</p></div>\n");
+
+  latency(&b, r);
 
   /* Tables. */
   strbuf_append(&b, "<h2>Job checks</h2>\n");

@@ -129,6 +129,34 @@ static int skipped_lines(const accept_report_t *r, int node, strbuf_t *f, int in
   return total;
 }
 
+static double jnum(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* The latency numbers (us): each allreduce size, each pair's round trip, slow ones marked. */
+static void print_latency(const accept_report_t *r, FILE *f) {
+  const cJSON *lat = r->latency, *e;
+  if (!lat) return;
+  double slow = jnum(lat, "slow_above_us"), maxus = jnum(lat, "max_latency_us");
+  fprintf(f, "\nLatency (us, p50 / p99)\n");
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(lat, "allreduce"))
+    fprintf(f, "  allreduce %6.0f B   %9.1f / %9.1f\n", jnum(e, "bytes"), jnum(e, "p50_us"), jnum(e, "p99_us"));
+  cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(lat, "pairs")) {
+    const char *a = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "a"));
+    const char *b = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "b"));
+    double p50 = jnum(e, "p50_us");
+    char pair[140];
+    snprintf(pair, sizeof pair, "%s + %s", a ? a : "?", b ? b : "?");
+    fprintf(f, "  rtt %-20s %9.1f / %9.1f%s\n", pair, p50, jnum(e, "p99_us"),
+            (slow >= 0 && p50 > slow) || (maxus > 0 && p50 > maxus) ? "  << slow" : "");
+  }
+  if (slow >= 0)
+    fprintf(f, "  slow: a round trip above %.1f us (%g x the majority's + %.0f us)\n", slow, ACCEPT_LAT_FACTOR,
+            ACCEPT_LAT_SLACK_US);
+  if (maxus > 0) fprintf(f, "  [accept] max_latency_us = %.0f\n", maxus);
+}
+
 void accept_print_table(const accept_report_t *r, FILE *f) {
   int w[5];
   widths(r, w);
@@ -210,6 +238,7 @@ void accept_print_table(const accept_report_t *r, FILE *f) {
     if (r->search_summary[0]) fprintf(f, "  search: %s\n", r->search_summary);
     if (r->search_rule[0]) fprintf(f, "  rule: %s\n", r->search_rule);
   }
+  print_latency(r, f);
   int n[ACCEPT_NSTATUS];
   accept_report_counts(r, n);
   accept_status_t v = accept_verdict(r->exit_code);

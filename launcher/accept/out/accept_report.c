@@ -54,6 +54,10 @@ static const struct {
     {"pair_search", "node pairs: no node or link is much slower than the others"},
     {"bad_node", "this node is slow with every partner: likely its network card, cable or port"},
     {"bad_link", "this pair of nodes is slow together while both are fast with others"},
+    {"allreduce_latency", "a small allreduce of the whole job (p50, p99) is within the bound"},
+    {"latency", "the node's fastest round trip to another node is as fast as the majority's"},
+    {"rtt", "round trip of 8 bytes between two nodes (p50, p99): not slow against the majority"},
+    {"efa_plugin", "EFA NICs: NCCL's network plugin for them (aws-ofi-nccl) can be found"},
     {"report", "a report file asked for (--json, --junit, --html, --exclude-out) could be written"},
 };
 
@@ -200,6 +204,7 @@ void accept_report_free(accept_report_t *r) {
   free_strs(r->bad_hosts, r->nbad);
   free_strs(r->bad_links, r->nbadlinks);
   cJSON_Delete(r->settings);
+  cJSON_Delete(r->latency);
   memset(r, 0, sizeof *r);
 }
 
@@ -341,6 +346,7 @@ cJSON *accept_report_json(const accept_report_t *r) {
     cJSON_AddBoolToObject(o, "flagged", m->flagged);
     cJSON_AddItemToArray(ms, o);
   }
+  if (r->latency) cJSON_AddItemToObject(doc, "latency", cJSON_Duplicate(r->latency, 1));
   cJSON *bad = cJSON_AddArrayToObject(doc, "bad_hosts");
   for (int i = 0; i < r->nbad; i++) cJSON_AddItemToArray(bad, cJSON_CreateString(r->bad_hosts[i]));
   cJSON *bl = cJSON_AddArrayToObject(doc, "bad_links");
@@ -485,5 +491,7 @@ int accept_report_from_json(const cJSON *doc, accept_report_t *r) {
   }
   const cJSON *st = cJSON_GetObjectItemCaseSensitive(doc, "settings");
   if (st) r->settings = cJSON_Duplicate(st, 1);
+  const cJSON *lat = cJSON_GetObjectItemCaseSensitive(doc, "latency");
+  if (cJSON_IsObject(lat)) r->latency = cJSON_Duplicate(lat, 1);
   return GPL_OK;
 }

@@ -7,12 +7,15 @@
 # from one host to another blocked, reachability (the start-up's preflight, which accept reports)
 # must fail naming both; with healthy links and
 # a job bandwidth threshold that cannot hold, the ring names nobody and the halving that follows
-# blames no node (fallback).
-#   accept_netns.sh GPULAUNCH slow|link|healthy|halving|blocked|fallback
+# blames no node (fallback); with one host's link delayed by netem (5 ms each way out of it), the
+# latency rows name that host slow with every partner (its three round trips, no link between
+# healthy hosts) in the table, JSON, JUnit and HTML, and [accept] max_latency_us fails the 8-byte
+# allreduce (latency); in every other case no latency row fails.
+#   accept_netns.sh GPULAUNCH slow|link|healthy|halving|blocked|fallback|latency
 # Environment: FRACTION (pair_fraction; default: the default), PAIR_SIZE, ITERS, BUDGET,
 # ACCEPT_KEEP_DIR (keep the reports there).
 set -euo pipefail
-GPULAUNCH=${1:?usage: accept_netns.sh GPULAUNCH slow|link|healthy|halving|blocked|fallback}
+GPULAUNCH=${1:?usage: accept_netns.sh GPULAUNCH slow|link|healthy|halving|blocked|fallback|latency}
 CASE=${2:?case}
 SRC=${GPULAUNCH_SOURCE_DIR:?}
 HARNESS="$SRC/tests/netns/netns.sh"
@@ -40,12 +43,18 @@ elif [ "$CASE" = link ]; then
   netns_exec h1 tc class add dev "$IF1" parent 1: classid 1:2 htb rate 50mbit burst 32kbit quantum 1514
   netns_exec h1 tc filter add dev "$IF1" parent 1: protocol ip prio 1 u32 match ip dst "${NETNS_ADDR[h2]}/32" flowid 1:2 ||
     { echo "SKIP: tc u32 filters do not work here"; exit 77; }
+elif [ "$CASE" = latency ]; then
+  # Every packet out of h2's routable link waits 5 ms: each of its round trips takes 5 ms more.
+  # (A token bucket is no stand-in: small packets pass at once while its bucket refills.)
+  netns_exec "$SLOW" tc qdisc add dev "${NETNS_IF[$SLOW]}" root netem delay 5ms ||
+    { echo "SKIP: tc netem does not work here (sch_netem)"; exit 77; }
 elif [ "$CASE" != healthy ] && [ "$CASE" != fallback ]; then
   # Only this host's outgoing traffic on its routable link: 50 Mbit/s instead of ~Gbit/s.
   netns_exec "$SLOW" tc qdisc add dev "${NETNS_IF[$SLOW]}" root tbf rate 50mbit burst 32kbit latency 400ms
 fi
 SEARCH=ring
 [ "$CASE" = halving ] && SEARCH=halving
+[ "$CASE" = latency ] && SEARCH=off # the latency rows alone name the delayed host
 # The "links" here are veths whose speed is whatever CPU time the kernel gets on a machine shared
 # with everything else: a healthy pair's tries vary by 30-80% (more with other jobs running), and
 # a node can stay ~3x slow for seconds. The search measures that noise and, when it is too large
@@ -57,13 +66,14 @@ cat >"$OUT/accept.conf" <<CONF
 # The hosts share this machine, which has no GPU: a CPU-only run, said so (else gpu_count fails).
 gpus = 0
 # Small buffers: a 50 Mbit/s link moves 2 MiB in under half a second.
-size = 2M
+size = $([ "$CASE" = latency ] && echo 64K || echo 2M)
 pair_size = ${PAIR_SIZE:-2M}
 iters = ${ITERS:-4}
-budget = ${BUDGET:-3s}
+budget = ${BUDGET:-$([ "$CASE" = latency ] && echo 10s || echo 3s)}
 min_busbw = $([ "$CASE" = fallback ] && echo 1000 || echo 0.001)
 ${FRACTION:+pair_fraction = $FRACTION}
 search = $SEARCH
+$([ "$CASE" = latency ] && echo "max_latency_us = 4000")
 CONF
 chmod 755 "$OUT"
 set +e
@@ -82,7 +92,7 @@ if grep -qE 'runtime error:|ERROR: (Address|Undefined|Leak)Sanitizer' "$OUT/err"
 fi
 bad=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["bad_hosts"]))' "$OUT/a.json")
 echo "exit $rc, bad hosts: '$bad'"
-if [ "$CASE" != blocked ]; then
+if [ "$CASE" != blocked ] && [ "$CASE" != latency ]; then
   # The search says which rule it applied (pair_fraction, or lower because of the noise) and why.
   python3 - "$OUT/a.json" "${FRACTION:-0.93}" <<'PY' || fail "the report does not say the search's rule"
 import json, sys
@@ -96,6 +106,43 @@ if se["pair_fraction"] < asked:
 print("rule: " + se["rule"])
 PY
 fi
+# Latency: what failed, by name and subject ("latency h2", "rtt h1+h2", "allreduce_latency ...").
+lat_fails=$(python3 -c 'import json,sys; print(",".join(sorted(c["name"] + " " + (c["host"] or c["subject"]) for c in json.load(open(sys.argv[1]))["checks"] if c["status"] == "fail" and c["name"] in ("latency", "rtt", "allreduce_latency"))))' "$OUT/a.json")
+echo "latency rows failed: '$lat_fails'"
+python3 - "$OUT/a.json" <<'PY' || fail "the JSON's latency numbers"
+import json, sys
+lat = json.load(open(sys.argv[1]))["latency"]
+assert [a["bytes"] for a in lat["allreduce"]] == [8, 64, 512, 4096, 32768, 65536], lat["allreduce"]
+assert all(a["p99_us"] >= a["p50_us"] > 0 for a in lat["allreduce"]), lat["allreduce"]
+assert len(lat["pairs"]) == 6 and all(p["p99_us"] >= p["p50_us"] > 0 and p["round_trips"] >= 3 for p in lat["pairs"]), lat["pairs"]
+print("latency: majority %.0f us, pairs %s" % (lat["majority_rtt_us"], ", ".join("%s+%s %.0f/%.0f" % (p["a"], p["b"], p["p50_us"], p["p99_us"]) for p in lat["pairs"])))
+PY
+if [ "$CASE" = latency ]; then
+  [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
+  case "$bad" in *"$SLOW"*) ;; *) fail "$SLOW not among the bad hosts: '$bad'" ;; esac
+  [ "$lat_fails" = "allreduce_latency allreduce 8 B,latency $SLOW,rtt h0+h2,rtt h1+h2,rtt h2+h3" ] ||
+    fail "latency rows failed: '$lat_fails' (expected $SLOW's row, its three round trips and the 8-byte allreduce)"
+  links=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1]))["bad_links"]))' "$OUT/a.json")
+  [ -z "$links" ] || fail "a slow host, yet links named: $links"
+  python3 - "$OUT/a.json" <<'PY' || fail "the delayed host's round trips"
+import json, sys
+lat = json.load(open(sys.argv[1]))["latency"]
+bound = 5000
+for p in lat["pairs"]:
+    slow = "h2" in (p["a"], p["b"])
+    assert (p["p50_us"] > bound) == slow, (p, bound)
+PY
+  grep -q "h2's link is slow: its round trips take" "$OUT/out" || fail "the table does not name h2's slow link"
+  grep -q '<< slow' "$OUT/out" || fail "the table's latency block marks nothing slow"
+  [ "$(xmllint --xpath "count(//testsuite[@name=\"$SLOW\"]/testcase[starts-with(@name,\"latency\")]/failure)" "$OUT/a.xml")" = 1 ] ||
+    fail "no latency failure in $SLOW's JUnit suite"
+  xmllint --noout --schema "$SRC/tests/launcher/accept/junit.xsd" "$OUT/a.xml" || fail "JUnit file does not validate"
+  grep -q '<h2>Latency</h2>' "$OUT/a.html" || fail "no latency section in the HTML page"
+  [ "$(grep -o '<td class="fail" title="p50' "$OUT/a.html" | wc -l)" = 6 ] || fail "the HTML matrix: not 6 slow cells (3 pairs, both halves)"
+  echo "ok - latency (netem 5 ms): $SLOW named (its 3 round trips slow, no link blamed), the 8-byte allreduce above max_latency_us; table, JSON, JUnit, HTML"
+  exit 0
+fi
+[ -z "$lat_fails" ] || [ "$CASE" = blocked ] || fail "latency rows failed without a delayed host: $lat_fails"
 if [ "$CASE" = blocked ]; then
   [ "$rc" = 73 ] || fail "exit status $rc, expected 73"
   # One answer: the start-up's (the interface is right, the path is blocked); accept reports it.

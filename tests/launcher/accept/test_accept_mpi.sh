@@ -165,8 +165,8 @@ run_mpi 2 "$GPULAUNCH" accept "$T/holds.conf" --bogus
 assert_eq "$RC" 64 "unknown option"
 run_mpi 1 "$GPULAUNCH" accept "$T/holds.conf" --progress
 assert_eq "$RC" 0 "--progress"
-assert_grep "$T/err" '\[5/7\] allreduce bus bandwidth' "progress line"
+assert_grep "$T/err" '\[6/8\] allreduce bus bandwidth' "progress line"
 run_mpi 1 "$GPULAUNCH" accept "$T/holds.conf"
-assert_nogrep "$T/err" '\[5/7\]' "no progress without a terminal"
+assert_nogrep "$T/err" '\[6/8\]' "no progress without a terminal"
 pass "usage error 64; progress only when asked or on a terminal"
 echo "all $TESTS_RUN accept MPI tests passed"

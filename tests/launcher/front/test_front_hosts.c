@@ -45,6 +45,23 @@ static void test_forms(void **state) {
   assert_int_equal(g_h[1].slots, 2);
 }
 
+/* The MPI Operator's discover_hosts.sh prints bare FQDNs: GPULAUNCH_HOST_SLOTS gives their slots;
+ * a host with its own count keeps it. */
+static void test_bare_slots(void **state) {
+  (void)state;
+  assert_int_equal(front_hosts_set_bare_slots("8"), 0);
+  assert_int_equal(parse("gpl-train-worker-0.gpl-train-worker.default.svc\nh1:2\n"), 2);
+  assert_int_equal(g_h[0].slots, 8);
+  assert_int_equal(g_h[1].slots, 2);
+  assert_int_equal(front_hosts_set_bare_slots("0"), -1);
+  assert_int_equal(front_hosts_set_bare_slots("8x"), -1);
+  assert_int_equal(parse("h0\n"), 1);
+  assert_int_equal(g_h[0].slots, 8); /* a bad value changed nothing */
+  assert_int_equal(front_hosts_set_bare_slots(NULL), 0);
+  assert_int_equal(parse("h0\n"), 1);
+  assert_int_equal(g_h[0].slots, 1);
+}
+
 static void test_errors_name_the_line(void **state) {
   (void)state;
   assert_int_equal(parse("h0\nh1:0\n"), -1);
@@ -159,6 +176,7 @@ static void test_slurm_allocation(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forms),
+      cmocka_unit_test(test_bare_slots),
       cmocka_unit_test(test_errors_name_the_line),
       cmocka_unit_test(test_script),
       cmocka_unit_test(test_slurm_allocation),

@@ -6,8 +6,16 @@ Each scenario is a path prefix (the watcher's endpoint is http://127.0.0.1:PORT/
                     (AWS: IMDSv2 token flow, a GET without the token gets 401; GCP: FALSE then
                     TRUE, Metadata-Flavor checked; Azure: first an event for another VM, then a
                     Preempt for this one, Metadata checked; a POST is an ack, recorded)
+  alibaba           ECS: instance/spot/termination-time 404 for PENDING polls, then an ISO 8601
+                    UTC time (the hardened mode's token flow: PUT /latest/api/token with
+                    X-aliyun-ecs-metadata-token-ttl-seconds; a GET with a wrong token gets 403)
+  alibaba-normal    ECS in normal mode: the token PUT gets 403, GETs need no token
+  aws-rebalance     AWS: no interruption; events/recommendations/rebalance 404 for PENDING polls,
+                    then {"noticeTime": ...} (with MOCK_NOTICE_FILE: pending until it exists)
   slow              every answer comes after SLOW seconds (beyond the watcher's bound)
-  aws-bad, gcp-bad, azure-bad   malformed answers
+  garbage           bytes that are not HTTP, then the connection closed
+  reset             the connection reset (RST) before any answer
+  aws-bad, gcp-bad, azure-bad, alibaba-bad, aws-rebalance-bad   malformed answers
 Writes the port it listens on and a refusing port to PORTFILE; every request to LOG as
 "scenario method path status"; every ack body to ACKS. Ends by itself after LIFETIME seconds.
 With MOCK_NOTICE_FILE set, the notice is pending until that file exists instead (a benchmark's
@@ -17,6 +25,7 @@ trigger), and AWS's "time" is then 2 minutes after it appeared, as AWS gives.
 import json
 import os
 import socket
+import struct
 import sys
 import threading
 import time
@@ -31,6 +40,9 @@ TOKEN = "AQAEAMockToken-aws_v2=="
 VM = "vm-test-1"
 EVENT_ID = "602d9444-d2cd-49c7-8624-8643e7171297"
 AWS_NOTICE = {"action": "terminate", "time": "2026-12-06T08:22:00Z"}
+ALI_TOKEN = "AlibabaMockToken-1234=="
+ALI_TIME = "2026-12-06T08:22:00Z"
+REBALANCE = {"noticeTime": "2026-12-06T08:17:00Z"}
 TRIGGER = os.environ.get("MOCK_NOTICE_FILE")
 
 
@@ -107,8 +119,47 @@ class Handler(BaseHTTPRequestHandler):
         if scenario == "slow":
             time.sleep(SLOW)
             return self.answer(404, "")
+        if scenario in ("garbage", "reset"):
+            with lock, open(logpath, "a") as f:
+                f.write(f"{scenario} {method} {self.path} -\n")
+            if scenario == "garbage":
+                self.wfile.write(b"\x00\xffSSH-2.0-not-http\r\n\x13\x37")
+            else:  # SO_LINGER 0: close sends RST
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return None
         cloud = scenario.split("-")[0]
         bad = scenario.endswith("-bad")
+        if scenario.startswith("aws-rebalance"):
+            if method == "PUT" and rest == "/latest/api/token":
+                return self.answer(200, TOKEN)
+            if self.headers.get("X-aws-ec2-metadata-token") != TOKEN:
+                return self.answer(401, "")
+            if method == "GET" and rest == "/latest/meta-data/spot/instance-action":
+                return self.answer(404, "<html>404 - Not Found</html>", "text/html")
+            if method == "GET" and rest == "/latest/meta-data/events/recommendations/rebalance":
+                if bad:
+                    return self.answer(200, '{"noticeTime": "soon"}')
+                if pending(scenario):
+                    return self.answer(404, "<html>404 - Not Found</html>", "text/html")
+                return self.answer(200, json.dumps(REBALANCE), "text/plain")
+        if cloud == "alibaba":
+            normal = scenario == "alibaba-normal"
+            if method == "PUT" and rest == "/latest/api/token":
+                if normal:
+                    return self.answer(403, "")
+                if not self.headers.get("X-aliyun-ecs-metadata-token-ttl-seconds"):
+                    return self.answer(400, "missing ttl")
+                return self.answer(200, ALI_TOKEN)
+            if method == "GET" and rest == "/latest/meta-data/instance/spot/termination-time":
+                if not normal and self.headers.get("X-aliyun-ecs-metadata-token") != ALI_TOKEN:
+                    return self.answer(403, "")
+                if bad:
+                    return self.answer(200, "2026-12-06 08:22:00 maybe")
+                if pending(scenario):
+                    return self.answer(404, "<html>404 Not Found</html>", "text/html")
+                return self.answer(200, ALI_TIME)
         if cloud == "aws":
             if method == "PUT" and rest == "/latest/api/token":
                 if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):

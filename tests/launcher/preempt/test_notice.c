@@ -121,10 +121,57 @@ static void test_azure(void **state) {
   assert_int_equal(azure(AZURE_EVENT("Preempt", "vmname", "Scheduled", AZURE_NB), NULL, 5, &n, why), GPL_EINVAL);
 }
 
+/* AWS's rebalance recommendation: an advisory notice, posted at noticeTime. */
+static void test_aws_rebalance(void **state) {
+  (void)state;
+  notice_t n;
+  char why[256];
+  const char *ok = "{\"noticeTime\": \"2026-12-06T08:17:00Z\"}";
+  memset(&n, 0, sizeof n);
+  assert_int_equal(notice_aws_rebalance_parse(ok, strlen(ok), &n, why, sizeof why), 1);
+  assert_int_equal(n.cloud, NOTICE_AWS);
+  assert_int_equal(n.advisory, 1);
+  assert_string_equal(n.action, "rebalance");
+  assert_string_equal(n.event_id, "aws:rebalance:2026-12-06T08:17:00Z");
+  assert_true(n.deadline == 1796545020);
+  const char *bad[] = {"", "{", "[]", "{\"noticeTime\": 5}", "{\"time\": \"2026-12-06T08:17:00Z\"}",
+                       "{\"noticeTime\": \"yesterday\"}", "<html>404 - Not Found</html>"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    why[0] = 0;
+    assert_int_equal(notice_aws_rebalance_parse(bad[i], strlen(bad[i]), &n, why, sizeof why), GPL_EPROTO);
+    assert_true(why[0] != 0);
+  }
+}
+
+/* Alibaba's spot/termination-time: an ISO 8601 UTC time, a newline allowed after it. */
+static void test_alibaba(void **state) {
+  (void)state;
+  notice_t n;
+  char why[256];
+  memset(&n, 0, sizeof n);
+  assert_int_equal(notice_alibaba_parse("2026-12-06T08:22:00Z\n", 21, &n, why, sizeof why), 1);
+  assert_int_equal(n.cloud, NOTICE_ALIBABA);
+  assert_int_equal(n.advisory, 0);
+  assert_string_equal(n.action, "terminate");
+  assert_string_equal(n.event_id, "alibaba:terminate:2026-12-06T08:22:00Z");
+  assert_true(n.deadline == 1796545320);
+  assert_non_null(strstr(n.text, "Alibaba"));
+  const char *bad[] = {"", "\n", "TRUE", "2026-12-06 08:22:00", "2026-12-06T08:22:00+08:00",
+                       "{\"time\": \"2026-12-06T08:22:00Z\"}", "2026-12-06T08:22:00Zjunk",
+                       "2026-12-06T08:22:00Z 2026-12-06T08:22:00Z 2026-12-06T08:22:00Z"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    why[0] = 0;
+    assert_int_equal(notice_alibaba_parse(bad[i], strlen(bad[i]), &n, why, sizeof why), GPL_EPROTO);
+    assert_true(why[0] != 0);
+  }
+  /* a NUL inside the answer is not a time */
+  assert_int_equal(notice_alibaba_parse("2026-12-06T08:22:00Z\0x", 22, &n, why, sizeof why), GPL_EPROTO);
+}
+
 static void test_kind_names(void **state) {
   (void)state;
-  const char *names[] = {"off", "auto", "aws", "gcp", "azure"};
-  for (int i = 0; i < 5; i++) {
+  const char *names[] = {"off", "auto", "aws", "gcp", "azure", "alibaba"};
+  for (int i = 0; i < 6; i++) {
     notice_kind_t k;
     assert_int_equal(notice_kind_parse(names[i], &k), 0);
     assert_string_equal(notice_kind_name(k), names[i]);
@@ -186,6 +233,9 @@ static void test_detect(void **state) {
                                                 "4.2", NULL});
   expect_kind(NOTICE_OFF, (const char *const[]){"sys_vendor", "Dell Inc.", "product_name", "PowerEdge XE9680",
                                                 NULL});
+  expect_kind(NOTICE_ALIBABA, (const char *const[]){"sys_vendor", "Alibaba Cloud", "product_name",
+                                                    "Alibaba Cloud ECS", NULL});
+  expect_kind(NOTICE_ALIBABA, (const char *const[]){"sys_vendor", "", "product_name", "Alibaba Cloud ECS", NULL});
   expect_kind(NOTICE_OFF, (const char *const[]){NULL});
   assert_int_equal(notice_kind_detect("/nonexistent/dmi"), NOTICE_OFF);
 }
@@ -220,6 +270,7 @@ static void test_off_starts_nothing(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_aws),    cmocka_unit_test(test_gcp),    cmocka_unit_test(test_azure),
+      cmocka_unit_test(test_aws_rebalance), cmocka_unit_test(test_alibaba),
       cmocka_unit_test(test_kind_names), cmocka_unit_test(test_detect), cmocka_unit_test(test_off_starts_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
