@@ -5,7 +5,8 @@
 #include <stddef.h>
 
 #include "topology/iface.h"
-#include "topology/net.h"
+
+struct net_inv_s; /* topology/net.h */
 
 #define MPINET_VALUE_LEN 256
 #define MPINET_WHY_LEN 768
@@ -41,7 +42,7 @@ int mpinet_user_oob(int argc, char *const *argv, char *src, size_t len);
  * as CIDR subnets; why names what was left out (bridges, link-local, addresses other hosts
  * share, subnets only some hosts have). One host: MPINET_NONE (MPI uses shared memory).
  * \return 0, or GPL_ENET (nothing shared by all hosts: out->how MPINET_NONE, why says). */
-int mpinet_from_job(const net_inv_t *inv, int nnodes, int node, mpinet_choice_t *out);
+int mpinet_from_job(const struct net_inv_s *inv, int nnodes, int node, mpinet_choice_t *out);
 
 /** The choice from this host's interfaces alone: every address that is not loopback or
  * link-local on an interface that can carry traffic (iface_tier: no bridges, bridge ports,
@@ -57,5 +58,9 @@ const char *mpinet_describe(const mpinet_choice_t *c, char *buf, size_t len);
 /** 1 when the local interface \p name has an address in one of the CIDR subnets (or is named)
  * in \p value, a btl_tcp_if_include list. */
 int mpinet_selects(const char *value, const iface_t *f);
+
+/* Shared by mpinet.c and mpinet_local.c. */
+void mpinet__list_add(char *list, size_t len, const char *item);
+const iface_addr_t *mpinet__shown_addr(const iface_t *f);
 
 #endif

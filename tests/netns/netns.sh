@@ -33,6 +33,7 @@
 #     169.254.10.(N+1)/16 on one shared link-local segment (switch bridge "usb"); eno1 on a
 #     management subnet 10.78.(N/2).(N+1)/24 that pairs of hosts share (h0+h1, h2+h3, ...; switch
 #     bridges "mgN"); the fabric then, named ens5/eth1 by host unless NETNS_IFNAMES says.
+#   - Host names resolve inside the namespaces (/etc/netns/NS/hosts): each to its routable address.
 #   - No MPI interface option is passed (no btl/oob_tcp_if_include): gpulaunch and gpulaunch-run
 #     choose Open MPI's interfaces themselves, as they must on a user's hosts.
 #   - NETNS_KEEPALIVE=0: netns_mpirun leaves out its short Open MPI OOB keepalive (what a user's
@@ -129,6 +130,7 @@ netns_teardown() {
     # shellcheck disable=SC2086 # a list of pids
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
     ip netns del "$ns" 2>/dev/null
+    rm -rf "/etc/netns/$ns"
   done
   [ -n "$NETNS_DIR" ] && rm -rf "$NETNS_DIR"
   NETNS_DIR=""
@@ -246,6 +248,13 @@ netns_setup() {
   # "When a host is lost"); NETNS_KEEPALIVE=0 leaves it out, as a user's plain mpirun would.
   [ "$NETNS_KEEPALIVE" = 0 ] || NETNS_MPI_ARGS+=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 1
     --mca oob_tcp_keepalive_probes 3)
+  # Host names resolve inside the namespaces, as on a cluster (ip netns exec bind-mounts
+  # /etc/netns/NS/hosts over /etc/hosts): each name to its routable address.
+  for host in "${NETNS_HOSTS[@]}"; do
+    mkdir -p "/etc/netns/${NETNS_NS[$host]}"
+    { echo "127.0.0.1 localhost"; for i in "${NETNS_HOSTS[@]}"; do echo "${NETNS_ADDR[$i]} $i"; done; } \
+      >"/etc/netns/${NETNS_NS[$host]}/hosts"
+  done
   export NETNS_MAP
   echo "netns: ${NETNS_HOSTS[*]} in namespaces $NETNS_ID-h*, switch $NETNS_ID-sw"
   # Wait until every routable link has carrier (veth: immediate, bridges: a moment).
