@@ -55,6 +55,11 @@ int mpinet_from_local(const iface_list_t *l, mpinet_choice_t *out);
  * what MPI's TCP transport uses, for messages. \return buf. */
 const char *mpinet_describe(const mpinet_choice_t *c, char *buf, size_t len);
 
+/** Is MPI's TCP transport on NCCL's interface \p nccl (this host's, as agreed for
+ * NCCL_SOCKET_IFNAME; \p nccl_user: the user's NCCL_SOCKET_IFNAME)? why: one sentence, "the same
+ * interface (ens5)" or how they differ and why. \return 1 same, 0 differ. */
+int mpinet_compare(const mpinet_choice_t *c, const iface_t *nccl, int nccl_user, char *why, size_t len);
+
 /** 1 when the local interface \p name has an address in one of the CIDR subnets (or is named)
  * in \p value, a btl_tcp_if_include list. */
 int mpinet_selects(const char *value, const iface_t *f);

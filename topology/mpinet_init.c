@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "topology/net.h"
 
 #ifdef GPL_HAVE_PMIX
 #include <pmix.h>

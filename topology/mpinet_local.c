@@ -101,7 +101,7 @@ int mpinet_user(const char *sysconf_file, char *src, size_t len) {
 }
 
 int mpinet_user_oob(int argc, char *const *argv, char *src, size_t len) {
-  static const char *const names[] = {"oob_tcp_if_include", "oob_tcp_if_exclude", NULL};
+  static const char *const names[] = {"oob_tcp_if_include", "oob_tcp_if_exclude", "prte_if_include", "prte_if_exclude", NULL};
   for (int i = 0; i + 2 < argc; i++) {
     const char *o = argv[i];
     if (strcmp(o, "--mca") != 0 && strcmp(o, "-mca") != 0 && strcmp(o, "--gmca") != 0 && strcmp(o, "-gmca") != 0 &&
@@ -190,4 +190,24 @@ const char *mpinet_describe(const mpinet_choice_t *c, char *buf, size_t len) {
   else if (c->value[0]) util_fmt(buf, len, "%s (btl_tcp_if_include=%s, chosen by gpulaunch)", c->ifnames, c->value);
   else util_fmt(buf, len, "Open MPI's own choice (every interface but loopback)");
   return buf;
+}
+
+int mpinet_compare(const mpinet_choice_t *c, const iface_t *nccl, int nccl_user, char *why, size_t len) {
+  const char *value = c->how == MPINET_USER ? getenv("OMPI_MCA_btl_tcp_if_include") : c->value;
+  char mpi[MPINET_VALUE_LEN + 64];
+  if (value && *value) util_fmt(mpi, sizeof mpi, "btl_tcp_if_include=%s", value);
+  else util_strlcpy(mpi, c->how == MPINET_USER ? c->why : "every interface but loopback", sizeof mpi);
+  if (value && *value && mpinet_selects(value, nccl)) {
+    /* Open MPI's transport uses every selected interface; NCCL's is among them. */
+    util_fmt(why, len, "MPI's TCP transport (%s) and NCCL use the same interface, %s", mpi, nccl->name);
+    return 1;
+  }
+  const char *cause = nccl_user && c->how != MPINET_USER ? "NCCL_SOCKET_IFNAME is yours"
+                      : c->how == MPINET_USER && !nccl_user ? "MPI's interfaces are yours"
+                      : c->how == MPINET_USER ? "both are yours"
+                      : c->how == MPINET_LOCAL ? "MPI's were chosen from this host alone (no exchange before MPI_Init)"
+                      : c->how == MPINET_NONE ? "MPI was left to Open MPI's own choice"
+                                              : "the rules differ";
+  util_fmt(why, len, "MPI's TCP transport (%s) and NCCL (%s) differ: %s", mpi, nccl->name, cause);
+  return 0;
 }

@@ -34,6 +34,20 @@ if [ "$RC" != 0 ]; then bad "mpirun: exit $RC after ${SECS}s"; else
   [ "$fail" = 0 ] && ok "mpirun, no MCA option: 8 ranks ran in ${SECS}s, MPI on 10.77.0.0/24 (docker0, eno1, usb0 left out, said once), NCCL on ens5/eth1"
 fi
 
+# 1b. NCCL's interface and MPI's: the same, said by `gpulaunch env` and the summary.
+launch env -- true
+[ "$RC" = 0 ] || bad "env: exit $RC"
+[ "$(grep -c "^# MPI's TCP transport (btl_tcp_if_include=10.77.0.0/24) and NCCL use the same interface, \(ens5\|eth1\)$" "$T/out")" = 8 ] ||
+  bad "env: not 8 ranks saying MPI's and NCCL's interface are the same"
+launch --summary "$T/summary.json" -- true
+python3 - "$T/summary.json" <<'PY' || bad "summary: no network object saying MPI's and NCCL's are the same"
+import json, sys
+n = json.load(open(sys.argv[1]))["network"]
+assert n["nccl_socket_ifname"] == "ens5" and n["mpi_btl_tcp_if_include"] == "10.77.0.0/24", n
+assert n["mpi_chosen_by"] == "job" and n["mpi_same_as_nccl"] is True, n
+PY
+[ "$fail" = 0 ] && ok "gpulaunch env and the summary: MPI's TCP transport and NCCL on the same interface"
+
 # 2. MPI's own traffic in volume: the CPU backend's allreduce over MPI.
 launch bench --backend cpu -b 1K -e 64K -f 4 -n 2 -w 1
 [ "$RC" = 0 ] || bad "bench --backend cpu: exit $RC after ${SECS}s"

@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "topology/mpinet.h"
+#include "topology/net.h"
 
 static iface_t mk(const char *name, iface_kind_t kind, const char *master, const char *addrs) {
   iface_t f;
@@ -109,6 +110,14 @@ static void test_local_rule(void **state) {
   assert_true(mpinet_selects(c.value, &g_inv[2].v[5]));
   assert_false(mpinet_selects(c.value, &g_inv[2].v[1]));
   assert_true(mpinet_selects("lo,docker0", &g_inv[2].v[1]));
+  /* NCCL's interface against MPI's: the same where the subnet selects it; else why. */
+  char why[512];
+  assert_int_equal(mpinet_compare(&c, &g_inv[2].v[5], 0, why, sizeof why), 1);
+  assert_non_null(strstr(why, "use the same interface, ens5"));
+  mpinet_choice_t job;
+  assert_int_equal(mpinet_from_job(g_inv, NH, 2, &job), 0);
+  assert_int_equal(mpinet_compare(&job, &g_inv[2].v[4], 1, why, sizeof why), 0);
+  assert_string_equal(why, "MPI's TCP transport (btl_tcp_if_include=10.77.0.0/24) and NCCL (eno1) differ: NCCL_SOCKET_IFNAME is yours");
   /* Nothing usable: none. */
   iface_list_t only = {.n = 4, .v = g_inv[2].v};
   assert_int_equal(mpinet_from_local(&only, &c), GPL_ENET);
