@@ -6,15 +6,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "common/check.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "topology/net.h"
 
 /* ---- the choice ------------------------------------------------------------------------------ */
-
-
-
 
 /* Why host node's interface f is not among the chosen: its tier, a link-local address, an address
  * other hosts have too, or a subnet not every host has. */
@@ -38,9 +34,15 @@ static void left_out(strbuf_t *b, const net_inv_t *inv, int nnodes, int node, co
   }
   if (miss > 4) strbuf_printf(&who, "+%d", miss - 4);
   if (dup && miss) strbuf_printf(b, " (the same address on other hosts)");
-  else if (miss) strbuf_printf(b, " (%s not on %s)", iface_subnet_text(a, sn, sizeof sn), strbuf_str(&who));
-  else strbuf_append(b, " (reaches every host, but a lower tier or slower)");
+  else strbuf_printf(b, " (%s not on %s)", iface_subnet_text(a, sn, sizeof sn), strbuf_str(&who));
   strbuf_free(&who);
+}
+
+/* Every other host has an address in a's subnet (the agreement's reach test). */
+static int reaches_all(const net_inv_t *inv, int nnodes, int node, const iface_addr_t *a) {
+  for (int m = 0; m < nnodes; m++)
+    if (m != node && !net_inv_has_subnet(&inv[m], a, NULL)) return 0;
+  return 1;
 }
 
 int mpinet_from_job(const net_inv_t *inv, int nnodes, int node, mpinet_choice_t *out) {
@@ -50,43 +52,36 @@ int mpinet_from_job(const net_inv_t *inv, int nnodes, int node, mpinet_choice_t 
     util_strlcpy(out->why, "one host: MPI's ranks talk over shared memory", sizeof out->why);
     return 0;
   }
-  net_inv_t me = inv[node];
-  me.user[0] = 0; /* the automatic rule, whatever NCCL_SOCKET_IFNAME says */
-  net_inv_t *all = malloc(sizeof *all * (size_t)nnodes);
-  ALLOCCHECK(all);
-  memcpy(all, inv, sizeof *all * (size_t)nnodes);
-  all[node] = me;
-  net_eval_t *ev = calloc(1, sizeof *ev);
-  if (!ev) {
-    free(all);
-    return GPL_ENOMEM;
-  }
-  int rc = net_eval_node(all, nnodes, node, ev, NULL);
+  /* Every interface whose subnet reaches every host, whatever its tier or speed (unlike NCCL's
+   * one best interface): each host then lists every subnet the others list too (a subnet that
+   * reaches all from one host reaches all from each), so no two hosts' transports end up on
+   * different networks; Open MPI stripes over them. */
+  const net_inv_t *me = &inv[node];
   strbuf_t b = STRBUF_INIT, lo = STRBUF_INIT;
-  for (int i = 0; i < me.n; i++) {
-    const iface_t *f = &me.v[i];
-    int chosen = 0;
-    for (int c = 0; rc >= 0 && c < ev->ncand; c++) chosen |= strcmp(ev->cand[c].iface.name, f->name) == 0;
-    if (!chosen && !f->loopback && mpinet__shown_addr(f)) left_out(&lo, all, nnodes, node, f); /* not IPv6 link-local alone */
+  int n = 0;
+  for (int i = 0; i < me->n; i++) {
+    const iface_t *f = &me->v[i];
+    if (f->loopback || !mpinet__shown_addr(f)) continue; /* IPv6 link-local alone: not worth naming */
+    const iface_addr_t *a = iface_usable_addr(f, 0);
+    if (iface_tier(f, NULL, 0) != IFACE_TIER_NEVER && a && reaches_all(inv, nnodes, node, a)) {
+      char sn[64];
+      mpinet__list_add(out->value, sizeof out->value, iface_subnet_text(a, sn, sizeof sn));
+      mpinet__list_add(out->ifnames, sizeof out->ifnames, f->name);
+      n++;
+    } else {
+      left_out(&lo, inv, nnodes, node, f);
+    }
   }
-  if (rc < 0) {
+  if (n == 0) {
     out->how = MPINET_NONE;
     strbuf_printf(&b, "no interface shares a subnet with all %d other hosts (%s)", nnodes - 1, strbuf_str(&lo));
   } else {
     out->how = MPINET_JOB;
-    for (int c = 0; c < ev->ncand; c++) {
-      char sn[64];
-      mpinet__list_add(out->value, sizeof out->value, iface_subnet_text(&ev->cand[c].addr, sn, sizeof sn));
-      mpinet__list_add(out->ifnames, sizeof out->ifnames, ev->cand[c].iface.name);
-    }
-    strbuf_printf(&b, "the subnet%s every host has", ev->ncand > 1 ? "s" : "");
+    strbuf_printf(&b, "the subnet%s every host has", n > 1 ? "s" : "");
     if (lo.len) strbuf_printf(&b, "; left out: %s", strbuf_str(&lo));
   }
   util_strlcpy(out->why, strbuf_str(&b), sizeof out->why);
   strbuf_free(&b);
   strbuf_free(&lo);
-  free(ev);
-  free(all);
-  return rc < 0 ? GPL_ENET : 0;
+  return n ? 0 : GPL_ENET;
 }
-

@@ -160,7 +160,7 @@ int mpinet_from_local(const iface_list_t *l, mpinet_choice_t *out) {
   for (int i = 0; i < l->n; i++) {
     const iface_t *f = &l->v[i];
     char why[96];
-    if (f->loopback || !f->naddrs) continue;
+    if (f->loopback || !mpinet__shown_addr(f)) continue; /* IPv6 link-local alone: not worth naming */
     int added = 0;
     if (iface_tier(f, why, sizeof why) != IFACE_TIER_NEVER)
       for (int k = 0; k < f->naddrs; k++) {
