@@ -36,11 +36,13 @@ int mpinet_user(const char *sysconf_file, char *src, size_t len);
  * \return 1 and src, else 0. */
 int mpinet_user_oob(int argc, char *const *argv, char *src, size_t len);
 
-/** The choice for host \p node of \p nnodes from every host's inventory (inv[i].node == i): the
- * NCCL agreement's reach rule (interfaces that can carry traffic, whose subnet every other host
- * has an address in on such an interface, not a copy of the same address), every such one
- * whatever its tier or speed (the same subnets on every host), as CIDR subnets; why names what was left out (bridges, link-local, addresses other hosts
- * share, subnets only some hosts have). One host: MPINET_NONE (MPI uses shared memory).
+/** The choice for host \p node of \p nnodes from every host's inventory (inv[i].node == i):
+ * the NCCL agreement's automatic rule (net_eval_node: interfaces that can carry traffic, whose
+ * subnet every other host has an address in, not a copy of the same address; the best tier, the
+ * fastest; an onboard eno* port only when nothing else is as good), applied to every host (up to
+ * 256) so that the hosts' transports share their networks; as CIDR subnets. why names what was
+ * left out (bridges, link-local, addresses other hosts share, subnets only some hosts have).
+ * One host: MPINET_NONE (MPI uses shared memory).
  * \return 0, or GPL_ENET (nothing shared by all hosts: out->how MPINET_NONE, why says). */
 int mpinet_from_job(const struct net_inv_s *inv, int nnodes, int node, mpinet_choice_t *out);
 

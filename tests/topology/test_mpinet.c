@@ -35,7 +35,7 @@ static iface_t mk(const char *name, iface_kind_t kind, const char *master, const
 
 #define NH 4
 static net_inv_t g_inv[NH];
-static iface_t g_if[NH][8];
+static iface_t g_if[NH][10];
 
 /* The issue's hosts: docker0 172.17.0.1/16 with a veth port, usb0 169.254.10.x/16, eno1 on a
  * management subnet pairs of hosts share, the fabric ens5/eth1 10.77.0.x/24. */
@@ -74,11 +74,26 @@ static void test_job_docker_hosts(void **state) {
     assert_non_null(strstr(c.why, "usb0 169.254.10."));
     assert_non_null(strstr(c.why, i < 2 ? "(10.78.0.0/24 not on h2,h3)" : "(10.78.1.0/24 not on h0,h1)"));
   }
-  /* Two hosts share the management subnet too: both subnets reach every host. */
+  /* Two hosts share the management subnet too: it reaches every host, but an onboard eno* port
+   * goes only where nothing else is as good (NCCL's rule). */
   mpinet_choice_t c;
   assert_int_equal(mpinet_from_job(g_inv, 2, 0, &c), 0);
-  assert_non_null(strstr(c.value, "10.77.0.0/24"));
-  assert_non_null(strstr(c.value, "10.78.0.0/24"));
+  assert_string_equal(c.value, "10.77.0.0/24");
+  assert_non_null(strstr(c.why, "eno1 10.78.0.1 (an onboard port: the management network)"));
+  /* Hosts whose best interfaces differ (h1 reads its fabric slower): every host still takes
+   * every subnet some host's rule picked, so the transports share a network. */
+  docker_hosts(NH);
+  for (int i = 0; i < NH; i++) {
+    char a[64];
+    snprintf(a, sizeof a, "10.60.0.%d/24", i + 1);
+    g_if[i][g_inv[i].n] = mk("ib0", IFACE_PHYSICAL, NULL, a);
+    g_inv[i].n++;
+  }
+  for (int i = 0; i < NH; i++) g_if[i][6].speed_mbps = i == 1 ? 100000 : 1000; /* h1 alone: ib0 the fastest */
+  for (int i = 0; i < NH; i++) {
+    assert_int_equal(mpinet_from_job(g_inv, NH, i, &c), 0);
+    assert_string_equal(c.value, "10.77.0.0/24,10.60.0.0/24");
+  }
   /* One host: nothing to choose (shared memory). */
   assert_int_equal(mpinet_from_job(g_inv, 1, 0, &c), 0);
   assert_int_equal(c.how, MPINET_NONE);
@@ -88,6 +103,7 @@ static void test_job_docker_hosts(void **state) {
     char a[64];
     snprintf(a, sizeof a, "10.90.%d.1/24", i);
     g_if[i][5] = mk("ens5", IFACE_PHYSICAL, NULL, a);
+    g_inv[i].n = 6; /* no ib0 */
   }
   assert_int_equal(mpinet_from_job(g_inv, NH, 0, &c), GPL_ENET);
   assert_int_equal(c.how, MPINET_NONE);
