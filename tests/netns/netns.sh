@@ -65,9 +65,11 @@
 #                                     and mpirun may then wait for HOST's daemon forever: do not
 #                                     wait for mpirun, the teardown ends it)
 #
-# MPI traffic uses fixed port ranges (41000-41999 for the TCP BTL, 42000-42999 for the OOB) and
-# every host's ephemeral range is 50000-60999, so a rule that spares the MPI ports never spares
-# another connection.
+# MPI traffic uses fixed port ranges (41000-41999 for the TCP BTL; for the OOB the daemons of
+# host number N listen on 42000+20N..42019+20N, a range of their own: rsh_agent.sh) and every
+# host's ephemeral range is 50000-60999, so a rule that spares the MPI ports never spares another
+# connection. mpirun itself (on the first host) listens on an ephemeral port: block paths to
+# other hosts only.
 #
 # Addresses exist only inside the namespaces created here; nothing is routed to the outside.
 
