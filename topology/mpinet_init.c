@@ -29,6 +29,16 @@ const mpinet_choice_t *mpinet_init_choice(void) { return &g_choice; }
 #ifdef GPL_HAVE_PMIX
 #define MPINET_KEY "gpulaunch.mpinet.inv"
 
+static pmix_proc_t g_self;
+
+/* This process as a client of the launcher's PMIx server (once; mpinet_init_done drops it). */
+static pmix_status_t pmix_start(void) {
+  if (g_pmix_up) return PMIX_SUCCESS;
+  pmix_status_t st = PMIx_Init(&g_self, NULL, 0);
+  if (st == PMIX_SUCCESS) g_pmix_up = 1;
+  return st;
+}
+
 typedef struct fence_s {
   volatile int done;
   volatile pmix_status_t status;
@@ -56,13 +66,13 @@ static int get_u32(const pmix_proc_t *p, const char *key, uint32_t *out) {
  * \return the number of hosts in *inv (free each and the array), 0 when PMIx cannot be used,
  * or GPL_ETIMEDOUT (a rank did not arrive: said). */
 static int exchange(const char *host, double timeout, net_inv_t **invs, int *me, char *why, size_t len) {
-  pmix_proc_t self, wild;
-  pmix_status_t st = PMIx_Init(&self, NULL, 0);
+  pmix_proc_t wild;
+  pmix_status_t st = pmix_start();
   if (st != PMIX_SUCCESS) {
     util_fmt(why, len, "PMIx_Init: %s", PMIx_Error_string(st));
     return 0;
   }
-  g_pmix_up = 1;
+  pmix_proc_t self = g_self;
   PMIX_LOAD_PROCID(&wild, self.nspace, PMIX_RANK_WILDCARD);
   uint32_t size = 0, lrank = 0;
   if (get_u32(&wild, PMIX_JOB_SIZE, &size) < 0 || size == 0 || get_u32(&self, PMIX_LOCAL_RANK, &lrank) < 0) {
@@ -134,8 +144,27 @@ static int exchange(const char *host, double timeout, net_inv_t **invs, int *me,
     PMIX_VALUE_RELEASE(val);
   }
   *invs = v;
-  /* Each rank's host, so that the first exchange's deadline can name hosts, not only ranks. */
+  if (*me < 0) {
+    util_fmt(why, len, "this host's inventory was not among the %d received", n);
+    for (int i = 0; i < n; i++) net_inv_free(&v[i]);
+    return 0;
+  }
+  return n;
+}
+
+/* Each rank's host (job-level data the launcher gives every process, no exchange needed), so
+ * that the first exchange's deadline can name hosts, not only ranks. */
+static void rank_hosts(void) {
+  pmix_proc_t wild;
+  if (pmix_start() != PMIX_SUCCESS) return;
+  pmix_proc_t self = g_self;
+  PMIX_LOAD_PROCID(&wild, self.nspace, PMIX_RANK_WILDCARD);
+  uint32_t size = 0;
+  if (get_u32(&wild, PMIX_JOB_SIZE, &size) < 0 || size == 0) return;
   g_hosts = calloc(size, sizeof *g_hosts);
+  bool yes = true;
+  pmix_info_t opt;
+  PMIX_INFO_LOAD(&opt, PMIX_OPTIONAL, &yes, PMIX_BOOL);
   for (uint32_t r = 0; g_hosts && r < size; r++) {
     pmix_proc_t p;
     pmix_value_t *val = NULL;
@@ -145,21 +174,22 @@ static int exchange(const char *host, double timeout, net_inv_t **invs, int *me,
     if (val) PMIX_VALUE_RELEASE(val);
   }
   if (g_hosts) g_nhosts = (int)size;
-  if (*me < 0) {
-    util_fmt(why, len, "this host's inventory was not among the %d received", n);
-    return 0;
-  }
-  return n;
 }
 #endif
 
 int mpinet_init(const char *host, double timeout, int rank) {
   memset(&g_choice, 0, sizeof g_choice);
   char src[MPINET_WHY_LEN - 64];
+#ifdef GPL_HAVE_PMIX
+  int pmix = getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK");
+#endif
   if (mpinet_user(NULL, src, sizeof src)) {
     g_choice.how = MPINET_USER;
     util_fmt(g_choice.why, sizeof g_choice.why, "yours: %s", src);
     if (rank == 0) LOG_INFO(NET, "MPI's TCP interfaces: yours, kept (%s)", src);
+#ifdef GPL_HAVE_PMIX
+    if (pmix) rank_hosts();
+#endif
     return 0;
   }
   double t0 = util_now();
@@ -167,7 +197,10 @@ int mpinet_init(const char *host, double timeout, int rank) {
   int rc = 0, n = 0, me = -1;
   net_inv_t *invs = NULL;
 #ifdef GPL_HAVE_PMIX
-  if (getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK")) n = exchange(host, timeout, &invs, &me, why, sizeof why);
+  if (pmix) {
+    n = exchange(host, timeout, &invs, &me, why, sizeof why);
+    if (n >= 0) rank_hosts();
+  }
 #endif
   if (n < 0) {
     rc = n;
