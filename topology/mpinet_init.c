@@ -79,6 +79,16 @@ static int exchange(const char *host, double timeout, net_inv_t **invs, int *me,
     util_fmt(why, len, "the PMIx server gave no job size or local rank");
     return 0;
   }
+  uint32_t nodes = 0;
+  if (get_u32(&wild, PMIX_NUM_NODES, &nodes) == 0 && nodes == 1) {
+    /* One host: nothing to exchange (and nothing to choose: shared memory). */
+    net_inv_t *v = calloc(1, sizeof *v);
+    if (!v) return GPL_ENOMEM;
+    *invs = v;
+    *me = 0;
+    util_strlcpy(v->host, host, sizeof v->host);
+    return 1;
+  }
   if (lrank == 0) {
     net_inv_t inv;
     int n = 0;
