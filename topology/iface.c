@@ -100,6 +100,17 @@ int iface_addr_in_subnet(const iface_addr_t *net, const iface_addr_t *addr) {
   return 1;
 }
 
+const char *iface_subnet_text(const iface_addr_t *a, char *buf, size_t len) {
+  uint8_t n[16] = {0};
+  int bits = a->prefix, nbytes = a->family == AF_INET ? 4 : 16;
+  for (int i = 0; i < nbytes; i++, bits -= 8)
+    n[i] = a->bytes[i] & (bits >= 8 ? 0xff : bits <= 0 ? 0 : (uint8_t)(0xff << (8 - bits)));
+  char t[64];
+  if (!inet_ntop(a->family, n, t, sizeof t)) t[0] = 0;
+  snprintf(buf, len, "%s/%d", t, a->prefix);
+  return buf;
+}
+
 /* ---- sysfs --------------------------------------------------------------------------------- */
 
 static int sys_read(const char *name, const char *attr, char *buf, size_t len) {

@@ -92,6 +92,9 @@ const iface_addr_t *iface_usable_addr(const iface_t *i, int family);
 /** 1 when \p addr lies in the subnet of \p net (net's address and prefix length, same family). */
 int iface_addr_in_subnet(const iface_addr_t *net, const iface_addr_t *addr);
 
+/** The subnet of \p a as text, "10.77.0.0/24" (host bits cleared). \return buf. */
+const char *iface_subnet_text(const iface_addr_t *a, char *buf, size_t len);
+
 /** Parse "10.1.2.3/24" or "fe80::1/64" (prefix optional: full length) into a. \return 0 or
  * GPL_EINVAL. For tests and for addresses that came over the wire as text. */
 int iface_addr_parse(const char *s, iface_addr_t *a);

@@ -95,6 +95,11 @@ typedef struct net_eval_s {
  * its interfaces with their state). \return out->status. */
 int net_eval_node(const net_inv_t *inv, int nnodes, int node, net_eval_t *out, strbuf_t *msg);
 
+/** 1 when host \p m has an address in \p net's subnet on an interface that could carry traffic
+ * (not IFACE_TIER_NEVER, not loopback or link-local); the very same address does not count (a
+ * copy, like docker0's 172.17.0.1) and sets *dup (optional) instead. The agreement's reach test. */
+int net_inv_has_subnet(const net_inv_t *m, const iface_addr_t *net, int *dup);
+
 /** An inventory in the agreement's wire format (malloc'd; *len its bytes), or NULL. */
 char *net_inv_encode(const net_inv_t *inv, int *len);
 /** An inventory as another node's leader sent it (the agreement's wire format), checked: every

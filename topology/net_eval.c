@@ -49,6 +49,8 @@ static int node_in_subnet(const net_inv_t *m, const iface_addr_t *net, int *dup)
   return 0;
 }
 
+int net_inv_has_subnet(const net_inv_t *m, const iface_addr_t *net, int *dup) { return node_in_subnet(m, net, dup); }
+
 /* "10.77.0.0/24" for messages. */
 static const char *subnet_str(const iface_addr_t *a, char *buf, size_t len) {
   iface_addr_t n = *a;

@@ -43,6 +43,7 @@
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
+#include "launcher/front/front_oob.h"
 #include "launcher/sup/frontch.h"
 
 static const char g_usage[] =
@@ -326,6 +327,19 @@ int main(int argc, char **argv) {
       av[n++] = "--mca";
       av[n++] = (char *)ka[i][0];
       av[n++] = (char *)ka[i][1];
+    }
+    /* mpirun's own channel on the interfaces that lead to the hosts (docker0's 172.17.0.1 is on
+     * every host); the ranks choose their transport's themselves before MPI_Init. */
+    static char oob[1024], oob_why[1024];
+    int nwords = 1;
+    while (nwords < argc && !is_gpulaunch(argv[nwords])) nwords++;
+    if (front_oob_choose(nwords, argv, elastic ? el.hostfile : NULL, oob, sizeof oob, oob_why, sizeof oob_why)) {
+      av[n++] = "--mca";
+      av[n++] = "oob_tcp_if_include";
+      av[n++] = oob;
+      LOG_INFO(NET, "mpirun's out-of-band channel: oob_tcp_if_include=%s (%s)", oob, oob_why);
+    } else if (oob_why[0]) {
+      LOG_INFO(NET, "mpirun's out-of-band channel: %s", oob_why);
     }
   }
   if (front_signals_init(own_signals) < 0) return 70;

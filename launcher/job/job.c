@@ -14,6 +14,7 @@
 #include "common/watchdog.h"
 #include "launcher/exitcode.h"
 #include "launcher/job/slurm.h"
+#include "topology/mpinet_init.h"
 
 
 /* Test hook: GPULAUNCH_TEST_STALL=rank:seconds[:stage] makes one rank arrive late at a stage
@@ -62,6 +63,9 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   /* Every step below is bounded: exchanges of our own have deadlines that name the missing
    * ranks, MPI_Comm_idup is waited for with one, and the calls MPI offers only as blocking
    * collectives (MPI_Init, the splits) run under the watchdog. */
+  /* Open MPI's TCP transport reads its interfaces from the environment at MPI_Init: choose them
+   * first (docker0's 172.17.0.1 on every host would otherwise make it dial its own host). */
+  CHECK(mpinet_init(job->host, timeout, util_env_rank()));
   int provided;
   wdog_arm(timeout + 5.0, "MPI_Init", "a rank of the job did not start, or mpirun's/srun's daemons cannot "
            "reach each other", GPL_EXIT_TIMEOUT);
@@ -69,6 +73,7 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   int mrc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   wdog_disarm();
   t_init = util_now() - t_init;
+  mpinet_init_done();
   MPICHECK(mrc);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &job->rank));
@@ -89,7 +94,20 @@ int job_init(job_t *job, int *argc, char ***argv, double timeout) {
   }
   char me_host[64];
   util_strlcpy(me_host, job->host, sizeof me_host);
-  int rc = mpix_allgather(me_host, (int)sizeof me_host, names, MPI_COMM_WORLD, timeout, "start-up (MPI_Init)");
+  /* The first exchange is the first of MPI's own TCP traffic between hosts: where it cannot flow
+   * (a firewall, a missing route, the wrong interface) its deadline names the hosts not heard
+   * from (the launcher's PMIx server knows every rank's host), the interfaces MPI's transport
+   * used and the fix, in one line. */
+  int npmix = 0;
+  const char *const *pmix_hosts = mpinet_init_hosts(&npmix);
+  if (npmix == job->size) mpix_set_hosts(pmix_hosts, npmix);
+  char used[MPINET_VALUE_LEN * 2 + 64], what[sizeof used + 256];
+  util_fmt(what, sizeof what, "start-up (MPI's first exchange; MPI's TCP transport used %s; if the hosts reach each "
+           "other on another network, give it: mpirun --mca btl_tcp_if_include <subnet>)",
+           mpinet_describe(mpinet_init_choice(), used, sizeof used));
+  int rc = mpix_allgather(me_host, (int)sizeof me_host, names, MPI_COMM_WORLD, timeout, what);
+  mpix_set_hosts(NULL, 0);
+  mpinet_init_free();
   for (int r = 0; rc == GPL_OK && r < job->size; r++)
     if (!(job->hosts[r] = strdup(names[r]))) rc = GPL_ENOMEM;
   free(names);

@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/check.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
 #include "common/util.h"
+#include "topology/mpinet_init.h"
 #include "topology/net.h"
 #include "topology/plan.h"
 #include "topology/preflight.h"
@@ -214,6 +217,19 @@ static int place_network(launch_t *L, childenv_t *ce, place_t *out) {
      * told: the same interface as NCCL's on this node, unless the user chose one. */
     if (rc >= 0 && net->ifname[0] && !effective_var(ce, "GLOO_SOCKET_IFNAME"))
       rc = set_var(ce, "GLOO_SOCKET_IFNAME", net->ifname);
+    /* NCCL's interface and MPI's (chosen before MPI_Init): the same where both are TCP, or said. */
+    iface_list_t l;
+    if (job->nnodes == 1) {
+      out->mpi_same = 1;
+      util_strlcpy(out->mpi_net, "one host: MPI's ranks talk over shared memory", sizeof out->mpi_net);
+    } else if (net->ifname[0] && iface_list(&l) == 0) {
+      const iface_t *f = iface_find(&l, net->ifname);
+      if (f) {
+        out->mpi_same = mpinet_compare(mpinet_init_choice(), f, user != NULL, out->mpi_net, sizeof out->mpi_net);
+        if (job->rank == 0) LOG_INFO(NET, "%s", out->mpi_net);
+      }
+      iface_list_free(&l);
+    }
   }
   if (rc >= 0) {
     preflight_mode_t mode = PREFLIGHT_RING;
@@ -294,4 +310,20 @@ void place_free(place_t *p) {
   net_result_free(&p->net);
   p->plan = NULL;
   p->topo = NULL;
+}
+
+void place_summary(const place_t *p, cJSON *summary) {
+  if (!summary || !p->net_done) return;
+  cJSON *n = cJSON_AddObjectToObject(summary, "network");
+  const mpinet_choice_t *c = mpinet_init_choice();
+  static const char *const how[] = {"openmpi", "user", "job", "local"};
+  cJSON_AddStringToObject(n, "nccl_socket_ifname", p->ifname);
+  cJSON_AddStringToObject(n, "mpi_btl_tcp_if_include", c->how == MPINET_USER ? "" : c->value);
+  cJSON_AddStringToObject(n, "mpi_interfaces", c->ifnames);
+  cJSON_AddStringToObject(n, "mpi_chosen_by", how[c->how]);
+  cJSON_AddStringToObject(n, "mpi_why", c->why);
+  if (p->mpi_net[0]) {
+    cJSON_AddBoolToObject(n, "mpi_same_as_nccl", p->mpi_same);
+    cJSON_AddStringToObject(n, "mpi_vs_nccl", p->mpi_net);
+  }
 }

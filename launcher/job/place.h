@@ -29,6 +29,8 @@ typedef struct place_s {
   preflight_mode_t preflight_mode;
   double preflight_timeout;
   preflight_stats_t preflight; /* its counts; the job's failed paths on world rank 0 */
+  int mpi_same;         /* MPI's TCP transport is on NCCL's interface (1), or not (0) */
+  char mpi_net[768];    /* one sentence saying so, and why not ("" when net_agree failed) */
 } place_t;
 
 /* Plan and bind this rank; adds CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, NCCL_SOCKET_IFNAME to ce
@@ -38,6 +40,9 @@ typedef struct place_s {
  * (exit with exitcode_of). */
 int place_rank(launch_t *L, childenv_t *ce, place_t *out);
 void place_free(place_t *p);
+/* The summary's "network" object (NCCL's interface, MPI's, whether they are the same and why). */
+struct cJSON;
+void place_summary(const place_t *p, struct cJSON *summary);
 /* A variable as the program will see it: [env] wins over [nccl], which wins over the environment
  * (childenv's precedence); NULL when unset. *source (optional) says where it came from, as users
  * write it ("[nccl] SOCKET_IFNAME": [nccl] keys without their NCCL_ prefix, "[env]

@@ -116,6 +116,7 @@ int mode_env(launch_t *L) {
   if (!argv && conf_is_set(L->conf, &L->conf->job.builtin))
     strbuf_printf(&mine, " (builtin %s)", L->conf->job.builtin);
   strbuf_append(&mine, "\n");
+  if (pl.mpi_net[0]) strbuf_printf(&mine, "# %s\n", pl.mpi_net); /* NCCL's interface and MPI's */
   childenv_describe(&ce, 0, &mine);
   char **all = NULL;
   /* Printed, so credentials are redacted: by name, URL passwords, and secret values anywhere. */

@@ -190,6 +190,7 @@ int mode_run(launch_t *L) {
   }
   double t1 = util_now();
   ce.omp_threads = pl.cores;
+  if (job->rank == 0) place_summary(&pl, L->summary); /* NCCL's and MPI's interfaces */
   rc = rdv_agree(job, pl.master_addr, (int)c->job.master_port, &rdv);
   if (rc < 0) {
     code = exitcode_of(rc);

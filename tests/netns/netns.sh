@@ -27,7 +27,15 @@
 #     and a link-local "usb0" with 169.254.3.1/16 (a BMC's USB NIC: the same address on every
 #     host, reaches nobody), both created before the fabric link; and a docker0 bridge with
 #     172.17.0.1/16 and no ports (docker with no container running) when NETNS_DECOYS=0 leaves
-#     it out. A job can be told to pin MPI to the fabric (netns_mpirun does, by subnet).
+#     it out.
+#   - NETNS_DECOYS=docker: instead, a GPU cloud host that runs Docker, all created before the
+#     fabric (ifindex order): docker0 172.17.0.1/16 with a veth port (vethdk0) on every host; usb0
+#     169.254.10.(N+1)/16 on one shared link-local segment (switch bridge "usb"); eno1 on a
+#     management subnet 10.78.(N/2).(N+1)/24 that pairs of hosts share (h0+h1, h2+h3, ...; switch
+#     bridges "mgN"); the fabric then, named ens5/eth1 by host unless NETNS_IFNAMES says.
+#   - Host names resolve inside the namespaces (/etc/netns/NS/hosts): each to its routable address.
+#   - No MPI interface option is passed (no btl/oob_tcp_if_include): gpulaunch and gpulaunch-run
+#     choose Open MPI's interfaces themselves, as they must on a user's hosts.
 #   - NETNS_KEEPALIVE=0: netns_mpirun leaves out its short Open MPI OOB keepalive (what a user's
 #     plain mpirun has: Open MPI's default of 300 s + 9 x 20 s).
 #
@@ -57,15 +65,16 @@
 #                                     and mpirun may then wait for HOST's daemon forever: do not
 #                                     wait for mpirun, the teardown ends it)
 #
-# MPI traffic uses fixed port ranges (41000-41999 for the TCP BTL, 42000-42999 for the OOB) and
-# every host's ephemeral range is 50000-60999, so a rule that spares the MPI ports never spares
-# another connection.
+# MPI traffic uses fixed port ranges (41000-41999 for the TCP BTL; for the OOB the daemons of
+# host number N listen on 42000+20N..42019+20N, a range of their own: rsh_agent.sh) and every
+# host's ephemeral range is 50000-60999, so a rule that spares the MPI ports never spares another
+# connection. mpirun itself (on the first host) listens on an ephemeral port: block paths to
+# other hosts only.
 #
 # Addresses exist only inside the namespaces created here; nothing is routed to the outside.
 
 NETNS_SKIP=77
 : "${NETNS_SUBNET:=10.77.0}"
-: "${NETNS_IFNAMES:=eth0}"
 : "${NETNS_DECOYS:=1}"
 : "${NETNS_RICH:=0}"
 : "${NETNS_KEEPALIVE:=1}"
@@ -123,6 +132,7 @@ netns_teardown() {
     # shellcheck disable=SC2086 # a list of pids
     [ -n "$pids" ] && kill -KILL $pids 2>/dev/null
     ip netns del "$ns" 2>/dev/null
+    rm -rf "/etc/netns/$ns"
   done
   [ -n "$NETNS_DIR" ] && rm -rf "$NETNS_DIR"
   NETNS_DIR=""
@@ -132,6 +142,9 @@ netns_teardown() {
 # netns_setup N: create N hosts and the switch; arms the teardown trap.
 netns_setup() {
   local n="${1:?netns_setup N}" i host ns ifn sw="${NETNS_ID}-sw"
+  if [ -z "${NETNS_IFNAMES:-}" ]; then
+    if [ "$NETNS_DECOYS" = docker ]; then NETNS_IFNAMES="ens5 eth1"; else NETNS_IFNAMES=eth0; fi
+  fi
   # The trap keeps any EXIT handler the test had, and runs ours first.
   local prev
   prev=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
@@ -149,6 +162,14 @@ netns_setup() {
   if [ "$NETNS_RICH" = 1 ]; then
     ip -n "$sw" link add mgmt type bridge forward_delay 0
     ip -n "$sw" link set mgmt up
+  fi
+  if [ "$NETNS_DECOYS" = docker ]; then
+    ip -n "$sw" link add usb type bridge forward_delay 0
+    ip -n "$sw" link set usb up
+    for ((i = 0; i < (n + 1) / 2; i++)); do
+      ip -n "$sw" link add "mg$i" type bridge forward_delay 0
+      ip -n "$sw" link set "mg$i" up
+    done
   fi
   for ((i = 0; i < n; i++)); do
     host="${NETNS_HOST_PREFIX}$i"
@@ -176,8 +197,29 @@ netns_setup() {
       ip -n "$ns" link set "$NETNS_DECOY_IF" up
       ip -n "$ns" link set "${NETNS_DECOY_IF}p" up
     fi
+    if [ "$NETNS_DECOYS" = docker ]; then
+      ip -n "$ns" link add docker0 type bridge forward_delay 0
+      ip -n "$ns" addr add 172.17.0.1/16 dev docker0
+      ip -n "$ns" link add vethdk0 type veth peer name vethdk0p
+      ip -n "$ns" link set vethdk0 master docker0
+      ip -n "$ns" link set vethdk0 up
+      ip -n "$ns" link set vethdk0p up
+      ip -n "$ns" link set docker0 up
+      ip link add "${NETNS_ID}u$i" netns "$ns" type veth peer name "u$i" netns "$sw"
+      ip -n "$ns" link set "${NETNS_ID}u$i" name usb0
+      ip -n "$ns" addr add "169.254.10.$((i + 1))/16" dev usb0
+      ip -n "$ns" link set usb0 up
+      ip -n "$sw" link set "u$i" master usb
+      ip -n "$sw" link set "u$i" up
+      ip link add "${NETNS_ID}m$i" netns "$ns" type veth peer name "m$i" netns "$sw"
+      ip -n "$ns" link set "${NETNS_ID}m$i" name eno1
+      ip -n "$ns" addr add "10.78.$((i / 2)).$((i + 1))/24" dev eno1
+      ip -n "$ns" link set eno1 up
+      ip -n "$sw" link set "m$i" master "mg$((i / 2))"
+      ip -n "$sw" link set "m$i" up
+    fi
     if [ "$NETNS_RICH" = 1 ]; then
-      if [ "$NETNS_DECOYS" != 1 ]; then
+      if [ "$NETNS_DECOYS" = 0 ]; then
         ip -n "$ns" link add docker0 type bridge forward_delay 0
         ip -n "$ns" addr add 172.17.0.1/16 dev docker0
         ip -n "$ns" link set docker0 up
@@ -201,14 +243,20 @@ netns_setup() {
     ip -n "$sw" link set "p$i" up
   done
   NETNS_MPI_ARGS=(--mca plm_rsh_agent "$NETNS_AGENT" --mca plm_rsh_no_tree_spawn 1
-    --mca oob_tcp_if_include "$NETNS_SUBNET.0/24" --mca btl_tcp_if_include "$NETNS_SUBNET.0/24"
     --mca btl "tcp,vader,self" --mca btl_tcp_port_min_v4 41000 --mca btl_tcp_port_range_v4 1000
-    --mca oob_tcp_dynamic_ipv4_ports 42000-42999 --bind-to none --oversubscribe)
+    --bind-to none --oversubscribe)
   # Without it mpirun waits ~8 minutes (Open MPI's default OOB keepalive) for a lost host's daemon
   # after the ranks left, where gpulaunch cannot close mpirun's connection to it itself (README,
   # "When a host is lost"); NETNS_KEEPALIVE=0 leaves it out, as a user's plain mpirun would.
   [ "$NETNS_KEEPALIVE" = 0 ] || NETNS_MPI_ARGS+=(--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 1
     --mca oob_tcp_keepalive_probes 3)
+  # Host names resolve inside the namespaces, as on a cluster (ip netns exec bind-mounts
+  # /etc/netns/NS/hosts over /etc/hosts): each name to its routable address.
+  for host in "${NETNS_HOSTS[@]}"; do
+    mkdir -p "/etc/netns/${NETNS_NS[$host]}"
+    { echo "127.0.0.1 localhost"; for i in "${NETNS_HOSTS[@]}"; do echo "${NETNS_ADDR[$i]} $i"; done; } \
+      >"/etc/netns/${NETNS_NS[$host]}/hosts"
+  done
   export NETNS_MAP
   echo "netns: ${NETNS_HOSTS[*]} in namespaces $NETNS_ID-h*, switch $NETNS_ID-sw"
   # Wait until every routable link has carrier (veth: immediate, bridges: a moment).
@@ -222,7 +270,8 @@ netns_setup() {
 
 # netns_mpirun ARGS...: mpirun started on the first host with the harness's options.
 netns_mpirun() {
-  netns_exec "${NETNS_HOSTS[0]}" env NETNS_MAP="$NETNS_MAP" "${MPIEXEC:-mpirun}" "${NETNS_MPI_ARGS[@]}" "$@"
+  netns_exec "${NETNS_HOSTS[0]}" env NETNS_MAP="$NETNS_MAP" \
+    "${MPIEXEC:-mpirun}" "${NETNS_MPI_ARGS[@]}" "$@"
 }
 
 # netns_run NP HOSTS PROG ARGS...: netns_mpirun -np NP --host HOSTS PROG ARGS..., passing

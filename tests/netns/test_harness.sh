@@ -26,7 +26,11 @@ s.bind(("0.0.0.0", 45000))
 s.listen(16)
 time.sleep(float(sys.argv[1]))' "$1" &
   lpid=$!
-  sleep 0.5
+  local i # until it listens (Python's start takes seconds on a loaded machine)
+  for ((i = 0; i < 100; i++)); do
+    netns_exec h2 ss -Hltn 'sport = :45000' | grep -q . && return 0
+    sleep 0.1
+  done
 }
 tcp() { netns_exec "$1" timeout 2 bash -c "exec 3<>/dev/tcp/$2/45000" 2>/dev/null; }
 

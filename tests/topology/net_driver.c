@@ -12,6 +12,7 @@
 #include "common/mpix.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
+#include "topology/mpinet_init.h"
 #include "topology/net.h"
 #include "topology/plan.h"
 #include "topology/preflight.h"
@@ -43,7 +44,9 @@ static int code(int rc) {
 }
 
 int main(int argc, char **argv) {
+  mpinet_init(util_hostname(), 30.0, util_env_rank()); /* as gpulaunch does: MPI's interfaces first */
   MPI_Init(&argc, &argv);
+  mpinet_init_done();
   log_init();
   int fake = 0, loopback = 0, no_topo = 0;
   const char *xml = NULL, *user = getenv("NCCL_SOCKET_IFNAME"), *source = "environment", *pause_dir = NULL;
