@@ -86,6 +86,8 @@ int diag_files_written(void);
 /* NVIDIA GPUs on the PCI bus from sysfs (/sys/bus/pci/devices or root when set, for tests);
  * -1 when sysfs is not readable. */
 int diag_count_nvidia_pci(const char *root);
+/* NVIDIA PCI functions under root whose class code, masked with mask, is want (-1: unreadable). */
+int diag_count_nvidia_class(const char *root, long mask, long want);
 /* `dcgmi diag` output: the table's rows whose result is Pass (*npass) and Fail (returned), the
  * failed checks' names joined by ", " into failed (len bytes, truncated). */
 int diag_dcgmi_parse(const char *out, int *npass, char *failed, size_t len);

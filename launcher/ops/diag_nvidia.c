@@ -1,5 +1,4 @@
 /* diag's NVIDIA tools: nvidia-bug-report.sh (its archive in the bundle), the fabric manager on NVSwitch systems, dcgmi diag -r 1. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,27 +16,8 @@
 #define FM_LOG_DEFAULT "/var/log/fabricmanager.log" /* LOG_FILE_NAME of fabricmanager.cfg */
 #define FM_LOG_TAIL (64u << 10)                       /* bytes of its end kept */
 
-static long read_hex(const char *path) {
-  char txt[32];
-  return util_read_small(path, txt, sizeof txt) < 0 ? -1 : strtol(txt, NULL, 16);
-}
-
 int diag_count_nvswitch(const char *root) {
-  const char *dir = root ? root : "/sys/bus/pci/devices";
-  DIR *d = opendir(dir);
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s/vendor", dir, e->d_name);
-    if (read_hex(p) != 0x10de) continue;
-    snprintf(p, sizeof p, "%s/%s/class", dir, e->d_name);
-    if ((read_hex(p) >> 8) == 0x0680) n++; /* bridge, "other": NVIDIA's NVSwitch */
-  }
-  closedir(d);
-  return n;
+  return diag_count_nvidia_class(root, 0xffff00, 0x068000); /* bridge, "other": NVIDIA's NVSwitch */
 }
 
 /* The first line of text that says what went wrong (an "ERROR"/"Error" line), else its last

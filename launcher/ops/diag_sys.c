@@ -121,7 +121,9 @@ static long read_hex(const char *path) {
   return util_read_small(path, txt, sizeof txt) < 0 ? -1 : strtol(txt, NULL, 16);
 }
 
-int diag_count_nvidia_pci(const char *root) {
+/* NVIDIA PCI functions under root (sysfs by default) whose class code, masked, is want; -1 when
+ * the folder cannot be read. */
+int diag_count_nvidia_class(const char *root, long mask, long want) {
   const char *dir = root ? root : "/sys/bus/pci/devices";
   DIR *d = opendir(dir);
   if (!d) return -1;
@@ -134,8 +136,12 @@ int diag_count_nvidia_pci(const char *root) {
     if (read_hex(p) != 0x10de) continue;
     snprintf(p, sizeof p, "%s/%s/class", dir, e->d_name);
     long cls = read_hex(p);
-    if ((cls >> 16) == 0x03) n++; /* display controllers: GPUs (NVSwitches are 0x0680) */
+    if (cls >= 0 && (cls & mask) == want) n++;
   }
   closedir(d);
   return n;
+}
+
+int diag_count_nvidia_pci(const char *root) {
+  return diag_count_nvidia_class(root, 0xff0000, 0x030000); /* display controllers: GPUs */
 }
