@@ -19,22 +19,8 @@ NH=4 K=2
 NETNS_DECOYS=0 netns_setup "$NH"
 T=$NETNS_DIR
 export GPULAUNCH_TIMEOUT=20 MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun
-# A trainer: a step every 0.2 s; rank 0 keeps the last step in $T/ckpt and resumes from it; on
-# SIGTERM every rank saves and leaves.
-cat >"$T/train.sh" <<PROG
-#!/bin/bash
-step=\$(cat "$T/ckpt" 2>/dev/null || echo 0)
-echo "start rank \$RANK world \$WORLD_SIZE restart \$TORCHELASTIC_RESTART_COUNT run \$TORCHELASTIC_RUN_ID step \$step at \$(date +%s.%N)"
-trap 'echo "\$step" >"$T/saved.\$RANK"; exit 0' TERM
-while [ "\$step" -lt "\${STEPS:-100}" ]; do
-  sleep 0.2 & wait \$!
-  step=\$((step + 1))
-  [ "\$RANK" = 0 ] && echo "\$step" >"$T/ckpt"
-done
-echo "done rank \$RANK step \$step"
-PROG
-chmod +x "$T/train.sh"
-printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n' "$T/train.sh" >"$T/job.conf"
+# The trainer: tests/step_trainer.sh (a step every 0.2 s, rank 0 checkpoints, SIGTERM saves).
+printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n' "$GPULAUNCH_SOURCE_DIR/tests/step_trainer.sh $T 100" >"$T/job.conf"
 
 hostfile() { : >"$T/elastic.hosts"; for h in "$@"; do echo "$h slots=$K" >>"$T/elastic.hosts"; done; }
 # elastic ARGS...: gpulaunch-run with the hostfile on h0 in the background; "$T/done" gets its

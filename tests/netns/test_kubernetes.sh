@@ -82,20 +82,8 @@ discover_hosts() {
   chmod +x "$T/discover_hosts.sh.new"
   mv "$T/discover_hosts.sh.new" "$T/discover_hosts.sh"
 }
-cat >"$T/train.sh" <<PROG
-#!/bin/bash
-step=\$(cat "$T/ckpt" 2>/dev/null || echo 0)
-echo "start rank \$RANK world \$WORLD_SIZE host \$(hostname) step \$step"
-trap 'echo "\$step" >"$T/saved.\$RANK"; exit 0' TERM
-while [ "\$step" -lt 90 ]; do
-  sleep 0.2 & wait \$!
-  step=\$((step + 1))
-  [ "\$RANK" = 0 ] && echo "\$step" >"$T/ckpt"
-done
-echo "done rank \$RANK step \$step"
-PROG
-chmod +x "$T/train.sh"
-printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n[preempt]\nnotice = off\n' "$T/train.sh" >"$T/train.conf"
+# The trainer: tests/step_trainer.sh (a step every 0.2 s, rank 0 checkpoints, SIGTERM saves).
+printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n[preempt]\nnotice = off\n' "$GPULAUNCH_SOURCE_DIR/tests/step_trainer.sh $T 90" >"$T/train.conf"
 # The manifest's argv with the pod's paths: /etc/mpi/discover_hosts.sh and train.conf (the
 # launcher's workingDir) are here in $T; polling and growing made faster for the test.
 mapfile -t argv <"$T/argv"

@@ -8,22 +8,8 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
 slurm_start 3 --cpus 2 --kill-wait 10
 cd "$T"
-# A trainer: a step every 0.2 s; rank 0 keeps the last step in $T/ckpt and resumes from it; on
-# SIGTERM every rank leaves.
-cat >"$T/train.sh" <<PROG
-#!/bin/bash
-step=\$(cat "$T/ckpt" 2>/dev/null || echo 0)
-echo "start rank \$RANK world \$WORLD_SIZE restart \$TORCHELASTIC_RESTART_COUNT run \$TORCHELASTIC_RUN_ID step \$step host \$(hostname)"
-trap 'exit 0' TERM
-while [ "\$step" -lt 120 ]; do
-  sleep 0.2 & wait \$!
-  step=\$((step + 1))
-  [ "\$RANK" = 0 ] && echo "\$step" >"$T/ckpt"
-done
-echo "done rank \$RANK step \$step"
-PROG
-chmod +x "$T/train.sh"
-printf '[job]\ncommand = %s\ngrace = 5s\nliveness_timeout = 5s\n' "$T/train.sh" >"$T/job.conf"
+# The trainer: tests/step_trainer.sh (a step every 0.2 s, rank 0 checkpoints, SIGTERM saves).
+printf '[job]\ncommand = %s\ngrace = 5s\nliveness_timeout = 5s\n' "$GPULAUNCH_SOURCE_DIR/tests/step_trainer.sh $T 120" >"$T/job.conf"
 "$GPULAUNCH_SOURCE_DIR/scripts/slurm/render" --no-gpus --nodes 3 --gpus-per-node 2 --cpus-per-gpu 1 \
   --time 00:10:00 --job-name elastic srun >"$T/job.sbatch"
 grep -q -- '--no-kill' "$T/job.sbatch" || fail "the srun template does not keep the allocation on a node's loss (--no-kill)"
@@ -50,7 +36,7 @@ assert_grep "$T/job.out" "start rank 3 world 4 restart 1 " "the new step's ranks
 runs=$(grep -o ' run [^ ]*' "$T/job.out" | sort -u | wc -l)
 assert_eq "$runs" 1 "every launch has the same TORCHELASTIC_RUN_ID"
 if grep "world 4 " "$T/job.out" | grep -q "host node2"; then fail "a rank of the new step runs on node2"; fi
-resumed=$(sed -n 's/^.*start rank 0 world 4 restart 1 run [^ ]* step \([0-9]*\) .*$/\1/p' "$T/job.out" | head -n 1)
+resumed=$(sed -n 's/^.*start rank 0 world 4 restart 1 run [^ ]* host [^ ]* step \([0-9]*\) .*$/\1/p' "$T/job.out" | head -n 1)
 assert_le 1 "${resumed:-0}" "rank 0 resumes from its checkpoint"
 assert_grep "$T/job.out" "done rank 0 step 120" "the job completes"
 pass "node2 cut: a new srun step on node0 and node1 started ${took}s later, resumed at step $resumed, completed"
