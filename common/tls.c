@@ -23,7 +23,7 @@
 
 struct tls_ctx_s {
   SSL_CTX *ssl;
-  int server, psk;
+  int server, psk, plain; /* plain: [security] tls = off, bytes as they are */
   char channel[32];
   char identity[64];           /* "gpulaunch/CHANNEL" */
   uint8_t key[TLS_KEY_LEN];    /* the channel's PSK */
@@ -104,6 +104,11 @@ int tls_ctx_new(tls_ctx_t **out, const tls_cfg_t *cfg, const char *channel, int 
   c->server = server;
   util_strlcpy(c->channel, channel, sizeof c->channel);
   snprintf(c->identity, sizeof c->identity, "gpulaunch/%s", channel);
+  if (cfg->off) {
+    c->plain = 1;
+    *out = c;
+    return 0;
+  }
   c->ssl = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
   if (!c->ssl) goto fail;
   /* TLS 1.3 and nothing older; no tickets (no resumption: each connection authenticates). */
@@ -163,8 +168,8 @@ int tls_new(tls_t **out, tls_ctx_t *ctx, int fd) {
   if (!t) return GPL_ENOMEM;
   t->ctx = ctx;
   t->fd = fd;
-  t->ssl = SSL_new(ctx->ssl);
-  if (!t->ssl) goto fail;
+  t->ssl = ctx->plain ? NULL : SSL_new(ctx->ssl);
+  if (!t->ssl && !ctx->plain) goto fail;
   /* Memory BIOs in both modes: on a socket, this file moves the bytes (send with
    * MSG_NOSIGNAL: a peer that went away never raises SIGPIPE in the caller). */
   t->rbio = BIO_new(BIO_s_mem());
@@ -175,6 +180,11 @@ int tls_new(tls_t **out, tls_ctx_t *ctx, int fd) {
     goto fail;
   }
   BIO_set_mem_eof_return(t->rbio, -1); /* empty: "want read", not EOF */
+  if (ctx->plain) {
+    t->done = 1;
+    *out = t;
+    return 0;
+  }
   SSL_set_bio(t->ssl, t->rbio, t->wbio);
   if (ctx->server) SSL_set_accept_state(t->ssl);
   else SSL_set_connect_state(t->ssl);
@@ -188,7 +198,11 @@ fail:
 
 void tls_free(tls_t *t) {
   if (!t) return;
-  SSL_free(t->ssl);
+  if (t->ssl) SSL_free(t->ssl); /* (its BIOs with it) */
+  else {
+    BIO_free(t->rbio);
+    BIO_free(t->wbio);
+  }
   free(t);
 }
 
@@ -276,6 +290,14 @@ ssize_t tls_read(tls_t *t, void *buf, size_t len) {
     if (h <= 0) return h;
   }
   for (;;) {
+    if (!t->ssl) { /* plain */
+      int n = BIO_read(t->rbio, buf, (int)(len > 1 << 30 ? 1 << 30 : len));
+      if (n > 0) return n;
+      if (t->fd < 0) return 0;
+      int got = fd_fill(t);
+      if (got <= 0) return got;
+      continue;
+    }
     int n = SSL_read(t->ssl, buf, (int)(len > 1 << 30 ? 1 << 30 : len));
     if (fd_flush(t, 0) < 0) return GPL_EIO;
     if (n > 0) return n;
@@ -290,7 +312,8 @@ ssize_t tls_read(tls_t *t, void *buf, size_t len) {
 int tls_write(tls_t *t, const void *buf, size_t len) {
   if (len == 0) return 0;
   if (t->fd >= 0) return tls_write_all(t, buf, len, 1.0);
-  int n = SSL_write(t->ssl, buf, (int)len); /* memory BIO: takes all of it */
+  /* memory BIO: takes all of it */
+  int n = t->ssl ? SSL_write(t->ssl, buf, (int)len) : BIO_write(t->wbio, buf, (int)len);
   return n == (int)len ? 0 : GPL_EIO;
 }
 
@@ -321,7 +344,8 @@ int tls_handshake_wait(tls_t *t, double timeout_s) {
 }
 
 int tls_write_all(tls_t *t, const void *buf, size_t len, double timeout_s) {
-  if (len && SSL_write(t->ssl, buf, (int)len) != (int)len) return GPL_EIO;
+  if (len && (t->ssl ? SSL_write(t->ssl, buf, (int)len) : BIO_write(t->wbio, buf, (int)len)) != (int)len)
+    return GPL_EIO;
   return fd_flush(t, util_now() + timeout_s);
 }
 

@@ -65,7 +65,12 @@
     "[Hangs and stragglers](#hangs-and-stragglers))")                                            \
   X(BELOW_MIN, 78, "elastic: fewer than MIN hosts for --min-wait", "\n",                          \
     "elastic (`gpulaunch-run --nodes MIN:MAX`): fewer than MIN usable hosts for `--min-wait`; "  \
-    "the usable hosts and those left out after a loss or notice are named")
+    "the usable hosts and those left out after a loss or notice are named")                      \
+  X(SECURITY, 79, "security: [security] require = strict without a key that stays off the\n"      \
+    "     fabric, or a host whose job key differs (named)", "\n",                                 \
+    "security: `[security] require = strict` and the job key would cross the network (no "      \
+    "`key_file`, no MUNGE, hosts besides gpulaunch-run's), or a host's job key differs from "    \
+    "rank 0's (a wrong `key_file`; the host is named); see [docs/security.md](docs/security.md)")
 
 enum {
 #define GPL_EXIT_ENUM_(name, code, help, sep, doc) GPL_EXIT_##name = code,
@@ -85,6 +90,7 @@ static inline int exitcode_of(int err) {
     case GPL_ENET:
     case GPL_EUNREACH: return GPL_EXIT_NETWORK;
     case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
+    case GPL_EAUTH: return GPL_EXIT_SECURITY;
     case GPL_ENOGPU:
     case GPL_ENOCUDA: return GPL_EXIT_NOGPU;
     default: return GPL_EXIT_INTERNAL;

@@ -173,6 +173,26 @@
     "append one JSON line per job start and end (0600); a log that cannot be opened fails the job " \
     "at start-up")
 
+/* [security]: the control channels (docs/security.md). */
+#define CONF_KEYS_SECURITY(X) \
+  X(security, tls, ENUM, "on", "on|off", 0, 0, \
+    "TLS 1.3 on every control channel (liveness tree, gpulaunch-run's channel, preflight), " \
+    "mutually authenticated; off = plain TCP (one warning line; anyone on the fabric can read " \
+    "and forge control messages)") \
+  X(security, key_file, PATH, "", NULL, 0, 0, \
+    "a site or user key, mode 0600 and yours, the same file on every host and gpulaunch-run's: " \
+    "the job key is derived from it and the run id and never crosses the network (default: a " \
+    "key made for the job and handed over MPI/the environment, with a warning)") \
+  X(security, require, ENUM, "any", "any|strict", 0, 0, \
+    "strict: refuse to start (exit 79) unless the job key came from key_file, or every " \
+    "rank and gpulaunch-run are on one host") \
+  X(security, tls_cert, PATH, "", NULL, 0, 0, \
+    "a site's PKI instead of the job key: this host's certificate chain (PEM; with tls_key and " \
+    "tls_ca, mutual TLS)") \
+  X(security, tls_key, PATH, "", NULL, 0, 0, "the private key of tls_cert (PEM)") \
+  X(security, tls_ca, PATH, "", NULL, 0, 0, \
+    "the CA certificates every peer's certificate must chain to (PEM)")
+
 /* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
 #define CONF_KEYS_PREEMPT(X) \
   X(preempt, notice, ENUM, "auto", "auto|aws|gcp|azure|off", 0, 0, \

@@ -285,6 +285,10 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   rc = job_agree(L->job, L->job->local_size > 1 ? check_node_uniform(L, ce, out) : GPL_OK,
                  "start-up (node-wide values)");
   if (rc < 0) return rc;
+  /* The job key before any channel opens (the preflight's is the first). */
+  rc = seckey_agree(&L->sec, L->conf ? &L->conf->security : NULL, L->job);
+  if (rc < 0) return rc;
+  L->sec_done = 1;
   return place_network(L, ce, out);
 }
 

@@ -9,16 +9,18 @@
 #include <unistd.h>
 #include <uv.h>
 
-/* A listener on every address of the family, port chosen by the kernel. */
-int livesock_listen(int v6, int *port) {
+/* A listener on addr (the agreed one, not every address), port chosen by the kernel. */
+int livesock_listen(const char *addr, int *port) {
+  int v6 = strchr(addr, ':') != NULL;
+  struct sockaddr_storage sa;
+  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  memset(&sa, 0, sizeof sa);
+  if ((v6 ? uv_ip6_addr(addr, 0, (struct sockaddr_in6 *)&sa) : uv_ip4_addr(addr, 0, (struct sockaddr_in *)&sa)) < 0)
+    return -1;
   int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  struct sockaddr_storage sa;
-  socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  memset(&sa, 0, sizeof sa);
-  sa.ss_family = (sa_family_t)(v6 ? AF_INET6 : AF_INET);
   if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, SOMAXCONN) < 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
     close(fd);
