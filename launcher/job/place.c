@@ -183,6 +183,7 @@ void place_net_job(const launch_t *L, net_job_t *nj) {
       .hosts = (const char *const *)job->hosts, .comm = job->world, .node = job->node_grp,
       .leaders = job->lead_grp, .timeout = job->timeout,
       .family = net_family_parse(place_user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
+      .tls = L->sec_done ? &L->sec.tls : NULL,
   };
 }
 
