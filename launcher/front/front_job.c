@@ -245,11 +245,11 @@ static void conn_read(run_t *r, conn_t *c) {
 
 /* A new connection: a free slot, else the oldest one that has said nothing yet (a real rank
  * speaks at once: its TLS ClientHello), else the oldest one not authenticated. */
-static void conn_accept(run_t *r, int lfd) {
+static int conn_accept(run_t *r, int lfd) {
   struct sockaddr_storage sa;
   socklen_t sl = sizeof sa;
   int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-  if (fd < 0) return;
+  if (fd < 0) return -1;
   int slot = -1, silent = -1, unauth = -1;
   for (int i = 0; i < NCONN; i++) {
     conn_t *c = &r->c[i];
@@ -264,7 +264,7 @@ static void conn_accept(run_t *r, int lfd) {
   if (slot < 0) slot = silent >= 0 ? silent : unauth;
   if (slot < 0) {
     close(fd);
-    return;
+    return 0;
   }
   conn_t *c = &r->c[slot];
   if (c->fd >= 0) {
@@ -280,6 +280,7 @@ static void conn_accept(run_t *r, int lfd) {
     close(fd);
     c->fd = -1;
   }
+  return 0;
 }
 
 /* Connections that did not authenticate within FRONTPROTO_AUTH_S: dropped. */
@@ -387,6 +388,7 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
+  fcntl(j->lfd, F_SETFL, fcntl(j->lfd, F_GETFL) | O_NONBLOCK);
   r.pid = start_launcher(j->av);
   if (r.pid < 0) return -1;
   g_run = &r;
@@ -397,7 +399,11 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
     int rc = poll(pf, NCONN + 2, 200);
     if (rc < 0 && errno != EINTR) break;
     if (pf[0].revents & POLLIN) on_signals(&r);
-    if (pf[1].revents & POLLIN) conn_accept(&r, j->lfd);
+    /* Every waiting connection at once (the listener is non-blocking): a flood of them must not
+     * keep a real one waiting in the backlog. */
+    if (pf[1].revents & POLLIN)
+      for (int k = 0; k < 4096 && conn_accept(&r, j->lfd) == 0; k++) {
+      }
     for (int i = 0; i < NCONN; i++)
       if (r.c[i].fd >= 0 && (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) conn_read(&r, &r.c[i]);
     int st;

@@ -25,8 +25,8 @@
 #include "launcher/job/seckey.h"
 #include "launcher/live/livesock.h"
 
-#define AUTH_S 1.75      /* a connection must have finished TLS and said HELLO within this (the
-                          * check runs every 250 ms: dropped within 2 s) */
+#define AUTH_S 1.5       /* a connection must have finished TLS and said HELLO within this (the
+                          * check runs every 250 ms: dropped within 2 s, under load too) */
 #define UNAUTH_MAX 256   /* connections not yet authenticated; past it the oldest silent one goes */
 
 typedef struct peer_s {
