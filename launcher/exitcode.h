@@ -69,7 +69,7 @@
   X(SECURITY, 79, "security: [security] require = strict without a key that stays off the\n"      \
     "     fabric, or a host whose job key differs (named)", "\n",                                 \
     "security: `[security] require = strict` and the job key would cross the network (no "      \
-    "`key_file`, no MUNGE, hosts besides gpulaunch-run's), or a host's job key differs from "    \
+    "`key_file`, hosts besides gpulaunch-run's), or a host's job key differs from "              \
     "rank 0's (a wrong `key_file`; the host is named); see [docs/security.md](docs/security.md)")
 
 enum {

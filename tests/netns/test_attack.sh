@@ -170,4 +170,18 @@ rm -rf "/etc/netns/${NETNS_NS[h2]}"
 grep -q "job key of host(s) h2 differs" "$T/err" || { bad "wrong key_file on h2: h2 not named"; tail -5 "$T/err" >&2; }
 [ "$fail" = 0 ] && ok "a wrong key_file on h2: $(grep -m1 'differs' "$T/err" | cut -c1-120)"
 
+# 4. require = strict with a key handed over MPI (no key_file, two hosts): refused, exit 79; and
+# tls = off: the job runs, one warning line says so.
+printf '[job]\ncommand = /bin/true\n[security]\nrequire = strict\n' >"$T/strict.conf"
+RC=0
+netns_mpirun -np 2 --host h1:1,h2:1 "$GPULAUNCH" "$T/strict.conf" >"$T/out" 2>"$T/err" || RC=$?
+[ "$RC" = 79 ] || bad "require = strict without key_file: exit $RC, expected 79"
+grep -q "require = strict: the job key was handed over" "$T/err" || bad "require = strict: no clear error"
+printf '[job]\ncommand = /bin/true\n[security]\ntls = off\n' >"$T/off.conf"
+RC=0
+netns_mpirun -np 2 --host h1:1,h2:1 "$GPULAUNCH" "$T/off.conf" >"$T/out" 2>"$T/err" || RC=$?
+[ "$RC" = 0 ] || bad "tls = off: exit $RC"
+[ "$(grep -c "tls = off" "$T/err")" = 1 ] || bad "tls = off: $(grep -c "tls = off" "$T/err") warning lines, expected 1"
+[ "$fail" = 0 ] && ok "require = strict refused a handed-over key (79); tls = off ran with one warning line"
+
 exit "$fail"
