@@ -3,7 +3,6 @@
  * channel's TLS context and token. */
 #include "launcher/front/front_sec.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -58,9 +57,7 @@ int front_sec_init(int argc, char **argv, seckey_t *k, front_job_t *job, char *t
   if (len < 2 * sizeof t + 1 || seckey_derive(k, "front token", t, sizeof t) < 0) return -1;
   tls_hex(t, sizeof t, token);
   if (tls_ctx_new(&job->ctx, &k->tls, "front", 1) < 0) return -1;
-  if (k->tls.off)
-    fprintf(stderr, "gpulaunch-run: [security] tls = off: the channel to rank 0 is plain TCP; anyone on the "
-                    "network can read and forge its messages\n");
+  /* (tls = off: rank 0 says it, once for the whole job) */
   job->token = token;
   return 0;
 }
