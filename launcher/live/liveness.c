@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -529,13 +528,6 @@ static void live_free(live_t *l) {
   free(l);
 }
 
-/* What each rank shares at start: where its children reach it. */
-typedef struct share_s {
-  int32_t port; /* 0: no listener (no children, or it could not open one) */
-  int32_t need; /* it has children */
-  char addr[48];
-} share_t;
-
 /* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default TREE_FANOUT_DEFAULT). */
 static int fanout_env(const job_t *job, int *out) {
   const char *v = envvar_get(ENVVAR_LIVE_FANOUT);
@@ -575,60 +567,18 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   }
   l->parent = tree_parent(&l->shape, job->rank);
   int nkids = tree_children(&l->shape, job->rank, NULL, 0);
-  int v6 = strchr(o->addr, ':') != NULL;
-  share_t me;
-  memset(&me, 0, sizeof me);
-  me.need = nkids > 0;
-  if (nkids > 0) {
-    /* One descriptor per child: raise the soft limit where a big fan-in needs it. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)nkids + 256 && rl.rlim_cur < rl.rlim_max) {
-      rl.rlim_cur = rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    if (job->nnodes == 1) util_strlcpy(me.addr, v6 ? "::1" : "127.0.0.1", sizeof me.addr);
-    else if (job->rank == 0) util_strlcpy(me.addr, o->addr, sizeof me.addr);
-    else if (livesock_route_addr(o->addr, me.addr, sizeof me.addr) < 0)
-      LOG_WARN("liveness: no address of this host on the route to %s; its children cannot reach it", o->addr);
-    /* The agreed address only, not every address of the host. */
-    l->listen_fd = me.addr[0] ? livesock_listen(me.addr, &me.port) : -1;
-    if (l->listen_fd < 0)
-      LOG_WARN("liveness: cannot listen for the other supervisors on %s (%s); a lost host will not be noticed",
-               me.addr, strerror(errno));
-  }
   /* The tree's token (inside TLS; the only check with tls = off) and keys: from the job key. */
   uint64_t token = 0;
-  if (!o->sec || seckey_derive(o->sec, "live token", (uint8_t *)&token, sizeof token) < 0 ||
-      tls_ctx_new(&l->srv, &o->sec->tls, "live", 1) < 0 || tls_ctx_new(&l->cli, &o->sec->tls, "live", 0) < 0) {
-    LOG_WARN("liveness: no job key; a lost host will not be noticed");
-    if (l->listen_fd >= 0) close(l->listen_fd);
-    l->listen_fd = -1;
-    me.port = 0; /* (still in the exchange: the others wait for it; no liveness for anyone) */
-  }
-  share_t *all = calloc((size_t)job->size, sizeof *all);
-  if (!all) rc = GPL_ENOMEM;
-  else rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (supervisor liveness)");
-  if (rc < 0) {
-    free(all);
+  int keyed = o->sec && seckey_derive(o->sec, "live token", (uint8_t *)&token, sizeof token) == 0 &&
+              tls_ctx_new(&l->srv, &o->sec->tls, "live", 1) == 0 && tls_ctx_new(&l->cli, &o->sec->tls, "live", 0) == 0;
+  if (!keyed) LOG_WARN("liveness: no job key; a lost host will not be noticed");
+  int ok = 0;
+  rc = livesock_exchange(job, o->addr, nkids, l->parent, keyed, &l->listen_fd, l->parent_addr,
+                         sizeof l->parent_addr, &l->parent_port, &ok);
+  if (rc < 0 || !ok) {
     if (l->listen_fd >= 0) close(l->listen_fd);
     live_free(l);
-    return rc;
-  }
-  /* Every rank decides the same from the same table: a parent without a listener or address
-   * means no liveness for anyone. */
-  int ok = 1;
-  for (int r = 0; r < job->size; r++)
-    if (all[r].need && (all[r].port == 0 || !all[r].addr[0])) ok = 0;
-  if (l->parent >= 0) {
-    const share_t *p = &all[l->parent];
-    l->parent_port = p->port;
-    util_strlcpy(l->parent_addr, p->addr, sizeof l->parent_addr); /* where it listens (also on our host) */
-  }
-  free(all);
-  if (!ok) {
-    if (l->listen_fd >= 0) close(l->listen_fd);
-    live_free(l);
-    return GPL_OK;
+    return rc < 0 ? rc : GPL_OK;
   }
   lt_cfg_t cfg = {l->shape, job->rank, token, o->interval, o->timeout, o->connect_s};
   lt_io_t io = {l, io_send, io_lost, io_progress};
