@@ -80,8 +80,13 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "the srun template to the srun shim: srun's own LD_PRELOAD")                                 \
   X(FRONTEND, "GPULAUNCH_FRONTEND", "", ENVVAR_INTERNAL,                                         \
     "gpulaunch-run to rank 0: the addresses of its channel")                                     \
-  X(FRONTEND_TOKEN, "GPULAUNCH_FRONTEND_TOKEN", "", ENVVAR_INTERNAL,                             \
-    "gpulaunch-run to rank 0: the channel's token")                                              \
+  X(FRONTEND_HOST, "GPULAUNCH_FRONTEND_HOST", "", ENVVAR_INTERNAL,                               \
+    "gpulaunch-run to rank 0: its host name (rank 0 tries a loopback address only on that host)") \
+  X(KEY_SOURCE, "GPULAUNCH_KEY_SOURCE", "", ENVVAR_INTERNAL,                                     \
+    "gpulaunch-run to the ranks: where it took the job key from (file, handed)")                 \
+  X(JOB_KEY, "GPULAUNCH_JOB_KEY", "", ENVVAR_INTERNAL,                                           \
+    "gpulaunch-run to the ranks: the job key made for the job when there is no [security] "       \
+    "key_file (a secret: redacted everywhere, never on a command line)")                          \
   X(FRONTEND_MERGED, "GPULAUNCH_FRONTEND_MERGED", "", ENVVAR_INTERNAL,                           \
     "gpulaunch-run to rank 0: 1 when its stdout and stderr are one file")                        \
   X(PROXY, "GPULAUNCH_PROXY", "", ENVVAR_INTERNAL,                                               \

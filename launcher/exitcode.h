@@ -66,10 +66,14 @@
   X(BELOW_MIN, 78, "elastic: fewer than MIN hosts for --min-wait", "\n",                          \
     "elastic (`gpulaunch-run --nodes MIN:MAX`): fewer than MIN usable hosts for `--min-wait`; "  \
     "the usable hosts and those left out after a loss or notice are named")                      \
-  X(SECURITY, 79, "security: `gpulaunch audit verify` found the audit log's hash chain\n"       \
-    "     broken (FILE:LINE named)", "\n",                                                         \
-    "security: `gpulaunch audit verify` found the audit log's hash chain broken; the first line " \
-    "that breaks it is named (FILE:LINE)")
+  X(SECURITY, 79, "security: [security] require = strict without a key that stays off the\n"      \
+    "     fabric, a host whose job key differs (named), or `gpulaunch audit verify`:\n"            \
+    "     the audit log's hash chain broken (FILE:LINE named)", "\n",                             \
+    "security: `[security] require = strict` and the job key would cross the network (no "      \
+    "`key_file`, hosts besides gpulaunch-run's), or a host's job key differs from "              \
+    "rank 0's (a wrong `key_file`; the host is named); `gpulaunch audit verify`: the audit "     \
+    "log's hash chain is broken, the first line that breaks it named (FILE:LINE); see "          \
+    "[docs/security.md](docs/security.md)")
 
 enum {
 #define GPL_EXIT_ENUM_(name, code, help, sep, doc) GPL_EXIT_##name = code,
@@ -93,6 +97,7 @@ static inline int exitcode_of(int err) {
     case GPL_ENET:
     case GPL_EUNREACH: return GPL_EXIT_NETWORK;
     case GPL_ETIMEDOUT: return GPL_EXIT_TIMEOUT;
+    case GPL_EAUTH: return GPL_EXIT_SECURITY;
     case GPL_ENOGPU:
     case GPL_ENOCUDA: return GPL_EXIT_NOGPU;
     default: return GPL_EXIT_INTERNAL;

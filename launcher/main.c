@@ -10,7 +10,9 @@
 #include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/netport.h"
+#include "common/tls.h"
 #include "launcher/ops/audit.h"
+#include "launcher/audit/audit_event.h"
 #include "launcher/ops/redact_json.h"
 #include "common/safefile.h"
 #include "common/util.h"
@@ -367,6 +369,7 @@ int main(int argc, char **argv) {
   }
 
   audit_job_begin(&L, mode->name);
+  tls_set_fail_hook(audit_note_auth_failure); /* failed authentications in the audit log too */
   int code = mode->fn(&L);
   audit_job_finish(&L, code);
   code = write_summary(&L, code);

@@ -129,6 +129,8 @@ typedef struct net_job_s {
                                 * me = -1 elsewhere */
   double timeout;              /* deadline of each exchange, seconds */
   int family;                  /* NCCL_SOCKET_FAMILY: 0 (any), AF_INET or AF_INET6 */
+  const struct tls_cfg_s *tls; /* the job key and TLS settings (common/tls.h): the preflight's
+                                * token and TLS; NULL: a token of rank 0's over MPI, plain TCP */
 } net_job_t;
 
 /* One rank's or one node's outcome. */

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/strbuf.h"
+#include "common/tls.h"
 #include "common/util.h"
 
 #define PF_ADDRS 8  /* distinct addresses of one node (ranks may pick different equal NICs) */
@@ -187,15 +188,18 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
   double t0 = util_now();
   int n = job->nnodes, node = job->node_of[job->rank], rc = 0, me_l = 0;
   me_l = job->leaders.me;
-  /* 1. The token: made by rank 0 (the first leader), shared over MPI only. */
+  /* 1. The token: from the job key (inside TLS), else made by rank 0 (the first leader) and shared
+   * over MPI only. */
   uint8_t token[PREFLIGHT_TOKEN_LEN];
   memset(token, 0, sizeof token);
-  if (me_l == 0) {
+  if (job->tls) {
+    rc = tls_hkdf(job->tls->key, TLS_KEY_LEN, "gpulaunch use v1", "preflight token", token, sizeof token);
+  } else if (me_l == 0) {
     int urc = uv_random(NULL, NULL, token, sizeof token, 0, NULL);
     if (urc < 0) LOG_WARN("preflight: no random token (%s)", uv_strerror(urc));
     rc = urc < 0 ? GPL_EUV : 0;
   }
-  int brc = mpix_gbcast(&job->leaders, token, (int)sizeof token, 0, job->timeout, "preflight (token)");
+  int brc = job->tls ? 0 : mpix_gbcast(&job->leaders, token, (int)sizeof token, 0, job->timeout, "preflight (token)");
   if (brc < 0) return brc;
 
   /* 2. Listen on this node's distinct chosen addresses. */
@@ -223,6 +227,7 @@ static int leader_run(const net_job_t *job, const net_result_t *net, preflight_m
   report->node = node;
   int irc = preflight_init(&pf, token, node);
   memset(token, 0, sizeof token);
+  if (irc == 0 && job->tls) irc = preflight_set_tls(pf, job->tls);
   if (irc < 0 && rc == 0) rc = irc;
   for (int k = 0; pf && k < mine.n; k++) {
     int port = 0;

@@ -60,6 +60,10 @@ typedef struct preflight_s preflight_t;
 
 /** A prober/listener for node \p node with the job's token. \return 0 or a negative code. */
 int preflight_init(preflight_t **out, const uint8_t token[PREFLIGHT_TOKEN_LEN], int node);
+struct tls_cfg_s;
+/** Every later connection in TLS 1.3 with the "preflight" channel's key from \p cfg (common/tls.h;
+ * cfg->off: plain). \return 0 or a negative code. */
+int preflight_set_tls(preflight_t *pf, const struct tls_cfg_s *cfg);
 /** Listen on addr (IPv4 or IPv6 literal), port 0 = ephemeral; *port gets the port. */
 int preflight_listen(preflight_t *pf, const char *addr, int *port);
 /** Queue a probe of node \p peer_node at dst:port, from src (NULL: any source), with the pf's

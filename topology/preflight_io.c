@@ -1,4 +1,6 @@
-/* Preflight sockets on a libuv loop of their own: token-checked listeners and bounded probes. */
+/* Preflight sockets on a libuv loop of their own: token-checked listeners and bounded probes,
+ * inside TLS 1.3 with the "preflight" channel's key (common/tls.h over memory BIOs) once
+ * preflight_set_tls is called. */
 #include <arpa/inet.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,11 +12,12 @@
 
 #include "common/check.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/util.h"
 #include "topology/preflight.h"
 #include "topology/preflight_port.h"
 
-/* Wire: the prober sends HELLO (magic, its node, the node it means to reach, the first half of
+/* Wire (inside TLS): the prober sends HELLO (magic, its node, the node it means to reach, the first half of
  * the token); the listener answers ACK (magic, its node, the second half) and closes. Anything
  * else -- a wrong token, another node's number, garbage, silence -- is closed without a word. */
 #define HALF (PREFLIGHT_TOKEN_LEN / 2)
@@ -43,26 +46,27 @@ typedef struct probe_io_s {
   uv_tcp_t tcp;
   uv_timer_t timer;
   uv_connect_t conn;
-  uv_write_t wr;
   preflight_t *pf;
-  int idx, stage, finished;
+  tls_t *tls;
+  int idx, stage, finished, sent;
   uint8_t hello[HELLO_LEN];
   uint8_t ack[ACK_LEN];
   size_t got;
-  char scratch[64];
+  char scratch[16384];
 } probe_io_t;
 
 typedef struct conn_s {
   owner_t own;
   uv_tcp_t tcp;
   uv_timer_t timer;
-  uv_write_t wr;
   preflight_t *pf;
-  int closing;
+  tls_t *tls;
+  int closing, answered;
+  char peer[48];
   uint8_t hello[HELLO_LEN];
   uint8_t ack[ACK_LEN];
   size_t got;
-  char scratch[64];
+  char scratch[16384];
 } conn_t;
 
 typedef struct listener_s {
@@ -83,7 +87,42 @@ struct preflight_s {
   void *arg;
   double deadline;
   int timed_out;
+  tls_ctx_t *srv, *cli; /* the "preflight" channel's TLS (plain until preflight_set_tls) */
 };
+
+/* What TLS has for the peer, written; done(arg) once it is on its way (status < 0: failed). */
+typedef struct wbuf_s {
+  uv_write_t w;
+  void (*done)(void *arg, int status);
+  void *arg;
+  char data[];
+} wbuf_t;
+
+static void on_flushed(uv_write_t *w, int status) {
+  wbuf_t *b = (wbuf_t *)w;
+  if (b->done) b->done(b->arg, status);
+  free(b);
+}
+
+static int flush(uv_stream_t *s, tls_t *t, void (*done)(void *, int), void *arg) {
+  size_t n = tls_pending(t);
+  if (!n) {
+    if (done) done(arg, 0);
+    return 0;
+  }
+  wbuf_t *b = malloc(sizeof *b + n);
+  if (!b) return GPL_ENOMEM;
+  n = tls_drain(t, b->data, n);
+  b->done = done;
+  b->arg = arg;
+  uv_buf_t ub = uv_buf_init(b->data, (unsigned)n);
+  int rc = uv_write(&b->w, s, &ub, 1, on_flushed);
+  if (rc < 0) {
+    free(b);
+    return GPL_EUNREACH;
+  }
+  return 0;
+}
 
 static void on_close(uv_handle_t *h) {
   owner_t *o = h->data;
@@ -122,6 +161,9 @@ static void conn_close(conn_t *c, int refused) {
   if (c->closing) return;
   c->closing = 1;
   if (refused) c->pf->refused++;
+  if (refused == 2) tls_fail_note("preflight", c->peer, tls_why(c->tls));
+  tls_free(c->tls);
+  c->tls = NULL;
   uv_timer_stop(&c->timer);
   close_handle((uv_handle_t *)&c->tcp);
   close_handle((uv_handle_t *)&c->timer);
@@ -132,9 +174,9 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(c->scratch, sizeof c->scratch);
 }
 
-static void on_ack_written(uv_write_t *req, int status) {
-  conn_t *c = req->data;
-  conn_close(c, 0);
+static void on_ack_written(void *arg, int status) {
+  (void)status;
+  conn_close(arg, 0);
 }
 
 static void on_conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -144,11 +186,25 @@ static void on_conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     conn_close(c, 1);
     return;
   }
-  size_t take = GPL_MIN((size_t)nread, HELLO_LEN - c->got);
-  memcpy(c->hello + c->got, buf->base, take);
-  c->got += take;
+  if (c->answered || nread == 0) return;
+  tls_feed(c->tls, buf->base, (size_t)nread);
+  if (!tls_ready(c->tls)) {
+    int h = tls_handshake(c->tls);
+    flush(s, c->tls, NULL, NULL);
+    if (h < 0) {
+      conn_close(c, 2); /* a peer without the job's key */
+      return;
+    }
+    if (h == 0) return;
+  }
+  ssize_t got = tls_read(c->tls, c->hello + c->got, HELLO_LEN - c->got);
+  if (got < 0) {
+    conn_close(c, 1);
+    return;
+  }
+  c->got += (size_t)got;
   if (c->got < HELLO_LEN) return;
-  uv_read_stop(s);
+  c->answered = 1;
   preflight_t *pf = c->pf;
   int ok = memcmp(c->hello, HELLO_MAGIC, 8) == 0 && get32(c->hello + 12) == (uint32_t)pf->node &&
            same_bytes(c->hello + 16, pf->token, HALF);
@@ -162,9 +218,7 @@ static void on_conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   memcpy(c->ack, ACK_MAGIC, 8);
   put32(c->ack + 8, (uint32_t)pf->node);
   memcpy(c->ack + 12, pf->token + HALF, HALF);
-  uv_buf_t b = uv_buf_init((char *)c->ack, ACK_LEN);
-  c->wr.data = c;
-  if (uv_write(&c->wr, s, &b, 1, on_ack_written) < 0) conn_close(c, 1);
+  if (tls_write(c->tls, c->ack, ACK_LEN) < 0 || flush(s, c->tls, on_ack_written, c) < 0) conn_close(c, 1);
 }
 
 static void on_conn_timeout(uv_timer_t *t) { conn_close(t->data, 1); }
@@ -182,10 +236,14 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_timer_init(&l->pf->loop, &c->timer);
   c->tcp.data = c->timer.data = c;
   c->own.refs = 2;
-  if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, on_conn_read) < 0) {
+  if (tls_new(&c->tls, l->pf->srv, -1) < 0 || uv_accept(server, (uv_stream_t *)&c->tcp) < 0 ||
+      uv_read_start((uv_stream_t *)&c->tcp, conn_alloc, on_conn_read) < 0) {
     conn_close(c, 1);
     return;
   }
+  struct sockaddr_storage sa;
+  int sl = sizeof sa;
+  if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &sl) == 0) uv_ip_name((struct sockaddr *)&sa, c->peer, sizeof c->peer);
   uv_timer_start(&c->timer, on_conn_timeout, CONN_TIMEOUT_MS, 0);
 }
 
@@ -216,6 +274,7 @@ int preflight_listen(preflight_t *pf, const char *addr, int *port) {
 /* ---- prober side ---------------------------------------------------------------------------- */
 
 static void probe_finish(probe_io_t *io, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int send_hello(probe_io_t *io, uv_stream_t *s);
 
 static void probe_finish(probe_io_t *io, int rc, const char *fmt, ...) {
   if (io->finished) return;
@@ -231,6 +290,8 @@ static void probe_finish(probe_io_t *io, int rc, const char *fmt, ...) {
     va_end(ap);
   }
   io->pf->pending--;
+  tls_free(io->tls);
+  io->tls = NULL;
   uv_timer_stop(&io->timer);
   close_handle((uv_handle_t *)&io->tcp);
   close_handle((uv_handle_t *)&io->timer);
@@ -252,9 +313,24 @@ static void on_probe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     probe_finish(io, GPL_EUNREACH, "reading the answer: %s", uv_strerror((int)nread));
     return;
   }
-  size_t take = GPL_MIN((size_t)nread, ACK_LEN - io->got);
-  memcpy(io->ack + io->got, buf->base, take);
-  io->got += take;
+  if (nread == 0) return;
+  tls_feed(io->tls, buf->base, (size_t)nread);
+  if (!tls_ready(io->tls)) {
+    int h = tls_handshake(io->tls);
+    flush(s, io->tls, NULL, NULL);
+    if (h < 0) {
+      probe_finish(io, GPL_EUNREACH, "the listener failed the TLS handshake (%s): not this job's", tls_why(io->tls));
+      return;
+    }
+    if (h == 0) return;
+  }
+  if (!io->sent && send_hello(io, s) < 0) return;
+  ssize_t got = tls_read(io->tls, io->ack + io->got, ACK_LEN - io->got);
+  if (got < 0) {
+    probe_finish(io, GPL_EUNREACH, "the listener closed the connection without accepting the token");
+    return;
+  }
+  io->got += (size_t)got;
   if (io->got < ACK_LEN) return;
   probe_t *p = &io->pf->probes[io->idx];
   if (memcmp(io->ack, ACK_MAGIC, 8) != 0 || !same_bytes(io->ack + 12, p->token + HALF, HALF))
@@ -265,9 +341,24 @@ static void on_probe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     probe_finish(io, 0, NULL);
 }
 
-static void on_hello_written(uv_write_t *req, int status) {
-  probe_io_t *io = req->data;
-  if (status < 0) probe_finish(io, GPL_EUNREACH, "sending: %s", uv_strerror(status));
+static void on_hello_written(void *arg, int status) {
+  probe_io_t *io = arg;
+  if (status < 0 && !io->finished) probe_finish(io, GPL_EUNREACH, "sending: %s", uv_strerror(status));
+}
+
+/* The HELLO, once TLS is up. 0, or -1 (finished). */
+static int send_hello(probe_io_t *io, uv_stream_t *s) {
+  probe_t *p = &io->pf->probes[io->idx];
+  io->sent = 1;
+  memcpy(io->hello, HELLO_MAGIC, 8);
+  put32(io->hello + 8, (uint32_t)io->pf->node);
+  put32(io->hello + 12, (uint32_t)p->peer);
+  memcpy(io->hello + 16, p->token, HALF);
+  if (tls_write(io->tls, io->hello, HELLO_LEN) < 0 || flush(s, io->tls, on_hello_written, io) < 0) {
+    probe_finish(io, GPL_EUNREACH, "cannot send the hello");
+    return -1;
+  }
+  return 0;
 }
 
 static void on_connect(uv_connect_t *req, int status) {
@@ -277,17 +368,18 @@ static void on_connect(uv_connect_t *req, int status) {
     probe_finish(io, GPL_EUNREACH, "%s", uv_strerror(status));
     return;
   }
-  probe_t *p = &io->pf->probes[io->idx];
   io->stage = 1;
-  memcpy(io->hello, HELLO_MAGIC, 8);
-  put32(io->hello + 8, (uint32_t)io->pf->node);
-  put32(io->hello + 12, (uint32_t)p->peer);
-  memcpy(io->hello + 16, p->token, HALF);
-  uv_buf_t b = uv_buf_init((char *)io->hello, HELLO_LEN);
-  io->wr.data = io;
-  int rc = uv_write(&io->wr, req->handle, &b, 1, on_hello_written);
-  if (rc == 0) rc = uv_read_start(req->handle, probe_alloc, on_probe_read);
-  if (rc < 0) probe_finish(io, GPL_EUNREACH, "%s", uv_strerror(rc));
+  int rc = uv_read_start(req->handle, probe_alloc, on_probe_read);
+  if (rc < 0) {
+    probe_finish(io, GPL_EUNREACH, "%s", uv_strerror(rc));
+    return;
+  }
+  int h = tls_handshake(io->tls); /* the ClientHello (plain: done at once) */
+  if (h < 0 || flush(req->handle, io->tls, NULL, NULL) < 0) {
+    probe_finish(io, GPL_EUNREACH, "TLS: %s", tls_why(io->tls));
+    return;
+  }
+  if (h == 1) send_hello(io, req->handle);
 }
 
 static void on_probe_timeout(uv_timer_t *t) {
@@ -321,6 +413,13 @@ int preflight_probe(preflight_t *pf, const char *src, const char *dst, int port,
   io->pf = pf;
   io->idx = idx;
   pf->pending++;
+  if (tls_new(&io->tls, pf->cli, -1) < 0) {
+    free(io);
+    pf->pending--;
+    p->done = 1;
+    p->rc = GPL_ENOMEM;
+    return idx;
+  }
   uv_tcp_init(&pf->loop, &io->tcp);
   uv_timer_init(&pf->loop, &io->timer);
   io->tcp.data = io->timer.data = io->conn.data = io;
@@ -360,7 +459,27 @@ int preflight_init(preflight_t **out, const uint8_t token[PREFLIGHT_TOKEN_LEN], 
   pf->poll.data = NULL;
   memcpy(pf->token, token, PREFLIGHT_TOKEN_LEN);
   pf->node = node;
+  tls_cfg_t plain = {.off = 1};
+  if (tls_ctx_new(&pf->srv, &plain, "preflight", 1) < 0 || tls_ctx_new(&pf->cli, &plain, "preflight", 0) < 0) {
+    preflight_free(pf);
+    return GPL_ENOMEM;
+  }
   *out = pf;
+  return 0;
+}
+
+int preflight_set_tls(preflight_t *pf, const tls_cfg_t *cfg) {
+  tls_ctx_t *srv = NULL, *cli = NULL;
+  int rc = tls_ctx_new(&srv, cfg, "preflight", 1);
+  if (rc == 0) rc = tls_ctx_new(&cli, cfg, "preflight", 0);
+  if (rc < 0) {
+    tls_ctx_free(srv);
+    return rc;
+  }
+  tls_ctx_free(pf->srv);
+  tls_ctx_free(pf->cli);
+  pf->srv = srv;
+  pf->cli = cli;
   return 0;
 }
 
@@ -414,6 +533,9 @@ void preflight_free(preflight_t *pf) {
   int rc = uv_loop_close(&pf->loop);
   if (rc < 0) LOG_WARN("preflight: loop not closed: %s", uv_strerror(rc));
   memset(pf->token, 0, sizeof pf->token);
+  tls_fail_report();
+  tls_ctx_free(pf->srv);
+  tls_ctx_free(pf->cli);
   free(pf->probes);
   free(pf);
 }

@@ -31,7 +31,8 @@ extern "C" {
   XX(EUNREACH, -20, "peer unreachable")                                        \
   XX(ECHECK, -21, "result check failed")                                       \
   XX(EPROTO, -22, "protocol error")                                            \
-  XX(ESTATE, -23, "wrong state for this call")
+  XX(ESTATE, -23, "wrong state for this call")                                 \
+  XX(EAUTH, -24, "peer failed authentication")
 
 typedef enum gpl_err_e {
   GPL_OK = 0,

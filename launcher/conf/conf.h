@@ -70,6 +70,7 @@ typedef struct conf_monitor_s { CONF_KEYS_MONITOR(CONF_FIELD) } conf_monitor_t;
 typedef struct conf_audit_s { CONF_KEYS_AUDIT(CONF_FIELD) } conf_audit_t;
 typedef struct conf_preempt_s { CONF_KEYS_PREEMPT(CONF_FIELD) } conf_preempt_t;
 typedef struct conf_net_s { CONF_KEYS_NET(CONF_FIELD) } conf_net_t;
+typedef struct conf_security_s { CONF_KEYS_SECURITY(CONF_FIELD) } conf_security_t;
 #undef CONF_FIELD
 
 /* The free sections ([env], [nccl]), in CONF_FREE_SECTIONS order. */
@@ -90,6 +91,7 @@ typedef struct conf_s {
   conf_audit_t audit;
   conf_preempt_t preempt;
   conf_net_t net;
+  conf_security_t security;
   conf_state_t *st;
 } conf_t;
 

@@ -193,6 +193,26 @@
     "also send each line of log, as chained, to syslog (facility authpriv, priority notice, ident " \
     "gpulaunch): a copy the job's user cannot rewrite once it is forwarded; needs log")
 
+/* [security]: the control channels (docs/security.md). */
+#define CONF_KEYS_SECURITY(X) \
+  X(security, tls, ENUM, "on", "on|off", 0, 0, \
+    "TLS 1.3 on every control channel (liveness tree, gpulaunch-run's channel, preflight), " \
+    "mutually authenticated; off = plain TCP (one warning line; anyone on the fabric can read " \
+    "and forge control messages)") \
+  X(security, key_file, PATH, "", NULL, 0, 0, \
+    "a site or user key, mode 0600 and yours, the same file on every host and gpulaunch-run's: " \
+    "the job key is derived from it and the run id and never crosses the network (default: a " \
+    "key made for the job and handed over MPI/the environment, with a warning)") \
+  X(security, require, ENUM, "any", "any|strict", 0, 0, \
+    "strict: refuse to start (exit 79) unless the job key came from key_file, or every " \
+    "rank and gpulaunch-run are on one host") \
+  X(security, tls_cert, PATH, "", NULL, 0, 0, \
+    "a site's PKI instead of the job key: this host's certificate chain (PEM; with tls_key and " \
+    "tls_ca, mutual TLS)") \
+  X(security, tls_key, PATH, "", NULL, 0, 0, "the private key of tls_cert (PEM)") \
+  X(security, tls_ca, PATH, "", NULL, 0, 0, \
+    "the CA certificates every peer's certificate must chain to (PEM)")
+
 /* [preempt]: the cloud's interruption notice (spot / preemptible machines). */
 #define CONF_KEYS_PREEMPT(X) \
   X(preempt, notice, ENUM, "auto", "auto|aws|gcp|azure|alibaba|off", 0, 0, \
@@ -213,7 +233,7 @@
 #define CONF_KEYS_NET(X) \
   X(net, port_range, PORTS, "", NULL, 0, 0, \
     "LO-HI: every gpulaunch listener (liveness tree, preflight, the MASTER_PORT choice) takes a " \
-    "port in this range, for a security group that opens only it (docs/security-ports-audit.md); " \
+    "port in this range, for a security group that opens only it (docs/security.md); " \
     "GPULAUNCH_PORT_RANGE (gpulaunch-run --port-range) wins; default: ports the kernel picks")
 
 /* The free sections: KEY = value lines kept in file order. F(section, help) */

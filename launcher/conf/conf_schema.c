@@ -21,6 +21,7 @@ static const conf_key_t g_schema[] = {
     CONF_KEYS_AUDIT(ROW)
     CONF_KEYS_PREEMPT(ROW)
     CONF_KEYS_NET(ROW)
+    CONF_KEYS_SECURITY(ROW)
 };
 
 const conf_key_t *conf_schema(int *n) {

@@ -1,8 +1,10 @@
 /* One launch of the job by gpulaunch-run (front_job.h): mpirun started with SIGTERM and SIGHUP
- * blocked in a process group of its own, the user's signals passed to rank 0 through the channel,
- * the job's status and the hosts it names lost, mpirun ended when it lingers. Libc only. */
+ * blocked in a process group of its own, the user's signals passed to rank 0 through the channel
+ * (TLS 1.3, common/tls.h; the words in launcher/sup/frontproto.h), the job's status and the hosts
+ * it names lost, mpirun ended when it lingers. */
 #include "launcher/front/front_job.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,14 +20,19 @@
 
 #include "common/envvar.h"
 #include "common/log.h"
+#include "common/tls.h"
+#include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/exitcode.h"
+#include "launcher/sup/frontproto.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
 #define LINGER_LOST_S 5.0 /* ... after a lost rank (68): mpirun would wait for the lost daemon */
 #define ORPHAN_S 30.0     /* rank 0's channel closed without a status: its gpulaunch is gone */
 #define UNHEARD_S 5.0     /* a stop before rank 0 connected: then mpirun's own SIGINT ends it */
-#define NCONN 8           /* rank 0's connection and short ones of ranks that report a loss */
+#define NCONN 64          /* rank 0's connection and short ones of ranks that report a loss; a
+                           * connection that has not authenticated within FRONTPROTO_AUTH_S is
+                           * closed, and when all are taken the oldest silent one makes room */
 
 static int g_pipe[2] = {-1, -1};
 
@@ -59,9 +66,20 @@ void front_say(const char *fmt, ...) {
   }
 }
 
-static int send_line(int fd, const char *line) {
-  size_t n = strlen(line);
-  return send(fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)n ? 0 : -1;
+typedef struct conn_s {
+  int fd;
+  tls_t *tls;
+  int authed;    /* 1: rank 0 ("hello TOKEN"), 2: a rank that tells a loss ("tell TOKEN") */
+  int heard;     /* any byte arrived */
+  double opened;
+  char peer[48];
+  size_t len;
+  char buf[FRONTPROTO_LINE_MAX];
+  char from[FRONTPROTO_HOST_MAX + 1]; /* the host this connection's rank runs on ("from HOST"; "" not said) */
+} conn_t;
+
+static int send_line(conn_t *c, const char *line) {
+  return tls_write_all(c->tls, line, strlen(line), 0.5) == 0 ? 0 : -1;
 }
 
 static int status_of(int st) {
@@ -120,14 +138,6 @@ static pid_t start_launcher(char **av) {
   return pid;
 }
 
-typedef struct conn_s {
-  int fd;
-  int authed;    /* 1: rank 0 ("hello TOKEN"), 2: a rank that tells a loss ("tell TOKEN") */
-  size_t len;
-  char buf[256];
-  char from[64]; /* the host this connection's rank runs on ("from HOST"; "" not said) */
-} conn_t;
-
 /* A "lost HOST" line from the rank on host `by` (rank 0's or another's): the claim, once. */
 static void add_claim(front_job_t *j, const char *by, const char *host, int rank0) {
   if (!*host || strlen(host) >= 64) return;
@@ -162,7 +172,7 @@ static void send_stop(run_t *r, int sig) {
   int any = 0;
   for (int i = 0; i < NCONN; i++)
     if (r->c[i].fd >= 0 && r->c[i].authed == 1) {
-      send_line(r->c[i].fd, sig == SIGINT ? "stop INT\n" : "stop TERM\n");
+      send_line(&r->c[i], sig == SIGINT ? FRONTPROTO_STOP " " FRONTPROTO_INT "\n" : FRONTPROTO_STOP " " FRONTPROTO_TERM "\n");
       any = 1;
     }
   r->stop_sent = any;
@@ -173,68 +183,139 @@ static void conn_close(run_t *r, conn_t *c) {
     r->orphan_at = front_now();
     front_say("rank 0's gpulaunch left without the job's status: waiting up to %.0f s for mpirun", ORPHAN_S);
   }
+  tls_free(c->tls);
   close(c->fd);
   c->fd = -1;
+  c->tls = NULL;
   c->authed = 0;
   c->len = 0;
+  c->from[0] = 0;
 }
 
 /* One line from a connection; 0 to go on, -1 when the connection was closed. */
 static int conn_line(run_t *r, conn_t *c, char *line) {
   front_job_t *j = r->j;
   if (!c->authed) {
-    /* Another job's rank 0 (or anything else) on this port: not ours. */
-    int hello = strncmp(line, "hello ", 6) == 0, tell = strncmp(line, "tell ", 5) == 0;
-    if ((hello && strcmp(line + 6, j->token) == 0) || (tell && strcmp(line + 5, j->token) == 0)) {
-      c->authed = hello ? 1 : 2;
-      send_line(c->fd, "ok\n");
-      if (hello) r->rank0_seen = j->rank0_seen = 1;
-      if (hello && r->stop_sig && !r->stop_sent) send_stop(r, r->stop_sig);
+    /* Another job's rank 0 (or anything else that got through TLS) on this port: not ours. */
+    const char *h = frontproto_arg(line, FRONTPROTO_HELLO), *t = frontproto_arg(line, FRONTPROTO_TELL);
+    const char *tok = h ? h : t;
+    size_t tl = strlen(j->token);
+    if (tok && strlen(tok) == tl && tls_same(tok, j->token, tl)) {
+      c->authed = h ? 1 : 2;
+      send_line(c, FRONTPROTO_OK "\n");
+      if (h) r->rank0_seen = j->rank0_seen = 1;
+      if (h && r->stop_sig && !r->stop_sent) send_stop(r, r->stop_sig);
       return 0;
     }
+    tls_fail_note("front", c->peer, "a wrong token");
     conn_close(r, c);
     return -1;
   }
+  const char *a;
   /* (rank 0's status after another rank's "lost": its programs have ended too, as below) */
-  if (strncmp(line, "exit ", 5) == 0 && c->authed == 1 && (j->verdict < 0 || r->told)) {
+  if ((a = frontproto_arg(line, FRONTPROTO_EXIT)) && c->authed == 1 && (j->verdict < 0 || r->told)) {
     r->told = 0;
-    j->verdict = atoi(line + 5);
+    j->verdict = atoi(a);
     r->verdict_at = front_now();
     r->deadline = front_now() + (j->verdict == GPL_EXIT_TIMEOUT ? LINGER_LOST_S : LINGER_S);
-  } else if (strncmp(line, "from ", 5) == 0) {
-    snprintf(c->from, sizeof c->from, "%s", strlen(line + 5) < sizeof c->from ? line + 5 : "");
-  } else if (strncmp(line, "lost ", 5) == 0) {
-    add_named(j->lost, &j->nlost, line + 5);
-    add_claim(j, c->from, line + 5, c->authed == 1);
+  } else if ((a = frontproto_arg(line, FRONTPROTO_FROM))) {
+    snprintf(c->from, sizeof c->from, "%s", strlen(a) < sizeof c->from ? a : "");
+  } else if ((a = frontproto_arg(line, FRONTPROTO_LOST))) {
+    add_named(j->lost, &j->nlost, a);
+    add_claim(j, c->from, a, c->authed == 1);
     if (c->authed == 2 && j->verdict < 0) { /* rank 0's host is lost: it says nothing more */
       j->verdict = GPL_EXIT_TIMEOUT;
       r->told = 1; /* (unless it was cut off from the others only: a partition) */
       r->deadline = front_now() + LINGER_LOST_S;
     }
-  } else if (strncmp(line, "notice ", 7) == 0) {
-    add_named(j->notice, &j->nnotice, line + 7);
+  } else if ((a = frontproto_arg(line, FRONTPROTO_NOTICE))) {
+    add_named(j->notice, &j->nnotice, a);
   }
   return 0;
 }
 
 static void conn_read(run_t *r, conn_t *c) {
-  ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n <= 0) {
+  c->heard = 1;
+  if (!tls_ready(c->tls)) {
+    int h = tls_handshake(c->tls);
+    if (h == 0) return;
+    if (h < 0) {
+      tls_fail_note("front", c->peer, tls_why(c->tls));
+      conn_close(r, c);
+      return;
+    }
+  }
+  for (;;) {
+    ssize_t n = tls_read(c->tls, c->buf + c->len, sizeof c->buf - 1 - c->len);
+    if (n == 0) return;
+    if (n < 0) {
+      conn_close(r, c);
+      return;
+    }
+    c->len += (size_t)n;
+    c->buf[c->len] = 0;
+    char *nl;
+    while ((nl = strchr(c->buf, '\n'))) {
+      *nl = 0;
+      if (conn_line(r, c, c->buf) < 0) return;
+      size_t used = (size_t)(nl + 1 - c->buf);
+      memmove(c->buf, nl + 1, c->len - used + 1);
+      c->len -= used;
+    }
+    if (c->len >= sizeof c->buf - 1) c->len = 0;
+  }
+}
+
+/* A new connection: a free slot, else the oldest one that has said nothing yet (a real rank
+ * speaks at once: its TLS ClientHello), else the oldest one not authenticated. */
+static int conn_accept(run_t *r, int lfd) {
+  struct sockaddr_storage sa;
+  socklen_t sl = sizeof sa;
+  int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) return -1;
+  int slot = -1, silent = -1, unauth = -1;
+  for (int i = 0; i < NCONN; i++) {
+    conn_t *c = &r->c[i];
+    if (c->fd < 0) {
+      if (slot < 0) slot = i;
+      continue;
+    }
+    if (c->authed) continue;
+    if (!c->heard && (silent < 0 || c->opened < r->c[silent].opened)) silent = i;
+    if (unauth < 0 || c->opened < r->c[unauth].opened) unauth = i;
+  }
+  if (slot < 0) slot = silent >= 0 ? silent : unauth;
+  if (slot < 0) {
+    close(fd);
+    return 0;
+  }
+  conn_t *c = &r->c[slot];
+  if (c->fd >= 0) {
+    tls_fail_note("front", c->peer, "held a connection without authenticating");
     conn_close(r, c);
-    return;
   }
-  c->len += (size_t)n;
-  c->buf[c->len] = 0;
-  char *nl;
-  while ((nl = strchr(c->buf, '\n'))) {
-    *nl = 0;
-    if (conn_line(r, c, c->buf) < 0) return;
-    size_t used = (size_t)(nl + 1 - c->buf);
-    memmove(c->buf, nl + 1, c->len - used + 1);
-    c->len -= used;
+  *c = (conn_t){.fd = fd, .opened = front_now()};
+  char a[INET6_ADDRSTRLEN] = "?";
+  if (sa.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, a, sizeof a);
+  else if (sa.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sa)->sin6_addr, a, sizeof a);
+  util_strlcpy(c->peer, a, sizeof c->peer);
+  if (tls_new(&c->tls, r->j->ctx, fd) < 0) {
+    close(fd);
+    c->fd = -1;
   }
-  if (c->len >= sizeof c->buf - 1) c->len = 0;
+  return 0;
+}
+
+/* Connections that did not authenticate within FRONTPROTO_AUTH_S: dropped. */
+static void conn_expire(run_t *r) {
+  double t = front_now();
+  for (int i = 0; i < NCONN; i++) {
+    conn_t *c = &r->c[i];
+    if (c->fd >= 0 && !c->authed && t - c->opened > FRONTPROTO_AUTH_S) {
+      tls_fail_note("front", c->peer, tls_ready(c->tls) ? "no token in time" : "no TLS handshake in time");
+      conn_close(r, c);
+    }
+  }
 }
 
 static void on_signals(run_t *r) {
@@ -332,6 +413,7 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
+  fcntl(j->lfd, F_SETFL, fcntl(j->lfd, F_GETFL) | O_NONBLOCK);
   r.pid = start_launcher(j->av);
   if (r.pid < 0) return -1;
   g_run = &r;
@@ -342,14 +424,11 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
     int rc = poll(pf, NCONN + 2, 200);
     if (rc < 0 && errno != EINTR) break;
     if (pf[0].revents & POLLIN) on_signals(&r);
-    if (pf[1].revents & POLLIN) {
-      int fd = accept4(j->lfd, NULL, NULL, SOCK_CLOEXEC);
-      int slot = -1;
-      for (int i = 0; i < NCONN && slot < 0; i++)
-        if (r.c[i].fd < 0) slot = i;
-      if (fd >= 0 && slot < 0) close(fd);
-      else if (fd >= 0) r.c[slot] = (conn_t){.fd = fd};
-    }
+    /* Every waiting connection at once (the listener is non-blocking): a flood of them must not
+     * keep a real one waiting in the backlog. */
+    if (pf[1].revents & POLLIN)
+      for (int k = 0; k < 4096 && conn_accept(&r, j->lfd) == 0; k++) {
+      }
     for (int i = 0; i < NCONN; i++)
       if (r.c[i].fd >= 0 && (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) conn_read(&r, &r.c[i]);
     int st;
@@ -359,6 +438,7 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
       break;
     }
     check_timers(&r);
+    conn_expire(&r);
     if (tick && front_now() >= next_tick) {
       next_tick = front_now() + 0.2;
       tick(arg, j);
@@ -366,7 +446,11 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   }
   g_run = NULL;
   for (int i = 0; i < NCONN; i++)
-    if (r.c[i].fd >= 0) close(r.c[i].fd);
+    if (r.c[i].fd >= 0) {
+      tls_free(r.c[i].tls);
+      close(r.c[i].fd);
+    }
+  tls_fail_report();
   j->code = j->verdict >= 0 ? j->verdict : j->launcher_status;
   return 0;
 }

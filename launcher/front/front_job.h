@@ -12,7 +12,8 @@
 typedef struct front_job_s {
   /* in */
   char **av;              /* the launcher's argv (mpirun ... gpulaunch ...), NULL-terminated */
-  const char *token;      /* the channel's token (GPULAUNCH_FRONTEND_TOKEN) */
+  const char *token;      /* the channel's token (hex, derived from the job key) */
+  struct tls_ctx_s *ctx;  /* the channel's TLS, server side (common/tls.h) */
   double start_limit;     /* > 0: rank 0 must connect within this many seconds, else the
                            * launcher is ended (an elastic launch on a host that cannot start) */
   int lfd;                /* the channel's listening socket */

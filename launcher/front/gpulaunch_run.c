@@ -38,12 +38,15 @@
 #include "common/envvar.h"
 #include "common/log.h"
 #include "common/netport.h"
+#include "common/tls.h"
 #include "common/util.h"
 #include "launcher/audit/audit_event.h"
+#include "launcher/exitcode.h"
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
 #include "launcher/front/front_oob.h"
+#include "launcher/front/front_sec.h"
 #include "launcher/sup/frontch.h"
 
 static const char g_usage[] =
@@ -102,18 +105,6 @@ static void addresses(int port, char *out, size_t len) {
     off += (size_t)snprintf(out + off, len - off, ",%s:%d", a, port);
   }
   freeifaddrs(ifs);
-}
-
-static int make_token(char *out, size_t len) {
-  unsigned char r[16];
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, r, sizeof r) != (ssize_t)sizeof r) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  close(fd);
-  for (size_t i = 0; i < sizeof r && 2 * i + 2 < len; i++) snprintf(out + 2 * i, 3, "%02x", r[i]);
-  return 0;
 }
 
 /* A number of seconds >= 0 (or a whole number when whole). */
@@ -275,19 +266,20 @@ int main(int argc, char **argv) {
 
   /* The channel: any address of this host, a port the kernel picks or one of --port-range. */
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-  int lfd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, 8, "gpulaunch-run's channel for rank 0");
+  int lfd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, SOMAXCONN, "gpulaunch-run's channel for rank 0");
   if (lfd < 0) {
     front_say("cannot open the channel for rank 0: %s", strerror(errno));
     return 70;
   }
+  /* The job key (the config's [security]) and the channel's TLS: before anything is exported. */
   char token[40], addrs[1024];
-  if (make_token(token, sizeof token) < 0) {
-    front_say("cannot read /dev/urandom: %s", strerror(errno));
-    return 70;
-  }
+  seckey_t key;
+  front_job_t job = {.lfd = lfd};
+  if (front_sec_init(argc, argv, &key, &job, token, sizeof token) < 0) return GPL_EXIT_SECURITY;
+  tls_set_fail_hook(audit_note_auth_failure); /* with --audit-log: failed authentications recorded */
   addresses(ntohs(sa.sin_port), addrs, sizeof addrs);
   setenv(FRONTCH_ENV, addrs, 1);
-  setenv(FRONTCH_TOKEN_ENV, token, 1);
+  setenv(envvar_name(ENVVAR_FRONTEND_HOST), util_hostname(), 1);
   /* `> log 2>&1`: rank 0 then writes every line through one stream (mpirun would cut lines
    * of two streams at any byte); it may run on another host, where it cannot see our fds. */
   struct stat s1, s2;
@@ -296,13 +288,13 @@ int main(int argc, char **argv) {
 
   /* mpirun -x the channel, the keepalive (unless given), then the user's words. srun passes the
    * environment on by itself; a --export list of the user's gets the channel's names added. */
-  char **av = calloc((size_t)argc + 20, sizeof *av);
+  char **av = calloc((size_t)argc + 40, sizeof *av);
   if (!av) return 70;
   int n = 0;
   av[n++] = (char *)mpirun;
   if (srun) {
-    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED,GPULAUNCH_PORT_RANGE,"
-                                FRONT_ELASTIC_ENV_NAMES;
+    static const char names[] = "," FRONTCH_ENV ",GPULAUNCH_FRONTEND_MERGED,GPULAUNCH_FRONTEND_HOST,"
+                                "GPULAUNCH_KEY_SOURCE,GPULAUNCH_JOB_KEY,GPULAUNCH_RUN_ID,GPULAUNCH_PORT_RANGE," FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
       char *e = malloc(strlen(argv[i]) + sizeof names);
@@ -312,12 +304,21 @@ int main(int argc, char **argv) {
       argv[i] = e;
     }
   } else {
-    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, "GPULAUNCH_FRONTEND_MERGED",
-                                     "GPULAUNCH_PORT_RANGE"};
+    /* Names only: mpirun takes each value from this environment (never on a command line). */
+    static const char *const xs[] = {FRONTCH_ENV, "GPULAUNCH_FRONTEND_MERGED", "GPULAUNCH_FRONTEND_HOST",
+                                     "GPULAUNCH_KEY_SOURCE", "GPULAUNCH_PORT_RANGE"};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
       if (!getenv(xs[i])) continue; /* the port range: only when given */
       av[n++] = "-x";
       av[n++] = (char *)xs[i];
+    }
+    if (key.src == SECKEY_HANDED) {
+      av[n++] = "-x";
+      av[n++] = "GPULAUNCH_JOB_KEY";
+    }
+    if (!elastic) { /* (an elastic launch passes the run id itself) */
+      av[n++] = "-x";
+      av[n++] = "GPULAUNCH_RUN_ID";
     }
     static const char *const ka[][2] = {{"oob_tcp_keepalive_time", "10"},
                                         {"oob_tcp_keepalive_intvl", "2"},
@@ -343,7 +344,6 @@ int main(int argc, char **argv) {
     }
   }
   if (front_signals_init(own_signals) < 0) return 70;
-  front_job_t job = {.token = token, .lfd = lfd};
   int code;
   if (elastic) {
     char *alloc = NULL;

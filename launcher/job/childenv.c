@@ -24,6 +24,8 @@ static int is_mpi_runtime_var(const char *kv) {
     if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
   /* gpulaunch-run's channel is rank 0's supervisor's, not the program's (its token a secret). */
   if (strncmp(kv, "GPULAUNCH_FRONTEND", 18) == 0 && (kv[18] == '=' || kv[18] == '_')) return 1;
+  /* The job key (a secret) and where it came from: the supervisors', never the program's. */
+  if (strncmp(kv, "GPULAUNCH_JOB_KEY=", 18) == 0 || strncmp(kv, "GPULAUNCH_KEY_SOURCE=", 21) == 0) return 1;
   return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 

@@ -8,6 +8,7 @@
 
 #include "launcher/conf/conf.h"
 #include "launcher/job/job.h"
+#include "launcher/job/seckey.h"
 
 typedef struct launch_s {
   job_t *job;               /* initialised (MPI up) before a mode runs, except `check`/`help` */
@@ -19,6 +20,8 @@ typedef struct launch_s {
   char **argv;
   cJSON *summary;           /* the job summary; modes add their objects ("train", "bench", ...);
                              * main writes it to summary_path from rank 0 */
+  seckey_t sec;             /* the job key and TLS settings, agreed by place_rank (sec_done) */
+  int sec_done;
   char root_cause[512];     /* why the job failed, when a mode knows (the audit log's end line) */
 } launch_t;
 

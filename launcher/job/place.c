@@ -186,6 +186,7 @@ void place_net_job(const launch_t *L, net_job_t *nj) {
       .hosts = (const char *const *)job->hosts, .comm = job->world, .node = job->node_grp,
       .leaders = job->lead_grp, .timeout = job->timeout,
       .family = net_family_parse(place_user_var(L, "NCCL_SOCKET_FAMILY", NULL)),
+      .tls = L->sec_done ? &L->sec.tls : NULL,
   };
 }
 
@@ -301,6 +302,10 @@ int place_rank(launch_t *L, childenv_t *ce, place_t *out) {
   rc = job_agree(L->job, L->job->local_size > 1 ? check_node_uniform(L, ce, out) : GPL_OK,
                  "start-up (node-wide values)");
   if (rc < 0) return rc;
+  /* The job key before any channel opens (the preflight's is the first). */
+  rc = seckey_agree(&L->sec, L->conf ? &L->conf->security : NULL, L->job);
+  if (rc < 0) return rc;
+  L->sec_done = 1;
   return place_network(L, ce, out);
 }
 

@@ -1,6 +1,7 @@
 /* Supervisor liveness outside MPI, the libuv/TCP driver of the tree in livetree.c: each process
- * connects to its parent and accepts its children; heartbeats on a libuv loop of its own thread,
- * so a busy or blocked supervisor loop does not miss them. */
+ * connects to its parent and accepts its children, every connection TLS 1.3 with the "live"
+ * channel's key (common/tls.h over memory BIOs); heartbeats on a libuv loop of its own thread, so a
+ * busy or blocked supervisor loop does not miss them. */
 #include "launcher/live/liveness.h"
 
 #include <arpa/inet.h>
@@ -10,24 +11,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "common/envvar.h"
 #include "common/mpix.h"
+#include "common/tls.h"
 #include "common/util.h"
 #include "launcher/exitcode.h"
 #include "launcher/exec/reap.h"
+#include "launcher/job/seckey.h"
 #include "launcher/live/livesock.h"
+
+#define AUTH_S 1.5       /* a connection must have finished TLS and said HELLO within this (the
+                          * check runs every 250 ms: dropped within 2 s, under load too) */
+#define UNAUTH_MAX 256   /* connections not yet authenticated; past it the oldest silent one goes */
 
 typedef struct peer_s {
   uv_tcp_t tcp;
   struct live_s *l;
   int rank;          /* -1 until its HELLO (a child) */
   int closing;
+  int heard;         /* any byte arrived */
   double opened;
+  tls_t *tls;
+  char addr[48];     /* the peer's address, for the failure log */
   size_t have;
   unsigned char buf[LT_FRAME_MAX];
   struct peer_s *next;
@@ -44,11 +53,14 @@ struct live_s {
   uv_loop_t loop;
   uv_thread_t thread;
   uv_async_t wake;
-  uv_timer_t timer, retry;
+  uv_timer_t timer, retry, authchk;
   uv_tcp_t server;        /* a process with children */
   int serving;
   peer_t *conns;          /* every connection: the parent's and the children's */
-  peer_t *up;             /* the parent's, once connected */
+  peer_t *up;             /* the parent's, once connected and authenticated */
+  peer_t *pending_up;     /* the parent's during its TLS handshake */
+  tls_ctx_t *srv, *cli;   /* the "live" channel's TLS, both sides */
+  unsigned char cbuf[65536]; /* records as read (one read at a time on this loop) */
   peer_t **by_kid;        /* each child's connection once it said hello (lt_kid_index) */
   uv_connect_t creq;
   int connecting;
@@ -114,6 +126,7 @@ static void io_lost(void *arg, const int *ranks, int n, live_why_t why, double s
 static void on_closed(uv_handle_t *h) {
   peer_t *p = h->data;
   live_t *l = p->l;
+  tls_free(p->tls);
   for (peer_t **pp = &l->conns; *pp; pp = &(*pp)->next)
     if (*pp == p) {
       *pp = p->next;
@@ -127,6 +140,7 @@ static void peer_close(peer_t *p) {
   p->closing = 1;
   live_t *l = p->l;
   if (l->up == p) l->up = NULL;
+  if (l->pending_up == p) l->pending_up = NULL;
   int i = p->rank >= 0 && p->rank != l->parent ? lt_kid_index(l->core, p->rank) : -1;
   if (i >= 0 && l->by_kid[i] == p) l->by_kid[i] = NULL;
   uv_close((uv_handle_t *)&p->tcp, on_closed);
@@ -162,6 +176,8 @@ static void on_written(uv_write_t *w, int status) {
   free(w);
 }
 
+static void peer_flush(peer_t *p, int is_abort);
+
 /* The core's io.send: to the parent or a child, by rank. */
 static void io_send(void *arg, int to, const void *frame, size_t len) {
   live_t *l = arg;
@@ -172,14 +188,22 @@ static void io_send(void *arg, int to, const void *frame, size_t len) {
     if (i >= 0) p = l->by_kid[i];
   }
   if (!p || p->closing) return;
-  wreq_t *w = malloc(sizeof *w + len);
-  if (!w) return;
-  memcpy(w->f, frame, len);
-  w->len = len;
   lt_hdr_t h;
   memcpy(&h, frame, sizeof h);
-  w->abort = h.type == LT_ABORT;
-  uv_buf_t b = uv_buf_init((char *)w->f, (unsigned)len);
+  if (tls_write(p->tls, frame, len) < 0) return;
+  peer_flush(p, h.type == LT_ABORT);
+}
+
+/* What TLS has for the peer (records of frames, handshake flights), written as one buffer. */
+static void peer_flush(peer_t *p, int is_abort) {
+  live_t *l = p->l;
+  size_t len = tls_pending(p->tls);
+  if (!len || p->closing) return;
+  wreq_t *w = malloc(sizeof *w + len);
+  if (!w) return;
+  w->len = tls_drain(p->tls, w->f, len);
+  w->abort = is_abort;
+  uv_buf_t b = uv_buf_init((char *)w->f, (unsigned)w->len);
   if (w->abort) {
     uv_mutex_lock(&l->mu);
     l->aborts_pending++;
@@ -204,8 +228,8 @@ static int32_t io_progress(void *arg, int from, int32_t age_ms) {
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b) {
   peer_t *p = h->data;
   (void)suggested;
-  b->base = (char *)p->buf + p->have;
-  b->len = sizeof p->buf - p->have;
+  b->base = (char *)p->l->cbuf;
+  b->len = sizeof p->l->cbuf;
 }
 
 /* One whole frame from p. */
@@ -216,15 +240,18 @@ static void peer_frame(peer_t *p, const unsigned char *f, size_t len) {
     int r = lt_hello_rank(l->core, f, len);
     int i = r >= 0 ? lt_kid_index(l->core, r) : -1;
     if (i < 0) {
-      LOG_INFO(SUP, "liveness: a connection without the job's token was dropped");
+      tls_fail_note("live", p->addr, "no HELLO with the job's token from a child");
+      peer_close(p);
+      return;
+    }
+    /* A second HELLO for a child that is connected: refused (the child's own connection stays;
+     * one that broke is a loss the core hears of, never replaced). */
+    if (l->by_kid[i] && l->by_kid[i] != p) {
+      tls_fail_note("live", p->addr, "a second HELLO for a connected child");
       peer_close(p);
       return;
     }
     p->rank = r;
-    if (l->by_kid[i] && l->by_kid[i] != p) {
-      l->by_kid[i]->rank = -1; /* the old one's close is not this child's */
-      peer_close(l->by_kid[i]);
-    }
     l->by_kid[i] = p;
     lt_up(l->core, r, util_now());
     return;
@@ -232,36 +259,72 @@ static void peer_frame(peer_t *p, const unsigned char *f, size_t len) {
   lt_on_frame(l->core, p->rank, f, len, util_now());
 }
 
+/* The parent's connection finished its handshake: it is up. */
+static void up_ready(peer_t *p) {
+  live_t *l = p->l;
+  l->pending_up = NULL;
+  l->up = p;
+  lt_up(l->core, l->parent, util_now());
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   peer_t *p = s->data;
+  live_t *l = p->l;
   (void)b;
   if (n < 0) {
     peer_gone(p);
     return;
   }
-  p->have += (size_t)n;
-  size_t off = 0;
-  while (!p->closing) {
-    long need = lt_frame_len(p->buf + off, p->have - off);
-    if (need < 0) {
-      peer_close(p);
+  if (n == 0) return;
+  p->heard = 1;
+  tls_feed(p->tls, l->cbuf, (size_t)n);
+  if (!tls_ready(p->tls)) {
+    int h = tls_handshake(p->tls);
+    peer_flush(p, 0);
+    if (h < 0) {
+      tls_fail_note("live", p->addr, tls_why(p->tls));
+      peer_close(p); /* (the parent's: connected again by the timer) */
       return;
     }
-    if (need == 0 || (size_t)need > p->have - off) break;
-    peer_frame(p, p->buf + off, (size_t)need);
-    off += (size_t)need;
+    if (h == 0) return;
+    if (p == l->pending_up) up_ready(p);
   }
-  if (p->closing) return;
-  memmove(p->buf, p->buf + off, p->have - off);
-  p->have -= off;
+  while (!p->closing) {
+    ssize_t m = sizeof p->buf > p->have ? tls_read(p->tls, p->buf + p->have, sizeof p->buf - p->have) : -1;
+    if (m < 0) { /* a record that fails its MAC, a replay, or a frame past the bound */
+      peer_gone(p);
+      return;
+    }
+    if (m == 0) break;
+    p->have += (size_t)m;
+    size_t off = 0;
+    while (!p->closing) {
+      long need = lt_frame_len(p->buf + off, p->have - off);
+      if (need < 0) {
+        peer_close(p);
+        return;
+      }
+      if (need == 0 || (size_t)need > p->have - off) break;
+      peer_frame(p, p->buf + off, (size_t)need);
+      off += (size_t)need;
+    }
+    if (p->closing) return;
+    memmove(p->buf, p->buf + off, p->have - off);
+    p->have -= off;
+  }
+  if (!p->closing) peer_flush(p, 0);
 }
 
-static peer_t *peer_new(live_t *l) {
+static peer_t *peer_new(live_t *l, int server) {
   peer_t *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->l = l;
   p->rank = -1;
   p->opened = util_now();
+  if (tls_new(&p->tls, server ? l->srv : l->cli, -1) < 0) {
+    free(p);
+    return NULL;
+  }
   uv_tcp_init(&l->loop, &p->tcp);
   p->tcp.data = p;
   p->next = l->conns;
@@ -269,15 +332,36 @@ static peer_t *peer_new(live_t *l) {
   return p;
 }
 
+/* Past UNAUTH_MAX connections that have not authenticated: the oldest silent one (a real peer
+ * speaks at once, its TLS ClientHello), else the oldest, makes room. */
+static void make_room(live_t *l) {
+  int n = 0;
+  peer_t *silent = NULL, *old = NULL;
+  for (peer_t *q = l->conns; q; q = q->next) {
+    if (q->rank >= 0 || q->closing) continue;
+    n++;
+    if (!q->heard && (!silent || q->opened <= silent->opened)) silent = q;
+    if (!old || q->opened <= old->opened) old = q;
+  }
+  if (n < UNAUTH_MAX) return;
+  peer_t *v = silent ? silent : old;
+  tls_fail_note("live", v->addr, "held a connection without authenticating");
+  peer_close(v);
+}
+
 static void on_connection(uv_stream_t *server, int status) {
   live_t *l = server->data;
   if (status < 0) return;
-  peer_t *p = peer_new(l);
+  make_room(l);
+  peer_t *p = peer_new(l, 1);
   if (!p) return;
   if (uv_accept(server, (uv_stream_t *)&p->tcp) < 0) {
     peer_close(p);
     return;
   }
+  struct sockaddr_storage sa;
+  int sl = sizeof sa;
+  if (uv_tcp_getpeername(&p->tcp, (struct sockaddr *)&sa, &sl) == 0) uv_ip_name((struct sockaddr *)&sa, p->addr, sizeof p->addr);
   uv_tcp_nodelay(&p->tcp, 1);
   uv_read_start((uv_stream_t *)&p->tcp, on_alloc, on_read);
 }
@@ -293,19 +377,24 @@ static void on_connected(uv_connect_t *req, int status) {
     return;
   }
   uv_tcp_nodelay(&p->tcp, 1);
-  l->up = p;
+  /* Up once the handshake completes (on_read): the ClientHello goes out now. */
+  l->pending_up = p;
   uv_read_start((uv_stream_t *)&p->tcp, on_alloc, on_read);
-  lt_up(l->core, l->parent, util_now());
+  int h = tls_handshake(p->tls);
+  peer_flush(p, 0);
+  if (h < 0) peer_close(p);
+  else if (h == 1) up_ready(p); /* (tls = off: no handshake) */
 }
 
 static void connect_up(live_t *l) {
-  if (l->connecting || l->up || l->parent < 0) return;
+  if (l->connecting || l->up || l->pending_up || l->parent < 0) return;
   struct sockaddr_storage sa;
   memset(&sa, 0, sizeof sa);
   if (strchr(l->parent_addr, ':')) uv_ip6_addr(l->parent_addr, l->parent_port, (struct sockaddr_in6 *)&sa);
   else uv_ip4_addr(l->parent_addr, l->parent_port, (struct sockaddr_in *)&sa);
-  peer_t *p = peer_new(l);
+  peer_t *p = peer_new(l, 0);
   if (!p) return;
+  util_strlcpy(p->addr, l->parent_addr, sizeof p->addr);
   p->rank = l->parent; /* its close counts once it is up (l->up) */
   l->creq.data = l;
   if (uv_tcp_connect(&l->creq, &p->tcp, (const struct sockaddr *)&sa, on_connected) < 0) {
@@ -349,9 +438,17 @@ static void on_timer(uv_timer_t *t) {
     return;
   }
   if (lt_on_tick(l->core, now, stalled)) connect_up(l);
-  /* Connections that never said hello in time: not ours. */
+}
+
+/* Connections that did not finish TLS and say HELLO in time: not ours (dropped within 2 s). */
+static void on_authchk(uv_timer_t *t) {
+  live_t *l = t->data;
+  double now = util_now();
   for (peer_t *p = l->conns; p; p = p->next)
-    if (p->rank < 0 && now - p->opened > 5.0) peer_close(p);
+    if (p->rank < 0 && !p->closing && now - p->opened > AUTH_S) {
+      tls_fail_note("live", p->addr, tls_ready(p->tls) ? "no HELLO in time" : "no TLS handshake in time");
+      peer_close(p);
+    }
 }
 
 /* ---- requests from the supervisor's thread ---- */
@@ -422,19 +519,14 @@ static void run(void *arg) {
 /* ---- the supervisor's side ---- */
 
 static void live_free(live_t *l) {
+  tls_fail_report();
+  tls_ctx_free(l->srv);
+  tls_ctx_free(l->cli);
   lt_free(l->core);
   tree_shape_free(&l->shape);
   free(l->by_kid);
   free(l);
 }
-
-/* What each rank shares at start: where its children reach it, and rank 0's token. */
-typedef struct share_s {
-  uint64_t token;
-  int32_t port; /* 0: no listener (no children, or it could not open one) */
-  int32_t need; /* it has children */
-  char addr[48];
-} share_t;
 
 /* GPULAUNCH_LIVE_FANOUT: leaders per leader in the tree, 2..1024 (default TREE_FANOUT_DEFAULT). */
 static int fanout_env(const job_t *job, int *out) {
@@ -475,53 +567,18 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   }
   l->parent = tree_parent(&l->shape, job->rank);
   int nkids = tree_children(&l->shape, job->rank, NULL, 0);
-  int v6 = strchr(o->addr, ':') != NULL;
-  share_t me;
-  memset(&me, 0, sizeof me);
-  me.need = nkids > 0;
-  if (nkids > 0) {
-    /* One descriptor per child: raise the soft limit where a big fan-in needs it. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)nkids + 256 && rl.rlim_cur < rl.rlim_max) {
-      rl.rlim_cur = rl.rlim_max;
-      setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    l->listen_fd = livesock_listen(v6, &me.port);
-    if (l->listen_fd < 0)
-      LOG_WARN("liveness: cannot listen for the other supervisors (%s); a lost host will not be noticed",
-               strerror(errno));
-    if (job->nnodes == 1) util_strlcpy(me.addr, v6 ? "::1" : "127.0.0.1", sizeof me.addr);
-    else if (job->rank == 0) util_strlcpy(me.addr, o->addr, sizeof me.addr);
-    else if (livesock_route_addr(o->addr, me.addr, sizeof me.addr) < 0)
-      LOG_WARN("liveness: no address of this host on the route to %s; its children cannot reach it", o->addr);
-  }
-  if (job->rank == 0 && uv_random(NULL, NULL, &me.token, sizeof me.token, 0, NULL) < 0) me.token = util_now_ns();
-  share_t *all = calloc((size_t)job->size, sizeof *all);
-  if (!all) rc = GPL_ENOMEM;
-  else rc = mpix_allgather(&me, (int)sizeof me, all, job->world, job->timeout, "start-up (supervisor liveness)");
-  if (rc < 0) {
-    free(all);
+  /* The tree's token (inside TLS; the only check with tls = off) and keys: from the job key. */
+  uint64_t token = 0;
+  int keyed = o->sec && seckey_derive(o->sec, "live token", (uint8_t *)&token, sizeof token) == 0 &&
+              tls_ctx_new(&l->srv, &o->sec->tls, "live", 1) == 0 && tls_ctx_new(&l->cli, &o->sec->tls, "live", 0) == 0;
+  if (!keyed) LOG_WARN("liveness: no job key; a lost host will not be noticed");
+  int ok = 0;
+  rc = livesock_exchange(job, o->addr, nkids, l->parent, keyed, &l->listen_fd, l->parent_addr,
+                         sizeof l->parent_addr, &l->parent_port, &ok);
+  if (rc < 0 || !ok) {
     if (l->listen_fd >= 0) close(l->listen_fd);
     live_free(l);
-    return rc;
-  }
-  /* Every rank decides the same from the same table: a parent without a listener or address
-   * means no liveness for anyone. */
-  int ok = 1;
-  for (int r = 0; r < job->size; r++)
-    if (all[r].need && (all[r].port == 0 || !all[r].addr[0])) ok = 0;
-  if (l->parent >= 0) {
-    const share_t *p = &all[l->parent];
-    l->parent_port = p->port;
-    if (job->node_of[l->parent] == job->node) util_strlcpy(l->parent_addr, v6 ? "::1" : "127.0.0.1", sizeof l->parent_addr);
-    else util_strlcpy(l->parent_addr, p->addr, sizeof l->parent_addr);
-  }
-  uint64_t token = all[0].token;
-  free(all);
-  if (!ok) {
-    if (l->listen_fd >= 0) close(l->listen_fd);
-    live_free(l);
-    return GPL_OK;
+    return rc < 0 ? rc : GPL_OK;
   }
   lt_cfg_t cfg = {l->shape, job->rank, token, o->interval, o->timeout, o->connect_s};
   lt_io_t io = {l, io_send, io_lost, io_progress};
@@ -540,7 +597,9 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   l->wake.data = l;
   uv_timer_init(&l->loop, &l->timer);
   uv_timer_init(&l->loop, &l->retry);
-  l->timer.data = l->retry.data = l;
+  uv_timer_init(&l->loop, &l->authchk);
+  l->timer.data = l->retry.data = l->authchk.data = l;
+  uv_timer_start(&l->authchk, on_authchk, 250, 250);
   uint64_t ms = (uint64_t)(o->interval * 1000);
   uv_timer_start(&l->timer, on_timer, ms ? ms : 1, ms ? ms : 1);
   if (l->listen_fd >= 0) {

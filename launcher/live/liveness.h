@@ -19,7 +19,10 @@ typedef struct live_event_s {
   char who[768];     /* "rank 4 (host h2), rank 5 (host h2)", then "and N more, (host h3)" */
 } live_event_t;
 
+struct seckey_s;
+
 typedef struct live_opts_s {
+  const struct seckey_s *sec; /* the job key: the tree's token and TLS keys (launcher/job/seckey.h) */
   const char *addr;     /* rank 0's address that every rank can reach (MASTER_ADDR); each other
                          * leader listens on its own address on the route to it */
   int fanout;           /* leaders per leader (GPULAUNCH_LIVE_FANOUT); <= 0: TREE_FANOUT_DEFAULT */
@@ -41,7 +44,7 @@ typedef struct live_opts_s {
 } live_opts_t;
 
 /* Start liveness for the job (collective over job->world: every rank with children opens its
- * listener; one allgather of each rank's address and port, and rank 0's random token, bounded by
+ * listener; one allgather of each rank's address and port, bounded by
  * job->timeout). A job of one has none: *out = NULL. */
 int live_start(live_t **out, job_t *job, const live_opts_t *o);
 /* The supervisor's loop is alive (call it from every loop iteration or timer). */

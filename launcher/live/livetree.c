@@ -59,6 +59,15 @@ long lt_frame_len(const void *buf, size_t len) {
 /* The ranks below kid (itself included): its node's when it leads one, and so on down. */
 static int subtree(const lt_t *t, int kid, int *out) { return tree_subtree(&t->c.shape, kid, out); }
 
+/* r is kid or below it: only those may a LOST frame from kid name. */
+static int in_subtree(const lt_t *t, int kid, int r) {
+  for (int x = r, hops = 0; x >= 0 && hops < 64; x = tree_parent(&t->c.shape, x), hops++) {
+    if (x == kid) return 1;
+    if (x == t->c.rank) return 0;
+  }
+  return 0;
+}
+
 /* ---- frames ---- */
 
 static void send_to(lt_t *t, int to, int type, int arg, const lt_ent_t *e, int n) {
@@ -264,10 +273,12 @@ void lt_on_frame(lt_t *t, int peer, const void *frame, size_t len, double now) {
       int32_t sil[LT_LIST_MAX];
       int c = 0;
       for (int i = 0; i < n; i++)
-        if (e[i].rank >= 0 && e[i].rank < t->c.shape.size) {
+        if (e[i].rank >= 0 && e[i].rank < t->c.shape.size && in_subtree(t, peer, e[i].rank)) {
           ranks[c] = e[i].rank;
           sil[c++] = e[i].val;
         }
+      if (c < n) t->st.refused += (uint64_t)(n - c);
+      if (c == 0) break;
       live_why_t why = h.arg >= LIVE_CLOSED && h.arg <= LIVE_NEVER ? (live_why_t)h.arg : LIVE_SILENT;
       report(t, ranks, sil, c, why, now);
       break;

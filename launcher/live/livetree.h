@@ -73,6 +73,7 @@ typedef struct lt_cfg_s {
 /* Counters (a simulation's figures). */
 typedef struct lt_stats_s {
   uint64_t sent, recv, sent_bytes, recv_bytes;
+  uint64_t refused; /* ranks a LOST frame named outside its sender's subtree (not believed) */
 } lt_stats_t;
 
 typedef struct lt_s lt_t;

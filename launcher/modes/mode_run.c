@@ -251,6 +251,7 @@ int mode_run(launch_t *L) {
 
   memset(&o, 0, sizeof o);
   o.job = job;
+  o.sec = &L->sec;
   o.argv = argv;
   o.make_env = make_env;
   o.env_arg = &ce;

@@ -1,5 +1,6 @@
-/* Rank 0's end of the channel to gpulaunch-run (frontch.h): a plain TCP socket, read from the
- * supervisor's loop, written with short blocking writes (a few bytes, twice per job). */
+/* Rank 0's end of the channel to gpulaunch-run (frontch.h): TLS 1.3 on a TCP socket (common/tls.h,
+ * socket mode), read from the supervisor's loop, written with short bounded writes (a few lines
+ * per job); the words in frontproto.h. */
 #include "launcher/sup/frontch.h"
 
 #include <arpa/inet.h>
@@ -17,28 +18,31 @@
 
 #include "common/envvar.h"
 #include "common/log.h"
+#include "gpulaunch/error.h"
 #include "common/util.h"
+#include "launcher/job/seckey.h"
+#include "launcher/sup/frontproto.h"
+
+static tls_ctx_t *g_ctx;                          /* the "front" channel, client side */
+static char g_token[2 * FRONTPROTO_TOKEN_BYTES + 1]; /* "hello TOKEN" */
+
+void frontch_set_key(const seckey_t *k) {
+  tls_ctx_free(g_ctx);
+  g_ctx = NULL;
+  uint8_t t[FRONTPROTO_TOKEN_BYTES];
+  if (seckey_derive(k, "front token", t, sizeof t) < 0 || tls_ctx_new(&g_ctx, &k->tls, "front", 0) < 0) {
+    g_ctx = NULL;
+    return;
+  }
+  tls_hex(t, sizeof t, g_token);
+}
 
 int frontch_present(void) {
   const char *e = envvar_get(ENVVAR_FRONTEND);
   return e && *e;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n > 0) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) {
-      struct pollfd pf = {.fd = fd, .events = POLLOUT};
-      if (poll(&pf, 1, 1000) <= 0) return -1;
-      continue;
-    }
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
+static int write_line(tls_t *t, const char *line) { return tls_write_all(t, line, strlen(line), 1.0); }
 
 /* A non-blocking connect to one "ADDR:PORT", bounded by timeout_s. The fd, or -1. */
 static int connect_one(const char *ap, double timeout_s) {
@@ -65,44 +69,57 @@ fail:
   return -1;
 }
 
-/* Connect to the front end named in the environment and say "VERB TOKEN"; the fd once it
- * answered "ok", 0 when no front end is named, -1 (said on stderr when loud) when none answered. */
-static int connect_front(const char *verb, double timeout_s, int loud) {
-  const char *list = envvar_get(ENVVAR_FRONTEND), *token = envvar_get(ENVVAR_FRONTEND_TOKEN);
+/* A loopback address ("127.0.0.1:P"): tried only on gpulaunch-run's own host, where no other
+ * user's listener can stand in for it. */
+static int is_loopback(const char *ap) { return strncmp(ap, "127.", 4) == 0; }
+
+/* Connect to the front end named in the environment, complete the TLS handshake and say "VERB
+ * TOKEN"; the connection once it answered "ok" (*out), 1; 0 when no front end is named; -1 (said
+ * on stderr when loud) when none answered. */
+static int connect_front(const char *verb, double timeout_s, int loud, int *fd_out, tls_t **out) {
+  const char *list = envvar_get(ENVVAR_FRONTEND);
   if (!list || !*list) return 0;
-  if (!token || !*token || strlen(token) > 64) {
-    if (loud)
-      log_print("gpulaunch: %s is set without %s: not under gpulaunch-run's control\n", FRONTCH_ENV,
-                FRONTCH_TOKEN_ENV);
+  if (!g_ctx) {
+    if (loud) log_print("gpulaunch: no key for gpulaunch-run's channel: not under its control\n");
     return -1;
   }
+  const char *fh = envvar_get(ENVVAR_FRONTEND_HOST);
+  int same_host = fh && strcmp(fh, util_hostname()) == 0;
   char line[96];
-  snprintf(line, sizeof line, "%s %s\n", verb, token);
+  snprintf(line, sizeof line, "%s %s\n", verb, g_token);
   char copy[1024];
   util_strlcpy(copy, list, sizeof copy);
   char *save = NULL;
   for (char *ap = strtok_r(copy, ",", &save); ap; ap = strtok_r(NULL, ",", &save)) {
+    if (is_loopback(ap) && !same_host) continue;
     int fd = connect_one(ap, timeout_s);
     if (fd < 0) continue;
-    if (write_all(fd, line, strlen(line)) < 0) {
-      close(fd);
-      continue;
-    }
-    /* The front end answers "ok" to the right token and closes on a wrong one (another job's
-     * front end on the same port of this host). */
+    tls_t *t = NULL;
+    int rc = tls_new(&t, g_ctx, fd);
+    if (rc == 0) rc = tls_handshake_wait(t, timeout_s);
+    if (rc == GPL_EAUTH) tls_fail_note("front", ap, tls_why(t)); /* not our gpulaunch-run */
+    if (rc == 0) rc = write_line(t, line);
+    /* The front end answers "ok" to the right token and closes on a wrong one. */
     char ok[8] = "";
     size_t got = 0;
-    while (got < 3) {
+    double deadline = util_now() + timeout_s;
+    while (rc == 0 && got < 3 && util_now() < deadline) {
+      ssize_t r = tls_read(t, ok + got, 3 - got);
+      if (r < 0) break;
+      if (r > 0) {
+        got += (size_t)r;
+        continue;
+      }
       struct pollfd pf = {.fd = fd, .events = POLLIN};
-      if (poll(&pf, 1, (int)(timeout_s * 1000)) != 1) break;
-      ssize_t r = recv(fd, ok + got, 3 - got, 0);
-      if (r <= 0) break;
-      got += (size_t)r;
+      poll(&pf, 1, (int)((deadline - util_now()) * 1000) + 1);
     }
-    if (got == 3 && memcmp(ok, "ok\n", 3) == 0) {
+    if (rc == 0 && got == 3 && memcmp(ok, FRONTPROTO_OK "\n", 3) == 0) {
       LOG_INFO(SUP, "connected to gpulaunch-run at %s", ap);
-      return fd;
+      *fd_out = fd;
+      *out = t;
+      return 1;
     }
+    tls_free(t);
     close(fd);
   }
   if (loud)
@@ -114,56 +131,62 @@ static int connect_front(const char *verb, double timeout_s, int loud) {
 int frontch_open(frontch_t *f, double timeout_s) {
   memset(f, 0, sizeof *f);
   f->fd = -1;
-  int fd = connect_front("hello", timeout_s, 1);
-  if (fd <= 0) return fd;
+  int fd = -1;
+  tls_t *t = NULL;
+  int rc = connect_front(FRONTPROTO_HELLO, timeout_s, 1, &fd, &t);
+  if (rc <= 0) return rc;
   f->fd = fd;
+  f->tls = t;
   return 1;
 }
 
 /* "from BY" (the host that makes the claim), then "lost HOST" for every "(host NAME)" in who
  * (mpix_rank_name's words), each host once. */
-static void send_lost(int fd, const char *by, const char *who) {
+static void send_lost(tls_t *t, const char *by, const char *who) {
   char seen[1024] = " ", from[96];
-  snprintf(from, sizeof from, "from %s\n", by && *by && strlen(by) < 64 ? by : "");
-  if (by && *by && strlen(by) < 64 && write_all(fd, from, strlen(from)) < 0) return;
+  if (by && *by && strlen(by) <= FRONTPROTO_HOST_MAX) {
+    snprintf(from, sizeof from, FRONTPROTO_FROM " %s\n", by);
+    if (write_line(t, from) < 0) return;
+  }
   for (const char *p = strstr(who, "(host "); p; p = strstr(p, "(host ")) {
     p += 6;
     size_t n = strcspn(p, ")");
     char line[96], key[80];
-    if (n == 0 || n > 63) continue;
+    if (n == 0 || n > FRONTPROTO_HOST_MAX) continue;
     snprintf(key, sizeof key, " %.*s ", (int)n, p);
     if (strstr(seen, key) || strlen(seen) + strlen(key) >= sizeof seen) continue;
     strcat(seen, key + 1);
-    snprintf(line, sizeof line, "lost %.*s\n", (int)n, p);
-    if (write_all(fd, line, strlen(line)) < 0) return;
+    snprintf(line, sizeof line, FRONTPROTO_LOST " %.*s\n", (int)n, p);
+    if (write_line(t, line) < 0) return;
   }
 }
 
 void frontch_lost(frontch_t *f, const char *by, const char *who) {
-  if (f->fd >= 0 && !f->exit_sent) send_lost(f->fd, by, who);
+  if (f->fd >= 0 && !f->exit_sent) send_lost(f->tls, by, who);
 }
 
 void frontch_notice(frontch_t *f, const char *host) {
   char line[96];
-  if (f->fd < 0 || f->exit_sent || !*host || strlen(host) > 63) return;
-  snprintf(line, sizeof line, "notice %s\n", host);
-  if (write_all(f->fd, line, strlen(line)) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the notice");
+  if (f->fd < 0 || f->exit_sent || !*host || strlen(host) > FRONTPROTO_HOST_MAX) return;
+  snprintf(line, sizeof line, FRONTPROTO_NOTICE " %s\n", host);
+  if (write_line(f->tls, line) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the notice");
 }
 
 void frontch_tell_lost(const char *by, const char *who, double timeout_s) {
-  int fd = connect_front("tell", timeout_s, 0);
-  if (fd <= 0) return;
-  send_lost(fd, by, who);
+  int fd = -1;
+  tls_t *t = NULL;
+  if (connect_front(FRONTPROTO_TELL, timeout_s, 0, &fd, &t) <= 0) return;
+  send_lost(t, by, who);
+  tls_free(t);
   close(fd);
 }
 
 int frontch_read(frontch_t *f) {
   if (f->fd < 0) return -1;
   for (;;) {
-    ssize_t r = recv(f->fd, f->buf + f->len, sizeof f->buf - 1 - f->len, MSG_DONTWAIT);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-    if (r <= 0) {
+    ssize_t r = tls_read(f->tls, f->buf + f->len, sizeof f->buf - 1 - f->len);
+    if (r == 0) break;
+    if (r < 0) {
       frontch_close(f);
       return -1;
     }
@@ -174,7 +197,8 @@ int frontch_read(frontch_t *f) {
   char *nl = strchr(f->buf, '\n');
   if (!nl) return 0;
   *nl = 0;
-  int sig = strcmp(f->buf, "stop TERM") == 0 ? SIGTERM : strcmp(f->buf, "stop INT") == 0 ? SIGINT : 0;
+  const char *arg = frontproto_arg(f->buf, FRONTPROTO_STOP);
+  int sig = !arg ? 0 : strcmp(arg, FRONTPROTO_TERM) == 0 ? SIGTERM : strcmp(arg, FRONTPROTO_INT) == 0 ? SIGINT : 0;
   size_t used = (size_t)(nl + 1 - f->buf);
   memmove(f->buf, nl + 1, f->len - used);
   f->len -= used;
@@ -185,11 +209,13 @@ void frontch_exit(frontch_t *f, int code) {
   if (f->fd < 0 || f->exit_sent) return;
   f->exit_sent = 1;
   char line[32];
-  snprintf(line, sizeof line, "exit %d\n", code);
-  if (write_all(f->fd, line, strlen(line)) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the exit status");
+  snprintf(line, sizeof line, FRONTPROTO_EXIT " %d\n", code);
+  if (write_line(f->tls, line) < 0) LOG_INFO(SUP, "gpulaunch-run did not take the exit status");
 }
 
 void frontch_close(frontch_t *f) {
+  tls_free(f->tls);
+  f->tls = NULL;
   if (f->fd >= 0) close(f->fd);
   f->fd = -1;
 }

@@ -2,30 +2,32 @@
  * (launcher/front/gpulaunch_run.c): the front end catches the user's SIGTERM/SIGINT and asks the
  * job to stop through it; rank 0 answers with the job's exit status once it is decided.
  *
- * gpulaunch-run exports GPULAUNCH_FRONTEND ("ADDR:PORT[,ADDR:PORT...]", tried in order) and
- * GPULAUNCH_FRONTEND_TOKEN (hex) with mpirun -x. The protocol is lines of text:
- *   rank 0 -> front end:  "hello TOKEN\n", later "exit CODE\n", before it "from ITS_HOST\n" and
- *                         "lost HOST\n" for each host whose ranks were lost (an elastic front end
- *                         goes on without them; the claims of both sides settle a partition)
- *                         and "notice HOST\n" for a host with an interruption notice
- *   another rank:         "tell TOKEN\n", "from ITS_HOST\n", "lost HOST\n"..., then it closes
- *                         (rank 0's host was lost)
- *   front end -> rank 0:  "stop TERM\n" or "stop INT\n" */
+ * gpulaunch-run exports GPULAUNCH_FRONTEND ("ADDR:PORT[,ADDR:PORT...]", tried in order; loopback
+ * addresses only on gpulaunch-run's own host, GPULAUNCH_FRONTEND_HOST) with mpirun -x. The words
+ * are in frontproto.h; every connection is TLS 1.3 with the "front" channel's key (the job key's,
+ * launcher/job/seckey.h), mutually authenticated. */
 #ifndef GPL_LAUNCHER_FRONTCH_H
 #define GPL_LAUNCHER_FRONTCH_H
 
 #include <stddef.h>
 
+#include "common/tls.h"
+
 #define FRONTCH_ENV "GPULAUNCH_FRONTEND"
-#define FRONTCH_TOKEN_ENV "GPULAUNCH_FRONTEND_TOKEN"
+
+struct seckey_s;
 
 typedef struct frontch_s {
   int fd;           /* -1: no front end */
+  tls_t *tls;       /* the connection's TLS (plain with tls = off) */
   int exit_sent;
   size_t len;
   char buf[128];    /* a partial line from the front end */
 } frontch_t;
 
+/* The job's key and TLS settings for every connection to the front end (once, before
+ * frontch_open or frontch_tell_lost; the strings k points to must live as long). */
+void frontch_set_key(const struct seckey_s *k);
 /* Connect to the front end named in the environment (each address within timeout_s). 1
  * connected, 0 no front end (the variables are unset), negative: named but not reachable (said
  * on stderr; the job runs on without it). */

@@ -265,7 +265,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
         .stall_s = o->job->timeout + o->liveness_timeout, .grace_s = o->stop_timeout + 5.0,
         .notify = lost_wake, .arg = &s->live_async,
         /* progress ages always: the hang watchdog's, and the silent ranks at a failure */
-        .progress = o->progress ? hangwatch_progress : NULL, .progress_arg = s};
+        .progress = o->progress ? hangwatch_progress : NULL, .progress_arg = s, .sec = o->sec};
     CHECKGOTO(live_start(&s->live, o->job, &lo), rc, fail_loop);
   }
   /* The watchdog hears the other ranks' progress through the liveness frames. */
@@ -276,6 +276,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
     s->hang_timeout = 0;
   }
   if (o->hooks.attach) CHECKGOTO(o->hooks.attach(o->hooks.attach_arg, &s->loop), rc, fail_loop);
+  if (o->sec) frontch_set_key(o->sec); /* rank 0's channel, and any rank's that tells a loss */
   signals_front(s);
   supnotice_start(s);
   CHECKGOTO(sampler_start(s), rc, fail_loop);

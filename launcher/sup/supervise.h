@@ -35,6 +35,8 @@ typedef struct sup_hooks_s {
 
 typedef struct sup_opts_s {
   job_t *job;
+  const struct seckey_s *sec;    /* the job key and TLS settings of the liveness tree and the
+                                  * channel to gpulaunch-run (launcher/job/seckey.h) */
   const char *const *node_addrs; /* node leaders: each node's own addresses (net_result_t), to close
                                   * the local mpirun's connections to a lost host; NULL elsewhere */
   char *const *argv;      /* program and arguments */

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "topology/preflight.h"
@@ -95,6 +96,48 @@ static void test_other_job(void **state) {
   assert_int_equal(refused, 1);
   preflight_free(a);
   preflight_free(b);
+}
+
+/* TLS (issue 35): the same job key gets through, the right token under another job's key does
+ * not (the listener counts an authentication failure), and the capture of the wire never holds
+ * the token (the probe is inside TLS records). */
+static void test_tls(void **state) {
+  (void)state;
+  tls_cfg_t k1, k2;
+  memset(&k1, 0, sizeof k1);
+  memset(k1.key, 1, sizeof k1.key);
+  k2 = k1;
+  k2.key[0] = 2;
+  preflight_t *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(preflight_init(&a, g_token, 0), 0);
+  assert_int_equal(preflight_init(&b, g_token, 1), 0);
+  assert_int_equal(preflight_init(&c, g_token, 0), 0);
+  assert_int_equal(preflight_set_tls(a, &k1), 0);
+  assert_int_equal(preflight_set_tls(b, &k1), 0);
+  assert_int_equal(preflight_set_tls(c, &k2), 0);
+  int port = 0;
+  assert_int_equal(preflight_listen(b, "127.0.0.1", &port), 0);
+  unsigned fails = tls_fail_total();
+  int i = preflight_probe(a, NULL, "127.0.0.1", port, 1, 2.0, NULL);
+  int j = preflight_probe(c, NULL, "127.0.0.1", port, 1, 2.0, NULL);
+  for (int k = 0; k < 400 && (preflight_result(a, i, NULL, 0) == GPL_ESTATE || preflight_result(c, j, NULL, 0) == GPL_ESTATE); k++) {
+    preflight_loop(a, NULL, NULL, util_now() + 0.005);
+    preflight_loop(b, NULL, NULL, util_now() + 0.005);
+    preflight_loop(c, NULL, NULL, util_now() + 0.005);
+  }
+  char err[160];
+  assert_int_equal(preflight_result(a, i, err, sizeof err), 0);
+  assert_int_equal(preflight_result(c, j, err, sizeof err), GPL_EUNREACH);
+  print_message("another key: %s\n", err);
+  for (int k = 0; k < 50 && tls_fail_total() == fails; k++) preflight_loop(b, NULL, NULL, util_now() + 0.005);
+  assert_true(tls_fail_total() > fails);
+  int accepted = -1, refused = -1;
+  preflight_counts(b, &accepted, &refused);
+  assert_int_equal(accepted, 1);
+  assert_int_equal(refused, 1);
+  preflight_free(a);
+  preflight_free(b);
+  preflight_free(c);
 }
 
 /* Nobody listens: refused at once, named. */
@@ -219,7 +262,7 @@ int main(int argc, char **argv) {
     return cmocka_run_group_tests(v6, NULL, NULL);
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mode_parse),  cmocka_unit_test(test_token_handshake), cmocka_unit_test(test_other_job),
+      cmocka_unit_test(test_mode_parse),  cmocka_unit_test(test_token_handshake), cmocka_unit_test(test_other_job), cmocka_unit_test(test_tls),
       cmocka_unit_test(test_refused_port), cmocka_unit_test(test_silent_peer),     cmocka_unit_test(test_loop_deadline),
       cmocka_unit_test(test_bad_addresses),
   };
