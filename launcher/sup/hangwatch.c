@@ -173,8 +173,37 @@ static void hang_check(sup_t *s) {
 
 /* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
  * (or, hang_action = report, goes on). */
+/* Rank 0: the ranks without progress are all starting up (hang_starting: importing modules, the
+ * process group's rendezvous), as a loaded machine's imports can take longer than hang_timeout:
+ * not a hang while the attempt is within its start-up bound ([job] timeout); watched again after
+ * another hang_timeout. A rank whose stack did not arrive is not known to be starting. */
+static int still_starting(sup_t *s) {
+  int silent = 0, starting = 0, first = -1;
+  for (int r = 0; r < s->job->size; r++) {
+    if (s->hang_silent[r] < s->hang_timeout) continue;
+    silent++;
+    if (s->hang_texts[r] && hang_starting(s->hang_texts[r])) {
+      starting++;
+      if (first < 0) first = r;
+    }
+  }
+  if (!silent || starting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
+  char n[300];
+  log_print("gpulaunch: hang: %s%s still starting up (importing modules or in the process group's "
+            "rendezvous) %.0f s after the start: not a hang yet; watching again\n",
+            mpix_rank_name(first, n, sizeof n), silent > 1 ? " and the other silent ranks are" : " is",
+            util_now() - s->attempt_t0);
+  return 1;
+}
+
 static void hang_finish(sup_t *s) {
   int size = s->job->size;
+  if (still_starting(s)) {
+    hangwatch_free(s);
+    s->hang_active = 0;
+    s->hang_rearm = util_now();
+    return;
+  }
   hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
   int *odd = calloc((size_t)size, sizeof *odd);
   hang_verdict_t v;
@@ -183,7 +212,7 @@ static void hang_finish(sup_t *s) {
   if (hr && odd) {
     for (int r = 0; r < size; r++)
       hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->hang_silent[r]};
-    hang_analyze(hr, size, odd, &v);
+    hang_analyze_at(hr, size, s->hang_timeout, odd, &v);
     char txt[PATH_MAX], json[PATH_MAX];
     if (hang_write_report(s->o->hang_dir, hr, size, odd, &v, s->hang_timeout, txt, json, sizeof txt) == 0) {
       util_strlcpy(s->hang_report, txt, sizeof s->hang_report);

@@ -115,6 +115,7 @@ static void on_signal(uv_signal_t *h, int signum) {
    * later whatever they do: say so with the stop, as the one explanation of what follows. */
   int by_mpirun = !by_rm && !relayed && s->launcher_ppid && from.pid == s->launcher_ppid &&
                   !slurm_in_job() && getenv("OMPI_COMM_WORLD_RANK");
+  lost_before_stop(s); /* a stop after rank 0's gpulaunch died: that death first */
   take_stop(s, signum, by_rm || relayed, by_mpirun ? "mpirun" : NULL);
 }
 

@@ -82,6 +82,56 @@ static void test_two_and_alike(void **st) {
   assert_non_null(strstr(v.summary, "every rank has the same stack"));
 }
 
+/* A rank whose stack another tool read (eu-stack where gdb failed: __poll, read, @@GLIBC) is where
+ * the others are, not odd (issue 34: a healthy rank named "in __poll"). */
+static void test_tools_alike(void **st) {
+  (void)st;
+  hang_rank_t r[5] = {
+      {0, "h0", text_of(10, "__GI___poll;progress;gpl_barrier;main"), 5},
+      {1, "h0", text_of(11, "__poll;progress;gpl_barrier;main"), 5},
+      {2, "h1", text_of(12, "poll@@GLIBC_2.2.5;progress;gpl_barrier;main"), 5},
+      {3, "h1", text_of(13, "__GI___poll;progress;gpl_barrier;main"), 5},
+      {4, "h2", text_of(14, "read;stuck_in_read;main"), 5},
+  };
+  int odd[5];
+  hang_verdict_t v;
+  hang_analyze(r, 5, odd, &v);
+  assert_int_equal(v.nodd, 1);
+  assert_int_equal(odd[4], 1);
+  assert_non_null(strstr(v.summary, "rank 4 (host h2, pid 14) is in stuck_in_read"));
+  assert_non_null(strstr(v.summary, "the other 4 ranks are in gpl_barrier"));
+}
+
+/* A rank that made progress within hang_timeout is not hung: never named, whatever its stack
+ * (the others silent in a start-up, it already past it). */
+static void test_live_never_named(void **st) {
+  (void)st;
+  hang_rank_t r[4] = {
+      {0, "h0", text_of(10, "compute;train;main"), 1.5},
+      {1, "h0", text_of(11, "_find_and_load;main"), 6},
+      {2, "h1", text_of(12, "_find_and_load;main"), 6},
+      {3, "h1", text_of(13, "_find_and_load;main"), 6},
+  };
+  int odd[4];
+  hang_verdict_t v;
+  hang_analyze_at(r, 4, 5, odd, &v);
+  assert_int_equal(v.nodd, 0);
+  assert_int_equal(odd[0], 0);
+  hang_analyze(r, 4, odd, &v); /* without the timeout: the stack alone decides */
+  assert_int_equal(odd[0], 1);
+}
+
+/* py-spy's text of a program importing modules is marked starting (hang_collect.c); a stack
+ * without the mark, or no stack, is not. */
+static void test_starting(void **st) {
+  (void)st;
+  assert_int_equal(hang_starting("@@pid 1\n@@startup 1\n@@tool py-spy\n@@frames a\n@@stack-begin\n"), 1);
+  assert_int_equal(hang_starting(text_of(1, "_find_and_load;main")), 0);
+  assert_int_equal(hang_starting(NULL), 0);
+  /* only the first process's header counts */
+  assert_int_equal(hang_starting("@@pid 1\n@@stack-begin\n@@stack-end\n@@pid 2\n@@startup 1\n"), 0);
+}
+
 /* Garbage from a rank (no @@ lines, a frames line without frames) is no crash and no verdict. */
 static void test_garbage(void **st) {
   (void)st;
@@ -198,7 +248,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_majority),  cmocka_unit_test(test_noise_inside_wait), cmocka_unit_test(test_two_and_alike),
       cmocka_unit_test(test_garbage),   cmocka_unit_test(test_straggler),          cmocka_unit_test(test_step_regex),
-      cmocka_unit_test(test_silent_pick),
+      cmocka_unit_test(test_silent_pick), cmocka_unit_test(test_tools_alike), cmocka_unit_test(test_live_never_named),
+      cmocka_unit_test(test_starting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
