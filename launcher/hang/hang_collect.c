@@ -23,8 +23,9 @@
 
 #define MAX_PROCS 8
 #define MAX_OUT (128 << 10) /* bytes kept of one tool's output */
-/* Of a native process's time, what gdb leaves for eu-stack should gdb fail or run out of time. */
-#define FALLBACK_SHARE 0.3
+/* Of a native process's time, what gdb leaves for eu-stack (a tenth of gdb's cost) should gdb
+ * fail or run out of time: at most this many seconds, at most a third. */
+#define FALLBACK_S 1.5
 
 /* One reader of the program's stacks at a time: a tool that attaches with ptrace (gdb, eu-stack)
  * finds the program already traced by the other and reads nothing ("Operation not permitted").
@@ -287,15 +288,18 @@ static void one_process(int pid, double deadline, strbuf_t *b) {
   }
   int have_eu = find_tool("eu-stack", tool, sizeof tool);
   if (!frames.len && find_tool("gdb", tool, sizeof tool)) {
-    char *argv[] = {tool, "-p", pidarg, "-batch", "-nx", "-ex", "set pagination off",
-                    "-ex", "thread apply all bt", NULL};
+    /* The program's own debug information, not the system libraries' separate one (libc6-dbg,
+     * python3-dbg): reading that doubles gdb's time, which a loaded machine may not have, for
+     * names inside the C library. No auto-loaded scripts (pretty printers) either. */
+    char *argv[] = {tool, "-p", pidarg, "-batch", "-nx", "-iex", "set debug-file-directory /nonexistent",
+                    "-iex", "set auto-load off", "-ex", "set pagination off", "-ex", "thread apply all bt", NULL};
     if (out.len) strbuf_append(&out, "\n");
     used = "gdb";
     /* gdb is slow to start on a loaded machine: part of the time stays for eu-stack. A gdb cut
      * short leaves a stack cut short (its innermost frames only): not compared with the others'. */
     double left = deadline - util_now();
     size_t from = out.len;
-    int rc = run_capture(argv, have_eu ? deadline - FALLBACK_SHARE * left : deadline, &out);
+    int rc = run_capture(argv, have_eu ? deadline - GPL_MIN(FALLBACK_S, left / 3) : deadline, &out);
     if (rc >= 0) parse_gdb(strbuf_str(&out) + from, pid, &frames);
   }
   if (!frames.len && have_eu && find_tool("eu-stack", tool, sizeof tool)) {

@@ -159,14 +159,8 @@ static void hang_check(sup_t *s) {
   s->hang_active = 1;
   s->hang_t0 = util_now();
   hangwatch_free(s);
-  char n[300];
-  if (nsilent == size)
-    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); collecting every "
-              "rank's stacks (%.0f s at most)\n", longest, HANG_WAIT_S);
-  else
-    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), "
-              "the longest %s; collecting every rank's stacks (%.0f s at most)\n", nsilent, size,
-              longest, mpix_rank_name(first, n, sizeof n), HANG_WAIT_S);
+  LOG_INFO(SUP, "hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout): collecting every "
+           "rank's stacks (%.0f s at most)", nsilent, size, longest, HANG_WAIT_S);
   coord_hang_collect(&s->co, &s->acts);
   sup_coord_do(s);
 }
@@ -175,8 +169,9 @@ static void hang_check(sup_t *s) {
  * (or, hang_action = report, goes on). */
 /* Rank 0: the ranks without progress are all starting up (hang_starting: importing modules, the
  * process group's rendezvous), as a loaded machine's imports can take longer than hang_timeout:
- * not a hang while the attempt is within its start-up bound ([job] timeout); watched again after
- * another hang_timeout. A rank whose stack did not arrive is not known to be starting. */
+ * not a hang while the attempt is within its start-up bound ([job] timeout); watched again
+ * hang_timeout after this declaration. A rank whose stack did not arrive is not known to be
+ * starting. */
 static int still_starting(sup_t *s) {
   int silent = 0, starting = 0, first = -1;
   for (int r = 0; r < s->job->size; r++) {
@@ -189,11 +184,31 @@ static int still_starting(sup_t *s) {
   }
   if (!silent || starting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
   char n[300];
-  log_print("gpulaunch: hang: %s%s still starting up (importing modules or in the process group's "
-            "rendezvous) %.0f s after the start: not a hang yet; watching again\n",
-            mpix_rank_name(first, n, sizeof n), silent > 1 ? " and the other silent ranks are" : " is",
-            util_now() - s->attempt_t0);
+  LOG_INFO(SUP, "hang: %s%s still starting up (importing modules or in the process group's "
+           "rendezvous) %.0f s after the start: not a hang; watching again",
+           mpix_rank_name(first, n, sizeof n), silent > 1 ? " and the other silent ranks are" : " is",
+           util_now() - s->attempt_t0);
   return 1;
+}
+
+/* The silence found, said once the stacks show it is a hang (a start-up is not said at all). */
+static void say_silence(sup_t *s) {
+  int size = s->job->size, nsilent = 0, first = -1;
+  double longest = 0;
+  for (int r = 0; r < size; r++) {
+    if (s->hang_silent[r] < s->hang_timeout) continue;
+    nsilent++;
+    if (first < 0 || s->hang_silent[r] > longest) first = r;
+    longest = GPL_MAX(longest, s->hang_silent[r]);
+  }
+  char n[300];
+  if (nsilent == size)
+    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); every rank's "
+              "stacks read in %.0f s\n", longest, util_now() - s->hang_t0);
+  else if (first >= 0)
+    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), the "
+              "longest %s; every rank's stacks read in %.0f s\n", nsilent, size, longest,
+              mpix_rank_name(first, n, sizeof n), util_now() - s->hang_t0);
 }
 
 static void hang_finish(sup_t *s) {
@@ -201,9 +216,11 @@ static void hang_finish(sup_t *s) {
   if (still_starting(s)) {
     hangwatch_free(s);
     s->hang_active = 0;
-    s->hang_rearm = util_now();
+    s->hang_rearm = s->hang_t0; /* silence since the declaration counts: a hang that began while
+                                 * the stacks were read is not found a collection late */
     return;
   }
+  say_silence(s);
   hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
   int *odd = calloc((size_t)size, sizeof *odd);
   hang_verdict_t v;
