@@ -18,10 +18,10 @@
 #define SOURCE_TIMEOUT_S 10.0 /* a discovery script that takes longer failed this poll */
 #define PROBE_TIMEOUT_S 15.0  /* a host that cannot start `true` within this long is unreachable */
 #define RESTART_LINGER_S 1.0 /* mpirun lingering after a membership change's status is ended */
-#define RUN_ID_ENV "GPULAUNCH_RUN_ID"
-#define HISTORY_ENV "GPULAUNCH_ELASTIC_HISTORY"
+#define RUN_ID_ENV ENVVAR_LITERAL(RUN_ID)
+#define HISTORY_ENV ENVVAR_LITERAL(ELASTIC_HISTORY)
 #define HISTORY_MAX 16 /* the restarts --summary and the audit log carry: the last ones */
-#define RESTART_BASE_ENV "GPULAUNCH_RESTART_BASE"
+#define RESTART_BASE_ENV ENVVAR_LITERAL(RESTART_BASE)
 
 typedef struct cool_s {
   char name[64];

@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
    * of two streams at any byte); it may run on another host, where it cannot see our fds. */
   struct stat s1, s2;
   int merged = fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
-  setenv("GPULAUNCH_FRONTEND_MERGED", merged ? "1" : "0", 1);
+  setenv(ENVVAR_LITERAL(FRONTEND_MERGED), merged ? "1" : "0", 1);
 
   /* mpirun -x the channel, the keepalive (unless given), then the user's words. srun passes the
    * environment on by itself; a --export list of the user's gets the channel's names added. */
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
   int n = 0;
   av[n++] = (char *)mpirun;
   if (srun) {
-    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV ",GPULAUNCH_FRONTEND_MERGED,"
+    static const char names[] = "," FRONTCH_ENV "," FRONTCH_TOKEN_ENV "," ENVVAR_LITERAL(FRONTEND_MERGED) ","
                                 FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
       argv[i] = e;
     }
   } else {
-    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, "GPULAUNCH_FRONTEND_MERGED"};
+    static const char *const xs[] = {FRONTCH_ENV, FRONTCH_TOKEN_ENV, ENVVAR_LITERAL(FRONTEND_MERGED)};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
       av[n++] = "-x";
       av[n++] = (char *)xs[i];

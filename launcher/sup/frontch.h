@@ -14,8 +14,10 @@
 
 #include <stddef.h>
 
-#define FRONTCH_ENV "GPULAUNCH_FRONTEND"
-#define FRONTCH_TOKEN_ENV "GPULAUNCH_FRONTEND_TOKEN"
+#include "common/envvar.h"
+
+#define FRONTCH_ENV ENVVAR_LITERAL(FRONTEND)
+#define FRONTCH_TOKEN_ENV ENVVAR_LITERAL(FRONTEND_TOKEN)
 
 typedef struct frontch_s {
   int fd;           /* -1: no front end */
