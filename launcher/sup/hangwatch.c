@@ -14,8 +14,11 @@
 #include "launcher/hang/progress.h"
 #include "launcher/sup/sup_int.h"
 
-#define HANG_COLLECT_S 10.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
-#define HANG_WAIT_S 13.0     /* rank 0 waits this long for every rank's stacks (<= 15 s in all) */
+/* A bound, not a cost: unloaded, every rank's stacks are in within 1-3 s; on a loaded machine gdb
+ * alone has taken 10 s (six ranks' gdb on 2 busy cores), and a stack that is not read in time is
+ * a rank the report cannot place. */
+#define HANG_COLLECT_S 20.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
+#define HANG_WAIT_S 24.0     /* rank 0 waits this long for every rank's stacks (<= 26 s in all) */
 
 /* The liveness thread's side (live_opts_t.progress): this rank's age for its frames, and on rank
  * 0 the others' ages as their frames say. */
