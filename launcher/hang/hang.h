@@ -33,6 +33,8 @@ typedef struct hang_rank_s {
  * or in the process group's rendezvous (a Python program's stack read by py-spy)? A program that
  * is still starting is slow, not hung. */
 int hang_starting(const char *text);
+/* Is the first process's main thread waiting for its peers (a collective, a barrier, a wait)? */
+int hang_waiting(const char *text);
 
 /* The verdict. odd[i] = 1 for the ranks whose stack differs from the majority's. */
 typedef struct hang_verdict_s {

@@ -97,6 +97,15 @@ static int waits_for(const frames_t *fr, int any_wait) {
 }
 static int waits(const frames_t *fr) { return waits_for(fr, 1); }
 
+int hang_waiting(const char *text) {
+  frames_t *fr = calloc(1, sizeof *fr);
+  if (!fr) return 0;
+  frames_of(text, fr);
+  int w = fr->n && waits(fr);
+  free(fr);
+  return w;
+}
+
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
   hang_analyze_at(ranks, n, 0, odd, v);
 }

@@ -170,27 +170,29 @@ static void hang_check(sup_t *s) {
 
 /* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
  * (or, hang_action = report, goes on). */
-/* Rank 0: the ranks without progress are all starting up (hang_starting: importing modules, the
- * process group's rendezvous), as a loaded machine's imports can take longer than hang_timeout:
- * not a hang while the attempt is within its start-up bound ([job] timeout); watched again
- * hang_timeout after this declaration. A rank whose stack did not arrive is not known to be
- * starting. */
+/* Rank 0: of the ranks without progress some are starting up (hang_starting: importing modules,
+ * the process group's rendezvous), as a loaded machine's imports can take longer than
+ * hang_timeout, and the others wait for them in a collective: not a hang while the attempt is
+ * within its start-up bound ([job] timeout); watched again hang_timeout after this declaration.
+ * A rank whose stack did not arrive is not known to be starting or waiting. */
 static int still_starting(sup_t *s) {
-  int silent = 0, starting = 0, first = -1;
+  int silent = 0, starting = 0, waiting = 0, first = -1;
   for (int r = 0; r < s->job->size; r++) {
     if (s->hang_silent[r] < s->hang_timeout) continue;
     silent++;
     if (s->hang_texts[r] && hang_starting(s->hang_texts[r])) {
       starting++;
       if (first < 0) first = r;
+    } else if (s->hang_texts[r] && hang_waiting(s->hang_texts[r])) {
+      waiting++;
     }
   }
-  if (!silent || starting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
+  if (!starting || starting + waiting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
   char n[300];
-  LOG_INFO(SUP, "hang: %s%s still starting up (importing modules or in the process group's "
-           "rendezvous) %.0f s after the start: not a hang; watching again",
-           mpix_rank_name(first, n, sizeof n), silent > 1 ? " and the other silent ranks are" : " is",
-           util_now() - s->attempt_t0);
+  LOG_INFO(SUP, "hang: %s is still starting up (importing modules or in the process group's "
+           "rendezvous) %.0f s after the start, %d more starting, %d waiting in a collective: not a "
+           "hang; watching again", mpix_rank_name(first, n, sizeof n), util_now() - s->attempt_t0,
+           starting - 1, waiting);
   return 1;
 }
 

@@ -129,6 +129,10 @@ static void test_starting(void **st) {
   assert_int_equal(hang_starting("@@pid 1\n@@startup 1\n@@tool py-spy\n@@frames a\n@@stack-begin\n"), 1);
   assert_int_equal(hang_starting(text_of(1, "_find_and_load;main")), 0);
   assert_int_equal(hang_starting(NULL), 0);
+  /* waiting for the peers: a collective, a barrier; a rank at work or without a stack is not */
+  assert_int_equal(hang_waiting(text_of(1, "poll;all_reduce;train;main")), 1);
+  assert_int_equal(hang_waiting(text_of(2, "compute;train;main")), 0);
+  assert_int_equal(hang_waiting(NULL), 0);
   /* only the first process's header counts */
   assert_int_equal(hang_starting("@@pid 1\n@@stack-begin\n@@stack-end\n@@pid 2\n@@startup 1\n"), 0);
 }
