@@ -6,6 +6,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "common/envvar.h"
 #include "gpulaunch/comm.h"
 
 /* The job, as the launcher (or gpl_init) found it. Plain data: comm/ knows nothing of launcher/. */
@@ -26,7 +27,7 @@ typedef struct comm_job_s {
 int comm_init(gpl_comm_t **out, const comm_job_t *job, const gpl_init_opts_t *opts);
 
 /* The environment variable that tells gpl_init in a wrapped program where its proxy is. */
-#define COMM_PROXY_ENV "GPULAUNCH_PROXY"
+#define COMM_PROXY_ENV ENVVAR_LITERAL(PROXY)
 
 struct uv_loop_s;
 typedef struct comm_proxy_s comm_proxy_t;

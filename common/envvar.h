@@ -9,8 +9,9 @@ extern "C" {
 #endif
 
 /* Who a variable is for: the user, gpulaunch's own processes (set by gpulaunch or gpulaunch-run
- * for the ones they start), or the tests (hooks that make a rare case happen on one machine). */
-typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_kind_t;
+ * for the ones they start), the wrapped program (set by gpulaunch for it: "What the wrapped
+ * program gets"), or the tests (hooks that make a rare case happen on one machine). */
+typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_PROGRAM, ENVVAR_TEST } envvar_kind_t;
 
 /* Every GPULAUNCH_* variable gpulaunch, gpl_init, gpulaunch-run, the srun shim or the Slurm
  * templates read, in --help's and the README's order. X(ID, name, default, kind, help); default
@@ -24,10 +25,10 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
  * as it finds them: the MPI launcher's, Slurm's and the batch system's (OMPI_*, PMIX_*, PMI_*,
  * MV2_*, SLURM_*, PBS_JOBID, LSB_JOBID: who started us, which rank, step or job), PATH,
  * CUDA_VISIBLE_DEVICES, OMP_NUM_THREADS, NCCL_SOCKET_IFNAME and the torchrun names (RANK,
- * WORLD_SIZE). Nor the variables gpulaunch sets for the program and never reads
- * (GPULAUNCH_RESTART_COUNT, GPULAUNCH_CHECKPOINT_DIR, ...: README "What the wrapped program
- * gets"). The srun shim (launcher/srunshim/), loaded into srun, links nothing of ours: it reads
- * its row with getenv. */
+ * WORLD_SIZE). Every GPULAUNCH_* variable gpulaunch sets for the program is here too (kind
+ * ENVVAR_PROGRAM, or a user's variable that it passes on: GPULAUNCH_TIMEOUT, ...), named in the
+ * code through its row (envvar_name, ENVVAR_LITERAL). The srun shim (launcher/srunshim/), loaded
+ * into srun, links nothing of ours: it reads its row with getenv. */
 #define ENVVAR_LIST(X)                                                                             \
   X(LOG, "GPULAUNCH_LOG", "warn", ENVVAR_USER, "error|warn|info|debug")                          \
   X(LOG_SUBSYS, "GPULAUNCH_LOG_SUBSYS", "all", ENVVAR_USER,                                      \
@@ -36,7 +37,7 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "1: the wall clock at the start of each log line, for profiling")                            \
   X(TIMEOUT, "GPULAUNCH_TIMEOUT", "60s", ENVVAR_USER,                                            \
     "start-up waits when the config has no [job] timeout; a lost rank while the job runs: "      \
-    "[job] liveness_timeout")                                                                    \
+    "[job] liveness_timeout; set by gpulaunch for wrapped programs (gpl_init's waits)")          \
   X(LIVE_FANOUT, "GPULAUNCH_LIVE_FANOUT", "32", ENVVAR_USER,                                     \
     "leaders per leader in the liveness tree, 2..1024")                                          \
   X(TREE_FANOUT, "GPULAUNCH_TREE_FANOUT", "32", ENVVAR_USER,                                     \
@@ -89,11 +90,20 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "key_file (a secret: redacted everywhere, never on a command line)")                          \
   X(FRONTEND_MERGED, "GPULAUNCH_FRONTEND_MERGED", "", ENVVAR_INTERNAL,                           \
     "gpulaunch-run to rank 0: 1 when its stdout and stderr are one file")                        \
-  X(PROXY, "GPULAUNCH_PROXY", "", ENVVAR_INTERNAL,                                               \
-    "gpulaunch to the program: where gpl_init reaches its rank's gpulaunch")                     \
-  X(RUN_ID, "GPULAUNCH_RUN_ID", "", ENVVAR_INTERNAL,                                             \
-    "gpulaunch to the program: the run's id (gpl_init: wrapped by gpulaunch); an elastic "       \
+  X(PROXY, "GPULAUNCH_PROXY", "", ENVVAR_PROGRAM,                                                \
+    "where gpl_init reaches its rank's gpulaunch (a Unix socket)")                               \
+  X(RUN_ID, "GPULAUNCH_RUN_ID", "", ENVVAR_PROGRAM,                                              \
+    "the run's id, as TORCHELASTIC_RUN_ID (gpl_init: wrapped by gpulaunch); also an elastic "    \
     "gpulaunch-run to gpulaunch: the one run id of all its launches")                            \
+  X(RESTART_COUNT, "GPULAUNCH_RESTART_COUNT", "", ENVVAR_PROGRAM,                                \
+    "restarts before this attempt, as TORCHELASTIC_RESTART_COUNT (counted on across an "         \
+    "elastic job's launches)")                                                                   \
+  X(NODE, "GPULAUNCH_NODE", "", ENVVAR_PROGRAM, "the rank's node index, as GROUP_RANK (0..nodes-1)") \
+  X(HOST, "GPULAUNCH_HOST", "", ENVVAR_PROGRAM, "the rank's host name, as gpulaunch names it in its lines") \
+  X(CHECKPOINT_DIR, "GPULAUNCH_CHECKPOINT_DIR", "", ENVVAR_PROGRAM,                              \
+    "[job] checkpoint_dir, where it is set")                                                     \
+  X(HEARTBEAT_FILE, "GPULAUNCH_HEARTBEAT_FILE", "", ENVVAR_PROGRAM,                              \
+    "[job] heartbeat_file with {rank} filled in, where it is set: touching it is progress")      \
   X(ELASTIC_HISTORY, "GPULAUNCH_ELASTIC_HISTORY", "", ENVVAR_INTERNAL,                           \
     "an elastic gpulaunch-run to gpulaunch: its restarts so far (JSON), for --summary and the "  \
     "audit log")                                                                                 \
@@ -110,6 +120,11 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_TEST } envvar_
     "k: the shared-memory allreduce cuts each node into k pretend nodes")                       \
   X(TEST_SYSROOT, "GPULAUNCH_TEST_SYSROOT", "", ENVVAR_TEST,                                      \
     "DIR: accept's EFA check reads DIR/sys/class/infiniband and DIR's library folders")
+
+/* A variable's name as a string literal, from its row's ID, where a literal is needed (a string
+ * built at compile time): ENVVAR_LITERAL(RUN_ID) is "GPULAUNCH_RUN_ID". Every row's name is
+ * GPULAUNCH_ and its ID (common_envvar checks; common_envvar_sites that each ID used is a row). */
+#define ENVVAR_LITERAL(id) "GPULAUNCH_" #id
 
 typedef enum envvar_id_e {
 #define ENVVAR_ENUM_(id, name, def, kind, help) ENVVAR_##id,

@@ -4,6 +4,7 @@
 #ifndef GPL_LAUNCHER_FRONT_ELASTIC_H
 #define GPL_LAUNCHER_FRONT_ELASTIC_H
 
+#include "common/envvar.h"
 #include "launcher/front/front_job.h"
 
 #include "launcher/exitcode.h"
@@ -28,7 +29,7 @@ typedef struct front_elastic_s {
 } front_elastic_t;
 
 /* What every launch passes to the ranks besides the channel (srun --export lists get them). */
-#define FRONT_ELASTIC_ENV_NAMES "GPULAUNCH_RESTART_BASE,GPULAUNCH_RUN_ID,GPULAUNCH_ELASTIC_HISTORY"
+#define FRONT_ELASTIC_ENV_NAMES ENVVAR_LITERAL(RESTART_BASE) "," ENVVAR_LITERAL(RUN_ID) "," ENVVAR_LITERAL(ELASTIC_HISTORY)
 
 /* Run the job elastically until it ends; returns the exit status for gpulaunch-run. j carries the
  * channel (token, listening socket) for every launch. */

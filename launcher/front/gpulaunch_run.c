@@ -284,7 +284,7 @@ int main(int argc, char **argv) {
    * of two streams at any byte); it may run on another host, where it cannot see our fds. */
   struct stat s1, s2;
   int merged = fstat(1, &s1) == 0 && fstat(2, &s2) == 0 && s1.st_dev == s2.st_dev && s1.st_ino == s2.st_ino;
-  setenv("GPULAUNCH_FRONTEND_MERGED", merged ? "1" : "0", 1);
+  setenv(ENVVAR_LITERAL(FRONTEND_MERGED), merged ? "1" : "0", 1);
 
   /* mpirun -x the channel, the keepalive (unless given), then the user's words. srun passes the
    * environment on by itself; a --export list of the user's gets the channel's names added. */
@@ -293,8 +293,9 @@ int main(int argc, char **argv) {
   int n = 0;
   av[n++] = (char *)mpirun;
   if (srun) {
-    static const char names[] = "," FRONTCH_ENV ",GPULAUNCH_FRONTEND_MERGED,GPULAUNCH_FRONTEND_HOST,"
-                                "GPULAUNCH_KEY_SOURCE,GPULAUNCH_JOB_KEY,GPULAUNCH_RUN_ID,GPULAUNCH_PORT_RANGE," FRONT_ELASTIC_ENV_NAMES;
+    static const char names[] = "," FRONTCH_ENV "," ENVVAR_LITERAL(FRONTEND_MERGED) "," ENVVAR_LITERAL(FRONTEND_HOST) ","
+                                ENVVAR_LITERAL(KEY_SOURCE) "," ENVVAR_LITERAL(JOB_KEY) "," ENVVAR_LITERAL(RUN_ID) ","
+                                ENVVAR_LITERAL(PORT_RANGE) "," FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
       char *e = malloc(strlen(argv[i]) + sizeof names);
@@ -305,8 +306,8 @@ int main(int argc, char **argv) {
     }
   } else {
     /* Names only: mpirun takes each value from this environment (never on a command line). */
-    static const char *const xs[] = {FRONTCH_ENV, "GPULAUNCH_FRONTEND_MERGED", "GPULAUNCH_FRONTEND_HOST",
-                                     "GPULAUNCH_KEY_SOURCE", "GPULAUNCH_PORT_RANGE"};
+    static const char *const xs[] = {FRONTCH_ENV, ENVVAR_LITERAL(FRONTEND_MERGED), ENVVAR_LITERAL(FRONTEND_HOST),
+                                     ENVVAR_LITERAL(KEY_SOURCE), ENVVAR_LITERAL(PORT_RANGE)};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
       if (!getenv(xs[i])) continue; /* the port range: only when given */
       av[n++] = "-x";
@@ -314,11 +315,11 @@ int main(int argc, char **argv) {
     }
     if (key.src == SECKEY_HANDED) {
       av[n++] = "-x";
-      av[n++] = "GPULAUNCH_JOB_KEY";
+      av[n++] = ENVVAR_LITERAL(JOB_KEY);
     }
     if (!elastic) { /* (an elastic launch passes the run id itself) */
       av[n++] = "-x";
-      av[n++] = "GPULAUNCH_RUN_ID";
+      av[n++] = ENVVAR_LITERAL(RUN_ID);
     }
     static const char *const ka[][2] = {{"oob_tcp_keepalive_time", "10"},
                                         {"oob_tcp_keepalive_intvl", "2"},

@@ -29,6 +29,13 @@ typedef struct hang_rank_s {
   double silent_s;     /* seconds without progress when the hang was declared */
 } hang_rank_t;
 
+/* Is the first process of a rank's stacks (hang_collect's text) starting up: importing modules
+ * or in the process group's rendezvous (a Python program's stack read by py-spy)? A program that
+ * is still starting is slow, not hung. */
+int hang_starting(const char *text);
+/* Is the first process's main thread waiting for its peers (a collective, a barrier, a wait)? */
+int hang_waiting(const char *text);
+
 /* The verdict. odd[i] = 1 for the ranks whose stack differs from the majority's. */
 typedef struct hang_verdict_s {
   int nodd;
@@ -38,8 +45,12 @@ typedef struct hang_verdict_s {
 } hang_verdict_t;
 
 /* Compare the ranks' main-thread stacks (the outermost frames: the program's own code) and mark
- * those not in the majority. */
+ * those not in the majority. Function names are compared as the C library's symbols mean,
+ * whichever tool read them (gdb's __GI___poll is eu-stack's __poll). */
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v);
+/* The same, where a rank silent for less than hang_timeout_s made progress since: it is not hung
+ * and never marked, whatever its stack. */
+void hang_analyze_at(const hang_rank_t *ranks, int n, double hang_timeout_s, int *odd, hang_verdict_t *v);
 
 /* At a failure, the ranks still running that were silent (cand[i] = 1) and every rank's stacks
  * (text NULL or none for those that ended): the one that is the likely cause, or -1. A candidate

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,19 @@
 
 #include "common/strbuf.h"
 #include "common/util.h"
+#include "launcher/hang/sample.h"
 
 #define MAX_PROCS 8
 #define MAX_OUT (128 << 10) /* bytes kept of one tool's output */
+/* Of a native process's time, what gdb leaves for eu-stack (a tenth of gdb's cost) should gdb
+ * fail or run out of time: at most this many seconds, at most a third. */
+#define FALLBACK_S 1.5
+
+/* One reader of the program's stacks at a time: a tool that attaches with ptrace (gdb, eu-stack)
+ * finds the program already traced by the other and reads nothing ("Operation not permitted").
+ * The hang collection waits for a straggler sample in flight (about a second at most); the
+ * sampler's next sample waits for the collection. */
+static pthread_mutex_t readers = PTHREAD_MUTEX_INITIALIZER;
 
 /* The first line of a /proc file, without its newline. */
 static void read_line(const char *path, char *buf, size_t len) {
@@ -218,6 +229,8 @@ static void parse_eustack(const char *text, int pid, strbuf_t *frames) {
   }
 }
 
+static void sample_pyspy(const char *text, strbuf_t *out);
+
 static int is_python(const char *exe, const char *comm) {
   const char *base = strrchr(exe, '/');
   base = base ? base + 1 : exe;
@@ -260,27 +273,43 @@ static void one_process(int pid, double deadline, strbuf_t *b) {
   snprintf(pidarg, sizeof pidarg, "%d", pid);
   strbuf_t out = STRBUF_INIT, frames = STRBUF_INIT;
   const char *used = "none";
+  int startup = 0;
   if (python && find_tool("py-spy", tool, sizeof tool)) {
     char *argv[] = {tool, "dump", "--pid", pidarg, NULL};
     used = "py-spy";
     run_capture(argv, deadline, &out);
     parse_pyspy(strbuf_str(&out), &frames);
+    /* importing modules or in the process group's rendezvous: starting, not hung (hang.h) */
+    strbuf_t lines = STRBUF_INIT;
+    sample_t one;
+    sample_pyspy(strbuf_str(&out), &lines);
+    startup = lines.len && sample_classify(strbuf_str(&lines), &one) == SAMPLE_STARTUP;
+    strbuf_free(&lines);
   }
+  int have_eu = find_tool("eu-stack", tool, sizeof tool);
   if (!frames.len && find_tool("gdb", tool, sizeof tool)) {
-    char *argv[] = {tool, "-p", pidarg, "-batch", "-nx", "-ex", "set pagination off",
-                    "-ex", "thread apply all bt", NULL};
+    /* The program's own debug information, not the system libraries' separate one (libc6-dbg,
+     * python3-dbg): reading that doubles gdb's time, which a loaded machine may not have, for
+     * names inside the C library. No auto-loaded scripts (pretty printers) either. */
+    char *argv[] = {tool, "-p", pidarg, "-batch", "-nx", "-iex", "set debug-file-directory /nonexistent",
+                    "-iex", "set auto-load off", "-ex", "set pagination off", "-ex", "thread apply all bt", NULL};
     if (out.len) strbuf_append(&out, "\n");
     used = "gdb";
-    run_capture(argv, deadline, &out);
-    parse_gdb(strbuf_str(&out), pid, &frames);
+    /* gdb is slow to start on a loaded machine: part of the time stays for eu-stack. A gdb cut
+     * short leaves a stack cut short (its innermost frames only): not compared with the others'. */
+    double left = deadline - util_now();
+    size_t from = out.len;
+    int rc = run_capture(argv, have_eu ? deadline - GPL_MIN(FALLBACK_S, left / 3) : deadline, &out);
+    if (rc >= 0) parse_gdb(strbuf_str(&out) + from, pid, &frames);
   }
-  if (!frames.len && find_tool("eu-stack", tool, sizeof tool)) {
+  if (!frames.len && have_eu && find_tool("eu-stack", tool, sizeof tool)) {
     char *argv[] = {tool, "-p", pidarg, NULL};
     if (out.len) strbuf_append(&out, "\n");
     used = "eu-stack";
     run_capture(argv, deadline, &out);
     parse_eustack(strbuf_str(&out), pid, &frames);
   }
+  if (startup) strbuf_append(b, "@@startup 1\n");
   strbuf_printf(b, "@@tool %s\n@@frames %s\n@@stack-begin\n%s\n@@stack-end\n", used, strbuf_str(&frames),
                 strbuf_str(&out));
   strbuf_free(&out);
@@ -310,6 +339,7 @@ static int pick_program(const int *pids, int n) {
 char *hang_collect(int root_pid, double budget_s) {
   strbuf_t b = STRBUF_INIT;
   double deadline = util_now() + budget_s;
+  pthread_mutex_lock(&readers);
   int pids[MAX_PROCS] = {0}, n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;
   /* The process compared across ranks is the first one (hang_report.c): the program itself, or,
    * where that is a wrapper (`bash train.sh`), the first process below it that is not. */
@@ -329,10 +359,13 @@ char *hang_collect(int root_pid, double budget_s) {
     }
     one_process(pids[i], i == 0 ? deadline - 0.1 * (n - 1) : util_now() + left / (n - i), &b);
   }
+  pthread_mutex_unlock(&readers);
   return strbuf_take(&b);
 }
 
 /* ---- one sample for the straggler view (hang/sample.c) ---- */
+
+static const char *sample_locked(int root_pid, int *pid, double budget_s, strbuf_t *out);
 
 /* py-spy dump: the MainThread's "    func (file:line)" lines as "func\tfile\n". */
 static void sample_pyspy(const char *text, strbuf_t *out) {
@@ -384,6 +417,13 @@ static void sample_eustack(const char *text, strbuf_t *out) {
 }
 
 const char *hang_sample(int root_pid, int *pid, double budget_s, strbuf_t *out) {
+  pthread_mutex_lock(&readers);
+  const char *used = sample_locked(root_pid, pid, budget_s, out);
+  pthread_mutex_unlock(&readers);
+  return used;
+}
+
+static const char *sample_locked(int root_pid, int *pid, double budget_s, strbuf_t *out) {
   double deadline = util_now() + budget_s;
   if (*pid <= 0 || kill(*pid, 0) < 0) {
     int pids[MAX_PROCS] = {0}, n = root_pid > 0 ? descendants(root_pid, pids, MAX_PROCS) : 0;

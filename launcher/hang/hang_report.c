@@ -52,12 +52,35 @@ static void frames_of(const char *text, frames_t *fr) {
   for (int i = 0; i < n; i++) util_strlcpy(fr->f[i], v[n - 1 - i], sizeof fr->f[i]);
 }
 
+/* A function's name as the C library means it: gdb with libc's debug symbols says __GI___poll
+ * and __GI___libc_read, eu-stack and gdb without them __poll and read (and eu-stack may add
+ * @@GLIBC_2.34): one rank read by another tool is not at another place. */
+static const char *plain_name(const char *f, char *buf, size_t len) {
+  if (strncmp(f, "__GI_", 5) == 0) f += 5;
+  while (*f == '_') f++;
+  if (strncmp(f, "libc_", 5) == 0) f += 5;
+  util_strlcpy(buf, f, len);
+  buf[strcspn(buf, "@")] = 0;
+  return buf;
+}
+
+static int same_frame(const char *a, const char *b) {
+  char x[128], y[128];
+  return strcmp(a, b) == 0 || strcmp(plain_name(a, x, sizeof x), plain_name(b, y, sizeof y)) == 0;
+}
+
 static int same_prefix(const frames_t *a, const frames_t *b, int k) {
   int na = GPL_MIN(a->n, k), nb = GPL_MIN(b->n, k);
   if (na != nb) return 0;
   for (int i = 0; i < na; i++)
-    if (strcmp(a->f[i], b->f[i]) != 0) return 0;
+    if (!same_frame(a->f[i], b->f[i])) return 0;
   return 1;
+}
+
+int hang_starting(const char *text) {
+  char v[8];
+  header(text, "startup", v, sizeof v);
+  return strcmp(v, "1") == 0;
 }
 
 /* A frame that waits for the other ranks: a collective, a barrier, or (any_wait) any wait, on a
@@ -74,7 +97,20 @@ static int waits_for(const frames_t *fr, int any_wait) {
 }
 static int waits(const frames_t *fr) { return waits_for(fr, 1); }
 
+int hang_waiting(const char *text) {
+  frames_t *fr = calloc(1, sizeof *fr);
+  if (!fr) return 0;
+  frames_of(text, fr);
+  int w = fr->n && waits(fr);
+  free(fr);
+  return w;
+}
+
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
+  hang_analyze_at(ranks, n, 0, odd, v);
+}
+
+void hang_analyze_at(const hang_rank_t *ranks, int n, double hang_timeout_s, int *odd, hang_verdict_t *v) {
   memset(v, 0, sizeof *v);
   v->first_odd = -1;
   frames_t *fr = calloc((size_t)(n > 0 ? n : 1), sizeof *fr);
@@ -105,14 +141,14 @@ void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) 
     best = -1;
   }
   if (best >= 0 && bestc < have) {
-    for (int i = 0; i < n; i++) odd[i] = fr[i].n && !same_prefix(&fr[i], &fr[best], k);
+    for (int i = 0; i < n; i++) odd[i] = fr[i].n && ranks[i].silent_s >= hang_timeout_s && !same_prefix(&fr[i], &fr[best], k);
   } else if (best < 0) {
     /* No majority (two ranks, or all different): the ones not waiting for a peer are odd, when
      * some are waiting. */
     int nw = 0;
     for (int i = 0; i < n; i++) nw += fr[i].n && waits(&fr[i]);
     if (nw > 0 && nw < have)
-      for (int i = 0; i < n; i++) odd[i] = fr[i].n && !waits(&fr[i]);
+      for (int i = 0; i < n; i++) odd[i] = fr[i].n && ranks[i].silent_s >= hang_timeout_s && !waits(&fr[i]);
   }
   for (int i = 0; i < n; i++) {
     if (!odd[i]) continue;
@@ -125,7 +161,7 @@ void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) 
     /* where it left the others' path: the first (outermost) frame that differs */
     int d = 0;
     if (best >= 0)
-      while (d < o->n && d < fr[best].n && strcmp(o->f[d], fr[best].f[d]) == 0) d++;
+      while (d < o->n && d < fr[best].n && same_frame(o->f[d], fr[best].f[d])) d++;
     else
       d = o->n > 1 ? 1 : 0; /* past main */
     if (d >= o->n) d = o->n - 1;

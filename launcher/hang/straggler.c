@@ -1,5 +1,6 @@
 /* The straggler view: rank 0 gathers every rank's last steps (star-shaped, bounded), lines them
- * up by step number and names the rank that reports its steps latest. */
+ * up by step number and finds the rank that reports its steps latest; then the job's one
+ * straggler verdict with the stack samples'. */
 #include "launcher/hang/straggler.h"
 
 #include <math.h>
@@ -91,7 +92,7 @@ static void add_num(cJSON *o, const char *k, double v) {
 }
 
 int strag_job_summary(const prog_t *p, MPI_Comm comm, char *const *hosts, double fraction,
-                      double timeout_s, FILE *f, cJSON *summary) {
+                      const sample_verdict_t *sampled, double timeout_s, FILE *f, cJSON *summary) {
   int rank, size, rc = GPL_OK;
   CHECK(mpix_comm_size(comm, &rank, &size));
   pack_t mine;
@@ -120,48 +121,24 @@ int strag_job_summary(const prog_t *p, MPI_Comm comm, char *const *hosts, double
   prog_step_t **steps = calloc((size_t)size, sizeof *steps);
   int *ns = calloc((size_t)size, sizeof *ns);
   strag_rank_t *res = calloc((size_t)size, sizeof *res);
-  int any = 0;
+  strag_steps_t st = {.size = 0, .ranks = res, .median_step_s = NAN, .fraction = fraction, .slowest = -1};
   if (steps && ns && res) {
+    int any = 0;
     for (int r = 0; r < size; r++) {
       steps[r] = all[r].s;
       ns[r] = GPL_MIN(GPL_MAX(all[r].n, 0), STRAG_STEPS);
       any += ns[r] > 1;
     }
-    double med = NAN;
-    int slow = -1;
-    if (any) strag_compute(steps, ns, size, res, &med, &slow);
-    /* A lag of a fraction of a step that is itself too short to tell from noise is none. */
-    int flagged = slow >= 0 && !isnan(med) && med > 0 && res[slow].lag_s > fraction * med &&
-                  res[slow].lag_s > STRAG_MIN_LAG_S;
-    if (flagged && f)
-      fprintf(f, "gpulaunch: straggler: rank %d (host %s) reports its steps %.0f ms after the median "
-              "rank (%.0f%% of the median step time %.0f ms; flagged above %.0f%%, [job] straggler_fraction)\n",
-              slow, hosts ? hosts[slow] : "?", res[slow].lag_s * 1e3, 100 * res[slow].lag_s / med,
-              med * 1e3, 100 * fraction);
-    if (summary && any) {
-      cJSON *o = cJSON_AddObjectToObject(summary, "straggler");
-      add_num(o, "median_step_s", med);
-      cJSON_AddNumberToObject(o, "threshold_fraction", fraction);
-      if (slow >= 0) {
-        cJSON *s = cJSON_AddObjectToObject(o, "slowest");
-        cJSON_AddNumberToObject(s, "rank", slow);
-        cJSON_AddStringToObject(s, "host", hosts ? hosts[slow] : "");
-        add_num(s, "lag_s", res[slow].lag_s);
-        add_num(s, "lag_fraction", isnan(med) || med <= 0 ? NAN : res[slow].lag_s / med);
-        cJSON_AddBoolToObject(s, "flagged", flagged);
-      }
-      cJSON *ra = cJSON_AddArrayToObject(o, "ranks");
-      for (int r = 0; r < size; r++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "rank", r);
-        cJSON_AddStringToObject(e, "host", hosts ? hosts[r] : "");
-        cJSON_AddNumberToObject(e, "steps", res[r].nsteps);
-        add_num(e, "step_s", res[r].step_s);
-        add_num(e, "lag_s", res[r].lag_s);
-        cJSON_AddItemToArray(ra, e);
-      }
+    if (any) {
+      strag_compute(steps, ns, size, res, &st.median_step_s, &st.slowest);
+      st.size = size;
+      /* A lag of a fraction of a step that is itself too short to tell from noise is none. */
+      double med = st.median_step_s;
+      st.flagged = st.slowest >= 0 && !isnan(med) && med > 0 && res[st.slowest].lag_s > fraction * med &&
+                   res[st.slowest].lag_s > STRAG_MIN_LAG_S;
     }
   }
+  strag_verdict(&st, sampled, hosts, f, summary);
   free(steps);
   free(ns);
   free(res);
@@ -172,25 +149,59 @@ out:
   return rc;
 }
 
-void strag_sample_summary(const sample_verdict_t *v, char *const *hosts, FILE *f, cJSON *summary) {
-  const char *host = v->rank >= 0 && hosts ? hosts[v->rank] : "?";
-  if (v->rank >= 0 && f) {
+void strag_verdict(const strag_steps_t *st, const sample_verdict_t *sv, char *const *hosts, FILE *f,
+                   cJSON *summary) {
+  int sampled = sv && sv->nranks >= 2, stepped = st && st->size > 0 && st->ranks;
+  if (!sampled && !stepped) return;
+  int by_sample = sampled && sv->rank >= 0, by_steps = !by_sample && stepped && st->flagged;
+  int rank = by_sample ? sv->rank : by_steps ? st->slowest : -1;
+  const char *host = rank >= 0 && hosts ? hosts[rank] : "?";
+  if (f && by_sample) {
     char line[512];
-    sample_describe(v, host, line, sizeof line);
+    sample_describe(sv, host, line, sizeof line);
     fprintf(f, "gpulaunch: %s\n", line);
   }
-  if (!summary || v->nranks < 2) return;
-  cJSON *o = cJSON_GetObjectItem(summary, "straggler");
-  if (!o) o = cJSON_AddObjectToObject(summary, "straggler");
-  cJSON *smp = cJSON_AddObjectToObject(o, "sample");
-  cJSON_AddNumberToObject(smp, "ranks_sampled", v->nranks);
-  cJSON_AddBoolToObject(smp, "flagged", v->rank >= 0);
-  cJSON_AddNumberToObject(smp, "others_waiting_fraction", v->wait_others);
-  if (v->rank < 0) return;
-  cJSON_AddNumberToObject(smp, "rank", v->rank);
-  cJSON_AddStringToObject(smp, "host", host);
-  cJSON_AddStringToObject(smp, "function", v->func);
-  cJSON_AddNumberToObject(smp, "function_fraction", v->share);
-  cJSON_AddNumberToObject(smp, "waiting_fraction", v->wait_self);
-  cJSON_AddStringToObject(smp, "others_waiting_in", v->wait_func);
+  if (f && stepped && st->flagged && st->slowest == rank) {
+    const strag_rank_t *r = &st->ranks[rank];
+    fprintf(f, "gpulaunch: straggler: rank %d (host %s) reports its steps %.0f ms after the median "
+            "rank (%.0f%% of the median step time %.0f ms; flagged above %.0f%%, [job] straggler_fraction)\n",
+            rank, host, r->lag_s * 1e3, 100 * r->lag_s / st->median_step_s, st->median_step_s * 1e3,
+            100 * st->fraction);
+  }
+  if (!summary) return;
+  cJSON *o = cJSON_AddObjectToObject(summary, "straggler");
+  cJSON_AddStringToObject(o, "method", by_sample || (sampled && !by_steps) ? "sample" : "steps");
+  cJSON_AddBoolToObject(o, "flagged", rank >= 0);
+  if (rank >= 0) {
+    cJSON_AddNumberToObject(o, "rank", rank);
+    cJSON_AddStringToObject(o, "host", hosts ? hosts[rank] : "");
+  }
+  if (by_sample) {
+    cJSON_AddStringToObject(o, "function", sv->func);
+    cJSON_AddNumberToObject(o, "function_fraction", sv->share);
+    cJSON_AddNumberToObject(o, "waiting_fraction", sv->wait_self);
+    cJSON_AddStringToObject(o, "others_waiting_in", sv->wait_func);
+  }
+  if (by_steps) {
+    double med = st->median_step_s, lag = st->ranks[rank].lag_s;
+    add_num(o, "lag_s", lag);
+    add_num(o, "lag_fraction", isnan(med) || med <= 0 ? NAN : lag / med);
+  }
+  if (sampled) {
+    cJSON_AddNumberToObject(o, "ranks_sampled", sv->nranks);
+    cJSON_AddNumberToObject(o, "others_waiting_fraction", sv->wait_others);
+  }
+  if (!stepped) return;
+  add_num(o, "median_step_s", st->median_step_s);
+  cJSON_AddNumberToObject(o, "threshold_fraction", st->fraction);
+  cJSON *ra = cJSON_AddArrayToObject(o, "ranks");
+  for (int r = 0; r < st->size; r++) {
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddNumberToObject(e, "rank", r);
+    cJSON_AddStringToObject(e, "host", hosts ? hosts[r] : "");
+    cJSON_AddNumberToObject(e, "steps", st->ranks[r].nsteps);
+    add_num(e, "step_s", st->ranks[r].step_s);
+    add_num(e, "lag_s", st->ranks[r].lag_s);
+    cJSON_AddItemToArray(ra, e);
+  }
 }

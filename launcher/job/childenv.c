@@ -23,9 +23,11 @@ static int is_mpi_runtime_var(const char *kv) {
   for (size_t i = 0; i < GPL_ARRAY_LEN(prefixes); i++)
     if (strncmp(kv, prefixes[i], strlen(prefixes[i])) == 0) return 1;
   /* gpulaunch-run's channel is rank 0's supervisor's, not the program's (its token a secret). */
-  if (strncmp(kv, "GPULAUNCH_FRONTEND", 18) == 0 && (kv[18] == '=' || kv[18] == '_')) return 1;
+  static const char front[] = ENVVAR_LITERAL(FRONTEND); /* and its _HOST, _MERGED */
+  if (strncmp(kv, front, sizeof front - 1) == 0 && strchr("=_", kv[sizeof front - 1])) return 1;
   /* The job key (a secret) and where it came from: the supervisors', never the program's. */
-  if (strncmp(kv, "GPULAUNCH_JOB_KEY=", 18) == 0 || strncmp(kv, "GPULAUNCH_KEY_SOURCE=", 21) == 0) return 1;
+  static const char key[] = ENVVAR_LITERAL(JOB_KEY) "=", src[] = ENVVAR_LITERAL(KEY_SOURCE) "=";
+  if (strncmp(kv, key, sizeof key - 1) == 0 || strncmp(kv, src, sizeof src - 1) == 0) return 1;
   return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 
@@ -76,12 +78,12 @@ static int ours(const childenv_t *ce, int attempt, envset_t *kv, const envset_t 
   attempt += restart_base();
   SETI("TORCHELASTIC_RESTART_COUNT", attempt);
   SETI("TORCHELASTIC_MAX_RESTARTS", ce->max_restarts);
-  SETI("GPULAUNCH_RESTART_COUNT", attempt);
-  SETI("GPULAUNCH_NODE", j->node);
-  CHECK(kv_set(kv, "GPULAUNCH_HOST", j->host));
-  CHECK(kv_set(kv, "GPULAUNCH_RUN_ID", ce->run_id));
+  SETI(envvar_name(ENVVAR_RESTART_COUNT), attempt);
+  SETI(envvar_name(ENVVAR_NODE), j->node);
+  CHECK(kv_set(kv, envvar_name(ENVVAR_HOST), j->host));
+  CHECK(kv_set(kv, envvar_name(ENVVAR_RUN_ID), ce->run_id));
   const char *ckpt = ce->conf ? ce->conf->job.checkpoint_dir : "";
-  if (ckpt && *ckpt) CHECK(kv_set(kv, "GPULAUNCH_CHECKPOINT_DIR", ckpt));
+  if (ckpt && *ckpt) CHECK(kv_set(kv, envvar_name(ENVVAR_CHECKPOINT_DIR), ckpt));
   /* Inside a Slurm job: SLURM_PROCID and the others describe this rank, not mpirun's daemon. */
   CHECK(slurm_child_env(j, set_kv, kv));
   for (int i = 0; i < ce->nplan_env; i++)

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,7 @@ struct live_s {
   double lost_at, stop_at;
   uint64_t tick_ns;       /* __atomic */
   int child;              /* __atomic */
+  int up_fd;              /* __atomic: the parent's socket, -1: none (live_parent_gone) */
 };
 
 static void close_all(uv_handle_t *h, void *arg);
@@ -139,7 +141,10 @@ static void peer_close(peer_t *p) {
   if (p->closing) return;
   p->closing = 1;
   live_t *l = p->l;
-  if (l->up == p) l->up = NULL;
+  if (l->up == p) {
+    l->up = NULL;
+    __atomic_store_n(&l->up_fd, -1, __ATOMIC_RELAXED);
+  }
   if (l->pending_up == p) l->pending_up = NULL;
   int i = p->rank >= 0 && p->rank != l->parent ? lt_kid_index(l->core, p->rank) : -1;
   if (i >= 0 && l->by_kid[i] == p) l->by_kid[i] = NULL;
@@ -264,6 +269,8 @@ static void up_ready(peer_t *p) {
   live_t *l = p->l;
   l->pending_up = NULL;
   l->up = p;
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)&p->tcp, &fd) == 0) __atomic_store_n(&l->up_fd, (int)fd, __ATOMIC_RELAXED);
   lt_up(l->core, l->parent, util_now());
 }
 
@@ -558,6 +565,7 @@ int live_start(live_t **out, job_t *job, const live_opts_t *o) {
   l->size = job->size;
   l->listen_fd = -1;
   l->abort_rank = -1;
+  l->up_fd = -1;
   l->shape = (tree_shape_t){.size = job->size, .nnodes = job->nnodes, .fanout = fanout,
                             .node_of = job->node_of, .leader_of_node = job->leader_of_node};
   int rc = tree_shape_index(&l->shape);
@@ -638,6 +646,29 @@ int live_event(live_t *l, live_event_t *ev) {
   if (have) *ev = l->ev;
   uv_mutex_unlock(&l->mu);
   return have;
+}
+
+static int parent_lost(live_t *l) {
+  uv_mutex_lock(&l->mu);
+  int told = l->have_event && l->ev.lost_rank == l->parent && l->ev.why == LIVE_CLOSED;
+  uv_mutex_unlock(&l->mu);
+  return told;
+}
+
+int live_parent_gone(live_t *l, double wait_s) {
+  if (!l || l->parent < 0) return -1;
+  if (parent_lost(l)) return l->parent;
+  int fd = __atomic_load_n(&l->up_fd, __ATOMIC_RELAXED);
+  struct pollfd pf = {fd, POLLRDHUP, 0};
+  if (fd < 0 || poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLRDHUP | POLLHUP))) return -1;
+  /* Its end is closed: what it sent last (a goodbye, or nothing: a death) is this thread's to
+   * read, and on a loaded machine it may not have yet. */
+  for (double until = util_now() + wait_s; util_now() < until;) {
+    if (parent_lost(l)) return l->parent;
+    if (__atomic_load_n(&l->up_fd, __ATOMIC_RELAXED) < 0) break; /* read: a goodbye */
+    usleep(5000);
+  }
+  return parent_lost(l) ? l->parent : -1;
 }
 
 void live_abort_all(live_t *l, int lost_rank) {

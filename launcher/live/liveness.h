@@ -53,6 +53,11 @@ void live_tick(live_t *l);
 void live_set_child(live_t *l, int pid);
 /* The event that woke the supervisor: 1 and *ev when there is one. */
 int live_event(live_t *l, live_event_t *ev);
+/* From the supervisor's thread: the parent's rank when its gpulaunch died (its end of the
+ * connection closed without a goodbye), whether or not the liveness thread had told it yet; -1
+ * otherwise. Where the end is closed and the liveness thread has not read it yet, this waits up
+ * to wait_s for it. A stop that comes with the parent already dead follows that death. */
+int live_parent_gone(live_t *l, double wait_s);
 /* Rank 0: tell every other rank (down the tree) the job is ending because lost_rank was lost;
  * returns once rank 0's frames are written (1 s at most). */
 void live_abort_all(live_t *l, int lost_rank);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/envvar.h"
 #include "common/mpix.h"
 #include "common/redact.h"
 #include "common/util.h"
@@ -92,11 +93,11 @@ static int proxy_attach(void *arg, struct uv_loop_s *loop) {
   if (h->progress) comm_proxy_on_progress(h->proxy, proxy_progress, h->progress);
   char t[64];
   CHECK(childenv_add(h->ce, COMM_PROXY_ENV, path));
-  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_BACKEND", h->L->conf->comm.backend));
+  CHECK(childenv_add(h->ce, envvar_name(ENVVAR_COMM_BACKEND), h->L->conf->comm.backend));
   snprintf(t, sizeof t, "%g", h->L->conf->comm.init_timeout);
-  CHECK(childenv_add(h->ce, "GPULAUNCH_COMM_INIT_TIMEOUT", t));
+  CHECK(childenv_add(h->ce, envvar_name(ENVVAR_COMM_INIT_TIMEOUT), t));
   snprintf(t, sizeof t, "%g", job->timeout);
-  CHECK(childenv_add(h->ce, "GPULAUNCH_TIMEOUT", t));
+  CHECK(childenv_add(h->ce, envvar_name(ENVVAR_TIMEOUT), t));
   return GPL_OK;
 }
 
@@ -236,7 +237,7 @@ int mode_run(launch_t *L) {
       code = GPL_EXIT_CONFIG;
       goto out;
     }
-    if (hb[0]) childenv_add(&ce, "GPULAUNCH_HEARTBEAT_FILE", hb);
+    if (hb[0]) childenv_add(&ce, envvar_name(ENVVAR_HEARTBEAT_FILE), hb);
     const char *ld = c->job.log_dir;
     if (ld && *ld) {
       util_strlcpy(hang_dir, ld, sizeof hang_dir);
@@ -329,10 +330,13 @@ int mode_run(launch_t *L) {
   if (mon && *c->monitor.replay) mon_drain(mon, 0);
   /* Every rank takes part (ranks without a monitor send empty stats). */
   if (!job->lost) mon_job_summary(mon, job->world, job->timeout, stdout, L->summary);
+  /* One straggler verdict: the stack samples' where they ran, with the step view's (every rank). */
+  const sample_verdict_t *sampled = job->rank == 0 && res.sampled ? &res.straggler : NULL;
   if (!job->lost && strcmp(c->job.straggler, "off") != 0)
-    strag_job_summary(prog, job->world, job->hosts, c->job.straggler_fraction,
+    strag_job_summary(prog, job->world, job->hosts, c->job.straggler_fraction, sampled,
                       job->timeout, stderr, L->summary);
-  if (job->rank == 0 && res.sampled) strag_sample_summary(&res.straggler, job->hosts, stderr, L->summary);
+  else if (sampled)
+    strag_verdict(NULL, sampled, job->hosts, stderr, L->summary);
 out:
   mon_destroy(mon);
   prog_free(prog);

@@ -11,9 +11,10 @@
 
 #include <stddef.h>
 
+#include "common/envvar.h"
 #include "common/tls.h"
 
-#define FRONTCH_ENV "GPULAUNCH_FRONTEND"
+#define FRONTCH_ENV ENVVAR_LITERAL(FRONTEND)
 
 struct seckey_s;
 

@@ -14,8 +14,11 @@
 #include "launcher/hang/progress.h"
 #include "launcher/sup/sup_int.h"
 
-#define HANG_COLLECT_S 10.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
-#define HANG_WAIT_S 13.0     /* rank 0 waits this long for every rank's stacks (<= 15 s in all) */
+/* A bound, not a cost: unloaded, every rank's stacks are in within 1-3 s; on a loaded machine gdb
+ * alone has taken 10 s (six ranks' gdb on 2 busy cores), and a stack that is not read in time is
+ * a rank the report cannot place. */
+#define HANG_COLLECT_S 20.0  /* a rank's stack collection after a hang (py-spy, gdb, eu-stack) */
+#define HANG_WAIT_S 24.0     /* rank 0 waits this long for every rank's stacks (<= 26 s in all) */
 
 /* The liveness thread's side (live_opts_t.progress): this rank's age for its frames, and on rank
  * 0 the others' ages as their frames say. */
@@ -159,22 +162,70 @@ static void hang_check(sup_t *s) {
   s->hang_active = 1;
   s->hang_t0 = util_now();
   hangwatch_free(s);
-  char n[300];
-  if (nsilent == size)
-    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); collecting every "
-              "rank's stacks (%.0f s at most)\n", longest, HANG_WAIT_S);
-  else
-    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), "
-              "the longest %s; collecting every rank's stacks (%.0f s at most)\n", nsilent, size,
-              longest, mpix_rank_name(first, n, sizeof n), HANG_WAIT_S);
+  LOG_INFO(SUP, "hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout): collecting every "
+           "rank's stacks (%.0f s at most)", nsilent, size, longest, HANG_WAIT_S);
   coord_hang_collect(&s->co, &s->acts);
   sup_coord_do(s);
 }
 
 /* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
  * (or, hang_action = report, goes on). */
+/* Rank 0: of the ranks without progress some are starting up (hang_starting: importing modules,
+ * the process group's rendezvous), as a loaded machine's imports can take longer than
+ * hang_timeout, and the others wait for them in a collective: not a hang while the attempt is
+ * within its start-up bound ([job] timeout); watched again hang_timeout after this declaration.
+ * A rank whose stack did not arrive is not known to be starting or waiting. */
+static int still_starting(sup_t *s) {
+  int silent = 0, starting = 0, waiting = 0, first = -1;
+  for (int r = 0; r < s->job->size; r++) {
+    if (s->hang_silent[r] < s->hang_timeout) continue;
+    silent++;
+    if (s->hang_texts[r] && hang_starting(s->hang_texts[r])) {
+      starting++;
+      if (first < 0) first = r;
+    } else if (s->hang_texts[r] && hang_waiting(s->hang_texts[r])) {
+      waiting++;
+    }
+  }
+  if (!starting || starting + waiting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
+  char n[300];
+  LOG_INFO(SUP, "hang: %s is still starting up (importing modules or in the process group's "
+           "rendezvous) %.0f s after the start, %d more starting, %d waiting in a collective: not a "
+           "hang; watching again", mpix_rank_name(first, n, sizeof n), util_now() - s->attempt_t0,
+           starting - 1, waiting);
+  return 1;
+}
+
+/* The silence found, said once the stacks show it is a hang (a start-up is not said at all). */
+static void say_silence(sup_t *s) {
+  int size = s->job->size, nsilent = 0, first = -1;
+  double longest = 0;
+  for (int r = 0; r < size; r++) {
+    if (s->hang_silent[r] < s->hang_timeout) continue;
+    nsilent++;
+    if (first < 0 || s->hang_silent[r] > longest) first = r;
+    longest = GPL_MAX(longest, s->hang_silent[r]);
+  }
+  char n[300];
+  if (nsilent == size)
+    log_print("gpulaunch: hang: no rank made progress for %.0f s ([job] hang_timeout); every rank's "
+              "stacks read in %.0f s\n", longest, util_now() - s->hang_t0);
+  else if (first >= 0)
+    log_print("gpulaunch: hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout), the "
+              "longest %s; every rank's stacks read in %.0f s\n", nsilent, size, longest,
+              mpix_rank_name(first, n, sizeof n), util_now() - s->hang_t0);
+}
+
 static void hang_finish(sup_t *s) {
   int size = s->job->size;
+  if (still_starting(s)) {
+    hangwatch_free(s);
+    s->hang_active = 0;
+    s->hang_rearm = s->hang_t0; /* silence since the declaration counts: a hang that began while
+                                 * the stacks were read is not found a collection late */
+    return;
+  }
+  say_silence(s);
   hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
   int *odd = calloc((size_t)size, sizeof *odd);
   hang_verdict_t v;
@@ -183,7 +234,7 @@ static void hang_finish(sup_t *s) {
   if (hr && odd) {
     for (int r = 0; r < size; r++)
       hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->hang_silent[r]};
-    hang_analyze(hr, size, odd, &v);
+    hang_analyze_at(hr, size, s->hang_timeout, odd, &v);
     char txt[PATH_MAX], json[PATH_MAX];
     if (hang_write_report(s->o->hang_dir, hr, size, odd, &v, s->hang_timeout, txt, json, sizeof txt) == 0) {
       util_strlcpy(s->hang_report, txt, sizeof s->hang_report);

@@ -150,4 +150,20 @@ void lost_on_live(uv_async_t *a) {
   }
 }
 
+/* A stop signal (SIGTERM, SIGINT) from the launcher: where this rank's liveness parent, rank 0,
+ * was already dead when it came, it is the launcher's end of the job after that death (plain
+ * mpirun's, which SIGKILLs every rank a second later): nobody else can say that death, rank 0
+ * being the one that says a stop, so the rank that says rank 0's loss (live_says_loss) says it
+ * now, before the stop; the liveness event that follows is then after the stop (lost_on_live). */
+void lost_before_stop(sup_t *s) {
+  if (s->job->rank == 0 || s->sig_received || s->live_lost || live_parent_gone(s->live, 0.5) != 0) return;
+  live_event_t ev = {.lost_rank = 0, .why = LIVE_CLOSED, .nlost = 1};
+  mpix_rank_name(0, ev.who, sizeof ev.who);
+  char what[sizeof s->live_what];
+  live_describe(s, &ev, what, sizeof what);
+  if (!live_says_loss(s, &ev)) return;
+  log_print("gpulaunch: %s; the job ends\n", what);
+  frontch_tell_lost(s->job->hosts[s->job->rank], ev.who, 1.0); /* an elastic gpulaunch-run hears which host from here */
+}
+
 void lost_wake(void *arg) { uv_async_send(arg); }

@@ -123,6 +123,7 @@ static void on_signal(uv_signal_t *h, int signum) {
   if (s->job->rank == 0 || from.pid != s->launcher_ppid)
     audit_note_stop(signum, by_rm || relayed ? "slurm" : by_mpirun ? "mpirun" : "signal",
                     from.comm[0] ? from.comm : NULL, (int)from.pid);
+  lost_before_stop(s); /* a stop after rank 0's gpulaunch died: that death first */
   take_stop(s, signum, by_rm || relayed, by_mpirun ? "mpirun" : NULL);
 }
 

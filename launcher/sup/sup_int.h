@@ -163,6 +163,7 @@ void sampler_free(sup_t *s);
 
 /* sup/lost.c: a rank's supervisor or host was lost (launcher/live/liveness.c). */
 void lost_on_live(uv_async_t *a);
+void lost_before_stop(sup_t *s);
 void lost_wake(void *arg);
 
 /* sup/supervise.c: carry out what the coordinator asked for. */

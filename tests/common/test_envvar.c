@@ -23,6 +23,10 @@ static void test_table(void **state) {
     for (int j = 0; j < i; j++) assert_string_not_equal(n, envvar_name((envvar_id_t)j));
   }
   assert_string_equal(envvar_name(ENVVAR_LOG), "GPULAUNCH_LOG");
+  /* every name is GPULAUNCH_ and its ID: ENVVAR_LITERAL(ID) is the row's name */
+#define LITERAL_(id, name, def, kind, help) assert_string_equal(name, ENVVAR_LITERAL(id));
+  ENVVAR_LIST(LITERAL_)
+#undef LITERAL_
   assert_string_equal(envvar_name(ENVVAR_COUNT), "?");
   assert_null(envvar_get(ENVVAR_COUNT));
 }
@@ -92,6 +96,12 @@ static void test_print(void **state) {
   assert_int_equal(strncmp(text, "Environment", 11), 0);
   assert_non_null(strstr(text, "  GPULAUNCH_LOG=warn "));
   assert_non_null(strstr(text, "Test hooks"));
+  /* what the wrapped program gets (README "What the wrapped program gets") */
+  const char *prog = strstr(text, "Set by gpulaunch for the program it wraps");
+  assert_non_null(prog);
+  assert_non_null(strstr(prog, "  GPULAUNCH_NODE "));
+  assert_non_null(strstr(prog, "  GPULAUNCH_HOST "));
+  assert_non_null(strstr(md, "| `GPULAUNCH_HOST` |  | given to the program: "));
   int lines = count(md, "\n");
   assert_int_equal(lines, ENVVAR_COUNT + 2);
   for (int i = 0; i < ENVVAR_COUNT; i++) {

@@ -13,6 +13,7 @@
 
 #include "launcher/hang/hang.h"
 #include "launcher/hang/progress.h"
+#include "launcher/hang/sample.h"
 #include "launcher/hang/straggler.h"
 
 static char *text_of(int pid, const char *frames) {
@@ -80,6 +81,147 @@ static void test_two_and_alike(void **st) {
   hang_analyze(same, 3, odd3, &v);
   assert_int_equal(v.nodd, 0);
   assert_non_null(strstr(v.summary, "every rank has the same stack"));
+}
+
+/* A rank whose stack another tool read (eu-stack where gdb failed: __poll, read, @@GLIBC) is where
+ * the others are, not odd (issue 34: a healthy rank named "in __poll"). */
+static void test_tools_alike(void **st) {
+  (void)st;
+  hang_rank_t r[5] = {
+      {0, "h0", text_of(10, "__GI___poll;progress;gpl_barrier;main"), 5},
+      {1, "h0", text_of(11, "__poll;progress;gpl_barrier;main"), 5},
+      {2, "h1", text_of(12, "poll@@GLIBC_2.2.5;progress;gpl_barrier;main"), 5},
+      {3, "h1", text_of(13, "__GI___poll;progress;gpl_barrier;main"), 5},
+      {4, "h2", text_of(14, "read;stuck_in_read;main"), 5},
+  };
+  int odd[5];
+  hang_verdict_t v;
+  hang_analyze(r, 5, odd, &v);
+  assert_int_equal(v.nodd, 1);
+  assert_int_equal(odd[4], 1);
+  assert_non_null(strstr(v.summary, "rank 4 (host h2, pid 14) is in stuck_in_read"));
+  assert_non_null(strstr(v.summary, "the other 4 ranks are in gpl_barrier"));
+}
+
+/* A rank that made progress within hang_timeout is not hung: never named, whatever its stack
+ * (the others silent in a start-up, it already past it). */
+static void test_live_never_named(void **st) {
+  (void)st;
+  hang_rank_t r[4] = {
+      {0, "h0", text_of(10, "compute;train;main"), 1.5},
+      {1, "h0", text_of(11, "_find_and_load;main"), 6},
+      {2, "h1", text_of(12, "_find_and_load;main"), 6},
+      {3, "h1", text_of(13, "_find_and_load;main"), 6},
+  };
+  int odd[4];
+  hang_verdict_t v;
+  hang_analyze_at(r, 4, 5, odd, &v);
+  assert_int_equal(v.nodd, 0);
+  assert_int_equal(odd[0], 0);
+  hang_analyze(r, 4, odd, &v); /* without the timeout: the stack alone decides */
+  assert_int_equal(odd[0], 1);
+}
+
+/* py-spy's text of a program importing modules is marked starting (hang_collect.c); a stack
+ * without the mark, or no stack, is not. */
+static void test_starting(void **st) {
+  (void)st;
+  assert_int_equal(hang_starting("@@pid 1\n@@startup 1\n@@tool py-spy\n@@frames a\n@@stack-begin\n"), 1);
+  assert_int_equal(hang_starting(text_of(1, "_find_and_load;main")), 0);
+  assert_int_equal(hang_starting(NULL), 0);
+  /* waiting for the peers: a collective, a barrier; a rank at work or without a stack is not */
+  assert_int_equal(hang_waiting(text_of(1, "poll;all_reduce;train;main")), 1);
+  assert_int_equal(hang_waiting(text_of(2, "compute;train;main")), 0);
+  assert_int_equal(hang_waiting(NULL), 0);
+  /* only the first process's header counts */
+  assert_int_equal(hang_starting("@@pid 1\n@@stack-begin\n@@stack-end\n@@pid 2\n@@startup 1\n"), 0);
+}
+
+/* The one straggler verdict (issue 34): what --summary's "straggler" says and the lines printed. */
+typedef struct verdict_out_s {
+  cJSON *sum;
+  cJSON *o;
+  char *text;
+} verdict_out_t;
+
+static void verdict(const strag_steps_t *st, const sample_verdict_t *sv, verdict_out_t *out) {
+  static char *hosts[] = {"h0", "h1", "h2"};
+  size_t len = 0;
+  FILE *f = open_memstream(&out->text, &len);
+  assert_non_null(f);
+  out->sum = cJSON_CreateObject();
+  strag_verdict(st, sv, hosts, f, out->sum);
+  fclose(f);
+  out->o = cJSON_GetObjectItem(out->sum, "straggler");
+}
+
+static void verdict_free(verdict_out_t *out) {
+  cJSON_Delete(out->sum);
+  free(out->text);
+}
+
+static int num(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsNumber(v) ? v->valueint : -99;
+}
+
+static void test_one_verdict(void **state) {
+  (void)state;
+  /* the step view's slowest, unflagged: rank 2; the samples: rank 1 in slow_augment */
+  strag_rank_t ranks[3] = {{0, 30, 0.1, 0.001}, {1, 30, 0.1, 0.0015}, {2, 30, 0.1, 0.002}};
+  strag_steps_t st = {3, ranks, 0.1, 0.2, 2, 0};
+  sample_verdict_t sv = {.rank = 1, .share = 0.83, .wait_self = 0.05, .wait_others = 0.8, .nranks = 3};
+  snprintf(sv.func, sizeof sv.func, "slow_augment");
+  snprintf(sv.wait_func, sizeof sv.wait_func, "all_reduce");
+  verdict_out_t v;
+  verdict(&st, &sv, &v);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v.o, "method")), "sample");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v.o, "flagged")));
+  assert_int_equal(num(v.o, "rank"), 1);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v.o, "function")), "slow_augment");
+  assert_null(cJSON_GetObjectItem(v.o, "slowest")); /* the old keys are gone */
+  assert_null(cJSON_GetObjectItem(v.o, "sample"));
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(v.o, "ranks")), 3);
+  assert_non_null(strstr(v.text, "rank 1 (host h1) is the straggler"));
+  assert_null(strstr(v.text, "rank 2"));
+  verdict_free(&v);
+
+  /* the step view flags rank 2 but the samples name rank 1: only rank 1 anywhere */
+  st.flagged = 1;
+  ranks[2].lag_s = 0.05;
+  verdict(&st, &sv, &v);
+  assert_int_equal(num(v.o, "rank"), 1);
+  assert_null(strstr(v.text, "rank 2"));
+  verdict_free(&v);
+
+  /* sampled, nobody named; a synchronous job's step view sees only noise: no rank at all */
+  sv.rank = -1;
+  st.flagged = 0;
+  verdict(&st, &sv, &v);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v.o, "method")), "sample");
+  assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v.o, "flagged")));
+  assert_null(cJSON_GetObjectItem(v.o, "rank"));
+  assert_int_equal(num(v.o, "ranks_sampled"), 3);
+  assert_string_equal(v.text, "");
+  verdict_free(&v);
+
+  /* the samples name nobody, the step view flags rank 2 (ranks that run apart): the steps decide */
+  st.flagged = 1;
+  verdict(&st, &sv, &v);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v.o, "method")), "steps");
+  assert_int_equal(num(v.o, "rank"), 2);
+  assert_non_null(cJSON_GetObjectItem(v.o, "lag_s"));
+  assert_non_null(strstr(v.text, "gpulaunch: straggler: rank 2 (host h2) reports its steps 50 ms after"));
+  verdict_free(&v);
+
+  /* no sampling ([job] straggler = steps): the step view alone; with neither, no key */
+  verdict(&st, NULL, &v);
+  assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(v.o, "method")), "steps");
+  assert_int_equal(num(v.o, "rank"), 2);
+  verdict_free(&v);
+  verdict(NULL, NULL, &v);
+  assert_null(v.o);
+  verdict_free(&v);
 }
 
 /* Garbage from a rank (no @@ lines, a frames line without frames) is no crash and no verdict. */
@@ -198,7 +340,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_majority),  cmocka_unit_test(test_noise_inside_wait), cmocka_unit_test(test_two_and_alike),
       cmocka_unit_test(test_garbage),   cmocka_unit_test(test_straggler),          cmocka_unit_test(test_step_regex),
-      cmocka_unit_test(test_silent_pick),
+      cmocka_unit_test(test_silent_pick), cmocka_unit_test(test_tools_alike), cmocka_unit_test(test_live_never_named),
+      cmocka_unit_test(test_starting), cmocka_unit_test(test_one_verdict),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,9 +17,9 @@ netns_run 6 h0:2,h1:2,h2:2 "$GPULAUNCH" --summary "$T/a.json" "$T/a.conf"
 LINE="^gpulaunch: rank 3 \(host h1\) is the straggler: [0-9]+ % of its samples in slow_transform; the other ranks spend [0-9]+ % waiting in gpl_allreduce$"
 if [ "$RC" != 0 ]; then bad "exit $RC, expected 0"; else
   [ "$(grep -cE "$LINE" "$T/err")" -ge 2 ] || bad "rank 3 on h1 not named while it ran and at the end"
-  [ "$(jq -r .straggler.sample.rank "$T/a.json")" = 3 ] || bad "summary: rank"
-  [ "$(jq -r .straggler.sample.host "$T/a.json")" = h1 ] || bad "summary: host"
-  [ "$(jq -r .straggler.sample.ranks_sampled "$T/a.json")" = 6 ] || bad "summary: every rank sampled"
+  [ "$(jq -r .straggler.rank "$T/a.json")" = 3 ] || bad "summary: rank"
+  [ "$(jq -r .straggler.host "$T/a.json")" = h1 ] || bad "summary: host"
+  [ "$(jq -r .straggler.ranks_sampled "$T/a.json")" = 6 ] || bad "summary: every rank sampled"
   [ "$fail" = 0 ] && ok "3 hosts: rank 3 (h1) named in slow_transform, job ${SECS}s: $(grep -E "$LINE" "$T/err" | tail -1)"
 fi
 exit "$fail"

@@ -30,9 +30,9 @@ assert_eq "$RC" 0 "exit status"
 [ -n "$named" ] || fail "rank 1 not named while the job ran"
 assert_eq "$running" 1 "named while the job still ran"
 assert_le "$named" 60 "named within (s) of the start"
-assert_eq "$(jq -r .straggler.sample.rank "$T/a.json")" 1 "summary: rank"
-assert_eq "$(jq -r .straggler.sample.function "$T/a.json")" slow_augment "summary: function"
-assert_eq "$(jq -r .straggler.sample.others_waiting_in "$T/a.json")" all_reduce "summary: the others' wait"
+assert_eq "$(jq -r .straggler.rank "$T/a.json")" 1 "summary: rank"
+assert_eq "$(jq -r .straggler.function "$T/a.json")" slow_augment "summary: function"
+assert_eq "$(jq -r .straggler.others_waiting_in "$T/a.json")" all_reduce "summary: the others' wait"
 pass "rank 1 named in slow_augment after $named s: $(grep -E "$LINE" "$T/err" | head -1)"
 
 printf '[job]\ncommand = %s %s --steps 250 --eval-every 60\nstep_regex = step (\\d+)\n' "$PY" "$SCRIPT" >"$T/b.conf"
@@ -40,7 +40,7 @@ for i in 1 2 3; do
   run_mpi 4 "$GPULAUNCH" --summary "$T/b.json" "$T/b.conf"
   assert_eq "$RC" 0 "exit status (balanced $i)"
   assert_nogrep "$T/err" "is the straggler" "balanced run $i"
-  assert_eq "$(jq -r .straggler.sample.flagged "$T/b.json")" false "balanced run $i: summary"
+  assert_eq "$(jq -r .straggler.flagged "$T/b.json")" false "balanced run $i: summary"
 done
 pass "balanced with evaluation and rank 0's checkpoints: never flagged (3 runs)"
 
