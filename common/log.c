@@ -76,8 +76,9 @@ static const struct {
     {"topology/iface", LOG_NET}, {"topology/preflight", LOG_NET}, {"topology/", LOG_TOPO},
     {"conf/", LOG_CONF},         {"sup/", LOG_SUP},           {"live/", LOG_SUP},
     {"hang/", LOG_SUP},          {"bench/", LOG_BENCH},       {"accept/", LOG_ACCEPT},
-    {"out/", LOG_SUP},           {"exec/", LOG_SUP},          {"monitor/", LOG_MON},
-    {"ops/diag", LOG_DIAG},      {"ops/", LOG_MON},           {"modes/trainer", LOG_TRAIN},
+    {"output/", LOG_SUP},        {"report/", LOG_ACCEPT},     {"exec/", LOG_SUP},
+    {"monitor/", LOG_MON},       {"ops/diag", LOG_DIAG},      {"ops/", LOG_MON},
+    {"modes/trainer", LOG_TRAIN},
 };
 
 log_subsys_t log_subsys_of(const char *file) {

@@ -13,9 +13,9 @@
 #include "launcher/sup/coord.h"
 #include "launcher/sup/ctl.h"
 #include "launcher/sup/frontch.h"
-#include "launcher/out/outq.h"
-#include "launcher/out/output.h"
-#include "launcher/out/ranklog.h"
+#include "launcher/output/outq.h"
+#include "launcher/output/output.h"
+#include "launcher/output/ranklog.h"
 #include "launcher/sup/supervise.h"
 
 /* A signal at one moment on every rank (a stop with the grace, a checkpoint) is sent for this

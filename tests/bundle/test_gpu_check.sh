@@ -4,12 +4,14 @@
 # one without MPI, the PyTorch script on gloo where PyTorch is), keep to its deadline and to the
 # GPU machine's limits on what comes back (at most 8 files, no sub-folder).
 # usage: test_gpu_check.sh BUNDLE_DIR
-set -euo pipefail
 B="$1"
+export GPULAUNCH="${GPULAUNCH:-$B/bin/gpulaunch}" # (lib.sh wants it; the bundle's is the one run)
+source "$(dirname "$0")/../lib.sh"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-fail() { echo "FAIL: $*"; cat "$out/summary.md" 2>/dev/null; exit 1; }
+out="$T/out" # gpu-check.sh's --out, removed at exit with $T
+mkdir "$out"
+# What explains a failure here: gpu-check.sh's summary.
+fail_context() { cat "$out/summary.md" 2>/dev/null; }
 if command -v nvidia-smi >/dev/null 2>&1 && [[ -n "$(nvidia-smi -L 2>/dev/null)" ]]; then
   echo "skipped: a GPU is here; scripts/gpu-check.sh is the check to run on it"
   exit 77

@@ -1,5 +1,6 @@
-/* Assertions for the comm MPI tests: print both values, the rank and file:line; count failures so
- * one run reports every problem, and the exit status says whether any rank saw one. */
+/* Assertions for the MPI tests (programs run on each rank of an mpirun): print both values, the
+ * rank and file:line; count failures so one run reports every problem, and the exit status says
+ * whether any rank saw one. */
 #ifndef GPL_TESTS_COMM_TESTUTIL_H
 #define GPL_TESTS_COMM_TESTUTIL_H
 

@@ -1,4 +1,4 @@
-/* common/util.c: word splitting and quoting, the first of each value, the parsers (sizes,
+/* common/util_*.c: word splitting and quoting, the first of each value, the parsers (sizes,
  * durations, numbers, signals), nearest names, secret names, small string helpers and median. */
 #include <setjmp.h>
 #include <stdarg.h>

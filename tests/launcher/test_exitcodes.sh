@@ -3,10 +3,9 @@
 # every code of the table is in --help's "Exit status" lines and is a row of the README's table,
 # and the README has no row the table lacks. (That README's block is exactly what the table makes
 # is docs_generated's check, scripts/gen-docs.sh --check.)
-set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
 src=${GPULAUNCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-bin=${GPULAUNCH:?set GPULAUNCH to the built gpulaunch}
-fail() { echo "FAIL: $*" >&2; exit 1; }
+bin=$GPULAUNCH
 
 # The table's labels: X(NAME, code, ...) and R("label", ...).
 labels=$(grep -oE '^ *(X\([A-Z_]+, [0-9]+|R\("[^"]+")' "$src/launcher/exitcode.h" |

@@ -18,7 +18,7 @@
 #include "launcher/job/childenv.h"
 #include "launcher/conf/conf.h"
 #include "launcher/conf/envset.h"
-#include "launcher/out/output.h"
+#include "launcher/output/output.h"
 
 static char g_dir[64];
 

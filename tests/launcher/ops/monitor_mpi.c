@@ -8,21 +8,16 @@
 #include "common/log.h"
 #include "common/mpix.h"
 #include "common/util.h"
+#include "gpulaunch/error.h"
 #include "launcher/monitor/monitor.h"
-
-#define EXPECT(c)                                                                                \
-  do {                                                                                           \
-    if (!(c)) {                                                                                  \
-      fprintf(stderr, "rank %d: FAILED %s (%s:%d)\n", rank, #c, __FILE__, __LINE__);            \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
-    }                                                                                            \
-  } while (0)
+#include "tests/comm/testutil.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  t_rank = rank;
   log_init();
   log_set_identity(util_hostname(), rank);
   if (argc < 2 || size != 4) {
@@ -33,16 +28,16 @@ int main(int argc, char **argv) {
   mon_opts_default(&o);
   o.replay = argv[1];
   monitor_t *m = NULL;
-  EXPECT(mon_create(&m, &o, rank, util_hostname(), rank, NULL) == 0);
+  T_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
   /* as the supervisor's timer would: one tick per interval, here without waiting */
   int ticks = 0;
   while (mon_tick(m) == 0) ticks++;
-  EXPECT(ticks == 31);
+  T_TRUE(ticks == 31);
   mon_stats_t mine, all[4];
   mon_stats(m, &mine);
-  EXPECT(mine.warned == (rank == 2));
-  EXPECT(mon_gather(&mine, MPI_COMM_WORLD, 30.0, all) == 0);
-  for (int r = 0; r < 4; r++) EXPECT(all[r].rank == r && all[r].samples == 31);
+  T_TRUE(mine.warned == (rank == 2));
+  T_OK(mon_gather(&mine, MPI_COMM_WORLD, 30.0, all));
+  for (int r = 0; r < 4; r++) T_TRUE(all[r].rank == r && all[r].samples == 31);
   if (rank == 0) {
     char *txt = NULL;
     size_t len = 0;
@@ -53,9 +48,10 @@ int main(int argc, char **argv) {
     fputs(txt, stdout);
     char want[128];
     snprintf(want, sizeof want, "slowest rank: 2 (host %s, GPU 2)", util_hostname());
-    EXPECT(strstr(txt, want) != NULL);
+    T_TRUE(strstr(txt, want) != NULL);
     cJSON *sg = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "straggler");
-    EXPECT(cJSON_GetObjectItem(sg, "rank")->valueint == 2);
+    cJSON *sg_rank = cJSON_GetObjectItem(sg, "rank");
+    T_TRUE(sg_rank && sg_rank->valueint == 2);
     cJSON_Delete(sum);
     free(txt);
   }
@@ -64,10 +60,10 @@ int main(int argc, char **argv) {
   size_t len = 0;
   FILE *f = open_memstream(&txt, &len);
   cJSON *sum = cJSON_CreateObject();
-  EXPECT(mon_job_summary(m, MPI_COMM_WORLD, 30.0, f, sum) == 0);
+  T_OK(mon_job_summary(m, MPI_COMM_WORLD, 30.0, f, sum));
   fclose(f);
-  EXPECT((rank == 0) == (strstr(txt, "slowest rank: 2 (host ") != NULL));
-  EXPECT((rank == 0) == (cJSON_GetObjectItem(sum, "monitor") != NULL));
+  T_TRUE((rank == 0) == (strstr(txt, "slowest rank: 2 (host ") != NULL));
+  T_TRUE((rank == 0) == (cJSON_GetObjectItem(sum, "monitor") != NULL));
   free(txt);
   cJSON_Delete(sum);
   mon_destroy(m);
@@ -76,18 +72,21 @@ int main(int argc, char **argv) {
   setenv("GPULAUNCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
   mon_opts_default(&o);
   o.off_level = LOG_LVL_INFO;
-  EXPECT(mon_create(&m, &o, rank, util_hostname(), rank, NULL) == 0);
+  T_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
   txt = NULL;
   f = open_memstream(&txt, &len);
   sum = cJSON_CreateObject();
-  EXPECT(mon_job_summary(rank == 3 ? NULL : m, MPI_COMM_WORLD, 30.0, f, sum) == 0);
+  T_OK(mon_job_summary(rank == 3 ? NULL : m, MPI_COMM_WORLD, 30.0, f, sum));
   fclose(f);
-  EXPECT(len == 0);
+  T_TRUE(len == 0);
   if (rank == 0)
-    EXPECT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "active")));
+    T_TRUE(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "active")));
   free(txt);
   cJSON_Delete(sum);
   mon_destroy(m);
+  /* every rank's failures were printed; the exit status says whether any rank saw one */
+  int all_bad = 0;
+  MPI_Allreduce(&t_failures, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Finalize();
-  return 0;
+  return all_bad ? 1 : 0;
 }

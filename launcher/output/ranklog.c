@@ -1,6 +1,6 @@
 /* Per-rank log files: opened by all ranks together (a failure is named at once, never a hang),
  * appended with lost bytes counted and reported at the end. */
-#include "launcher/out/ranklog.h"
+#include "launcher/output/ranklog.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* Bounded output queue with a writer thread per stream; fds 1 and 2 interposed by a private pipe. */
-#include "launcher/out/outq.h"
+#include "launcher/output/outq.h"
 
 #include <errno.h>
 #include <fcntl.h>

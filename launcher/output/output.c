@@ -1,5 +1,5 @@
 /* Line splitting and prefixing of a supervised program's output; nothing is lost or cut in half. */
-#include "launcher/out/output.h"
+#include "launcher/output/output.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,8 +12,8 @@
 #include "common/check.h"
 #include "common/envvar.h"
 #include "common/util.h"
-#include "launcher/out/outq.h"
-#include "launcher/out/ranklog.h"
+#include "launcher/output/outq.h"
+#include "launcher/output/ranklog.h"
 
 int output_init(output_t *o, const char *prefix_mode, const char *host, int rank, int tail_lines,
                 ranklog_t *log, outq_t *q) {
