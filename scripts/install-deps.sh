@@ -7,7 +7,7 @@ set -euo pipefail
 # tests/scripts/test_dockerfile.sh checks that it does).
 pkgs=(
   build-essential cmake pkg-config git
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin libpmix-dev
   libhwloc-dev hwloc
   libuv1-dev libinih-dev libcjson-dev libssl-dev
   # the cloud's interruption notices over HTTP (launcher/preempt/)
