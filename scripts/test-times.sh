@@ -39,7 +39,7 @@ rows() {
     awk -v build="$(basename "$b")" '
       /^[0-9]+\/[0-9]+ Testing: / { name = $3; next }
       /^Test time = / && name != "" { secs = $4; want = 1; next }
-      want && /^Test / { st = $2; sub(/\.$/, "", st); printf "%s\t%s\t%s\t%s\n", secs, build, name, st; name = ""; want = 0 }
+      want && /^Test / { st = $2; sub(/\.$/, "", st); if (st == "Pass") st = "Passed"; printf "%s\t%s\t%s\t%s\n", secs, build, name, st; name = ""; want = 0 }
     ' "$log"
   done
 }
