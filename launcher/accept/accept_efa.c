@@ -54,10 +54,10 @@ int accept_efa_devices(const char *root, char *names, size_t len) {
 static int has_file(const char *root, const char *dir, const char *file, char *found, size_t len) {
   char p[PATH_MAX];
   struct stat st;
-  snprintf(p, sizeof p, "%s%s/%s", root, dir, file);
-  if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-  snprintf(found, len, "%s/%s", dir, file);
-  return 1;
+  int n = snprintf(p, sizeof p, "%s%s/%s", root, dir, file);
+  if (n < 0 || (size_t)n >= sizeof p || stat(p, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  n = snprintf(found, len, "%s/%s", dir, file);
+  return n >= 0 && (size_t)n < len;
 }
 
 /* The folders of /etc/ld.so.conf and its includes (one level of "include" globs of *.conf, as
