@@ -120,12 +120,31 @@ static int try_listen(void *arg, int port) {
   return 0;
 }
 
+static int port_of(const struct sockaddr *sa) {
+  return ntohs(sa->sa_family == AF_INET6 ? ((const struct sockaddr_in6 *)sa)->sin6_port
+                                         : ((const struct sockaddr_in *)sa)->sin_port);
+}
+
 int netport_listen(struct sockaddr *addr, socklen_t len, int flags, int backlog, const char *what) {
-  listen_arg_t b = {addr, len, flags, backlog, -1};
-  int rc = netport_try(what, try_listen, &b);
-  if (rc < 0) {
-    errno = -rc;
-    return -1;
+  /* Without a range the kernel picks, and it may pick an avoided port (MASTER_PORT: rank 0 only
+   * tried it, the program binds it later, so it is free now): such a socket is held while the
+   * kernel picks again, then closed. */
+  int held[AVOID_MAX + 1], nheld = 0, fd = -1;
+  for (;;) {
+    listen_arg_t b = {addr, len, flags, backlog, -1};
+    int rc = netport_try(what, try_listen, &b);
+    if (rc < 0) {
+      errno = -rc;
+      break;
+    }
+    if (g_range.lo > 0 || !avoided(port_of(addr)) || nheld == AVOID_MAX + 1) {
+      fd = b.fd;
+      break;
+    }
+    held[nheld++] = b.fd;
   }
-  return b.fd;
+  int e = errno;
+  while (nheld > 0) close(held[--nheld]);
+  errno = e;
+  return fd;
 }
