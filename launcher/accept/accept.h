@@ -507,6 +507,8 @@ int accept_write_exclude(const accept_report_t *r, const char *path);
 /** Write a whole report file through safefile_write_text; a failure (the file cannot be opened,
  * a full file system) is logged as a warning naming the file. \return 0 or GPL_ESYS. */
 int accept_write_text(const char *path, const char *text);
+/** accept_write_text of a report built in b, then b freed; GPL_ENOMEM when building it ran out. */
+int accept_write_strbuf(const char *path, strbuf_t *b);
 /** Why the last accept_write_text that failed did ("/x/a.json: No space left on device"), for the
  * verdict; "" when none failed. */
 const char *accept_write_error(void);

@@ -345,11 +345,5 @@ int accept_write_html(const accept_report_t *r, const char *path) {
   strbuf_append(&b, "<div class=\"footer\">gpulaunch accept " GPULAUNCH_VERSION_STRING);
   strbuf_append(&b, ". The same results as JSON: <code>--json FILE</code>; as JUnit XML for CI: "
                     "<code>--junit FILE</code>.</div>\n</div>\n</body>\n</html>\n");
-  if (b.oom) {
-    strbuf_free(&b);
-    return GPL_ENOMEM;
-  }
-  int rc = accept_write_text(path, strbuf_str(&b));
-  strbuf_free(&b);
-  return rc;
+  return accept_write_strbuf(path, &b);
 }

@@ -147,11 +147,5 @@ int accept_write_junit(const accept_report_t *r, const char *path) {
   for (int node = 0; node < r->nnodes; node++) suite(&b, r, node);
   suite(&b, r, -1);
   strbuf_append(&b, "</testsuites>\n");
-  if (b.oom) {
-    strbuf_free(&b);
-    return GPL_ENOMEM;
-  }
-  int rc = accept_write_text(path, strbuf_str(&b));
-  strbuf_free(&b);
-  return rc;
+  return accept_write_strbuf(path, &b);
 }

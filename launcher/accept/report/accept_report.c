@@ -395,8 +395,12 @@ int accept_write_exclude(const accept_report_t *r, const char *path) {
    * scripts/hostfile --exclude all read it as is. */
   strbuf_t b = STRBUF_INIT;
   for (int i = 0; i < r->nbad; i++) strbuf_printf(&b, "%s\n", r->bad_hosts[i]);
-  int rc = b.oom ? GPL_ENOMEM : accept_write_text(path, strbuf_str(&b));
-  strbuf_free(&b);
+  return accept_write_strbuf(path, &b);
+}
+
+int accept_write_strbuf(const char *path, strbuf_t *b) {
+  int rc = b->oom ? GPL_ENOMEM : accept_write_text(path, strbuf_str(b));
+  strbuf_free(b);
   return rc;
 }
 
