@@ -48,3 +48,14 @@ machine() {
 
 # show CMD...: the command line, as an indented block of the Markdown
 show() { printf '    $ %s\n' "$*"; }
+
+# clock OUTFILE CMD...: append the wall seconds of CMD to OUTFILE; a failing CMD ends the script
+# with the end of its output.
+clock() {
+  local out=$1 t0 t1
+  shift
+  t0=$(date +%s%N)
+  "$@" >"$TMP/last" 2>&1 || { echo "failed: $*"; tail -n 30 "$TMP/last"; exit 1; } >&2
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }' >>"$out"
+}

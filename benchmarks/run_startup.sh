@@ -27,14 +27,6 @@ echo
 show "${MPIRUN[@]}" -np "$NP" "$GPULAUNCH" -- "$TRUE"
 show "${MPIRUN[@]}" -np "$NP" "$MIN"
 echo
-clock() { # clock OUTFILE CMD...: append the wall seconds of CMD
-  local out=$1 t0 t1
-  shift
-  t0=$(date +%s%N)
-  "$@" >"$TMP/last" 2>&1 || { echo "failed: $*"; cat "$TMP/last"; exit 1; } >&2
-  t1=$(date +%s%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }' >>"$out"
-}
 # one of each first, not counted (file cache)
 clock "$TMP/warm" "${MPIRUN[@]}" -np "$NP" "$GPULAUNCH" -- "$TRUE"
 clock "$TMP/warm" "${MPIRUN[@]}" -np "$NP" "$MIN"

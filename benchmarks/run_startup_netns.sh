@@ -40,14 +40,6 @@ echo
 show "benchmarks/run_startup_netns.sh --reps $REPS --shapes \"$SHAPES\""
 show "mpirun <netns options> -np R --host h0:k,h1:k,... gpulaunch -- /bin/true   vs   ... mpi_minimal"
 echo
-clock() { # clock OUTFILE CMD...: append the wall seconds of CMD
-  local out=$1 t0 t1
-  shift
-  t0=$(date +%s%N)
-  "$@" >"$TMP/last" 2>&1 || { echo "failed: $*"; tail -n 30 "$TMP/last"; exit 1; } >&2
-  t1=$(date +%s%N)
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }' >>"$out"
-}
 if [[ -n $BEFORE ]]; then
   echo "- before: $BEFORE"
   echo
