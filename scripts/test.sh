@@ -20,7 +20,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/env.sh"
 
 # Each fuzzer this long in the default run (GPL_JOBS of them at a time: each keeps a core busy).
-default_fuzz_seconds=15
+default_fuzz_seconds=8
 # Tests side by side: the RUN_SERIAL ones still run alone.
 jobs=$((GPL_JOBS > 2 ? GPL_JOBS : 2))
 t_start=$(date +%s)
