@@ -3,8 +3,7 @@
 # toolkit is at /usr/local/cuda), run every test with CTest; then build without CUDA and run there
 # the tests of the code that differs without CUDA (label cudadiff, tests/CMakeLists.txt); then
 # every fuzzer for a short time (a clang build of its own). CTest runs tests side by side
-# (ctest -j) except those that time something or use namespaces, a cluster or a port (RUN_SERIAL,
-# every test not declared PARALLEL). At the end: the 10 slowest tests, the sum of the tests'
+# (ctest -j 4, each test taking the slots its kind needs: tests/CMakeLists.txt). At the end: the 10 slowest tests, the sum of the tests'
 # times and the wall clock of each part (scripts/test-times.sh; --times-doc also writes the whole
 # table into docs/testing.md).
 # Usage: scripts/test.sh [--sanitize] [--fuzz SECONDS] [--times-doc] [ctest args...]
@@ -21,8 +20,9 @@ source "$here/env.sh"
 
 # Each fuzzer this long in the default run (GPL_JOBS of them at a time: each keeps a core busy).
 default_fuzz_seconds=8
-# Tests side by side: the RUN_SERIAL ones still run alone.
-jobs=$((GPL_JOBS > 2 ? GPL_JOBS : 2))
+# Tests side by side in 4 slots: a test takes 1 (LIGHT), 2 (PARALLEL), 3 (the rest) or all
+# (ALONE) of them (tests/CMakeLists.txt, "Where and how each test runs").
+jobs=4
 t_start=$(date +%s)
 parts=()
 part() { # NAME START: the wall clock of one part, for the end

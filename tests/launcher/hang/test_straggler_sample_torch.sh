@@ -11,7 +11,7 @@ export OMP_NUM_THREADS=1
 host=$(hostname -s)
 LINE="^gpulaunch: rank 1 \(host $host\) is the straggler: [0-9]+ % of its samples in slow_augment; the other ranks spend [0-9]+ % waiting in all_reduce$"
 
-printf '[job]\ncommand = %s %s --slow-rank 1 --steps 700\nstep_regex = step (\\d+)\n' "$PY" "$SCRIPT" >"$T/a.conf"
+printf '[job]\ncommand = %s %s --slow-rank 1 --steps 500\nstep_regex = step (\\d+)\n' "$PY" "$SCRIPT" >"$T/a.conf"
 t0=$(date +%s)
 "$MPIEXEC" -np 4 --oversubscribe --bind-to none "$GPULAUNCH" --summary "$T/a.json" "$T/a.conf" >"$T/out" 2>"$T/err" &
 pid=$!
