@@ -66,7 +66,7 @@ void child_send_event(sup_t *s, int type, int flags) {
   }
   if (type == CTL_EV_SIGNAL) m.signo = s->sig_received;
   ctl_send(&s->ctl, 0, &m);
-  sup_poll_pace(s, 1);
+  s->sent = 1; /* the hub polls fast for the answer */
 }
 
 static void on_handle_closed(uv_handle_t *h) {

@@ -1,6 +1,7 @@
 /* The hang watchdog's glue (launcher/hang/): progress heard through the liveness frames, rank 0
  * declaring a hang, every rank's stacks collected off the loop, the report and the verdict; and
- * at a failure, the stacks of the ranks still running and silent, and the likely cause. */
+ * at a failure, the stacks of the ranks still running and silent, and the likely cause. What it
+ * finds goes back to sup/supervise.c as an event (hangwatch_ev_t): the hub tells the coordinator. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,7 @@ static void hang_after_cb(uv_work_t *w, int status) {
   free(s->hang_text);
   s->hang_text = NULL;
   s->hang_collecting = 0;
-  sup_poll_pace(s, 1);
+  s->sent = 1;
 }
 
 /* Every rank, on CTL_HANG: collect the program's stacks off the loop, then send them to rank 0. */
@@ -102,31 +103,26 @@ double hangwatch_silence(void *arg, int rank) {
   return silence_of(s, rank, (double)util_now_ns() / 1e9, s->attempt_t0);
 }
 
-/* Rank 0, the coordinator's COORD_COLLECT: every rank takes its program's stacks (the hang
- * watchdog's collection, the hang's own wins). */
-void hangwatch_silent_start(sup_t *s, const ctl_msg_t *m) {
-  if (s->hang_active || s->silent_active) {
-    coord_silent_found(&s->co, -1, "", 0, "", util_now(), &s->acts);
-    return;
-  }
+int hangwatch_silent_begin(sup_t *s) {
+  if (s->hang_active || s->silent_active) return 0;
   hangwatch_free(s);
   s->silent_active = 1;
-  ctl_broadcast(&s->ctl, m);
+  return 1;
 }
 
 /* Rank 0: the silent ranks' stacks are in (or the coordinator's wait is over): the likely cause. */
-static void silent_finish(sup_t *s) {
+static void silent_finish(sup_t *s, const coord_t *co, hangwatch_ev_t *ev) {
   int size = s->job->size, who = -1;
   char func[256] = "";
   hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
   int *cand = calloc((size_t)size, sizeof *cand);
   if (hr && cand) {
     for (int r = 0; r < size; r++) {
-      hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->co.silent[r]};
-      cand[r] = s->co.silent[r] > 0;
+      hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], co->silent[r]};
+      cand[r] = co->silent[r] > 0;
     }
     /* a peer's collective that timed out (gloo: "Timed out waiting", NCCL's watchdog: "timeout") */
-    const char *tail = s->co.cause.tail;
+    const char *tail = co->cause.tail;
     int timed_out = strcasestr(tail, "timed out") != NULL || strcasestr(tail, "timeout") != NULL;
     who = hang_silent_pick(hr, size, cand, timed_out, func, sizeof func);
   }
@@ -136,14 +132,16 @@ static void silent_finish(sup_t *s) {
   free(cand);
   hangwatch_free(s);
   s->silent_active = 0;
-  coord_silent_found(&s->co, who, who >= 0 ? s->job->hosts[who] : "", who >= 0 ? s->co.silent[who] : 0,
-                     func, util_now(), &s->acts);
-  sup_coord_do(s);
+  ev->type = HANGWATCH_SILENT;
+  ev->rank = who;
+  ev->host = who >= 0 ? s->job->hosts[who] : "";
+  ev->silent_s = who >= 0 ? co->silent[who] : 0;
+  util_strlcpy(ev->text, func, sizeof ev->text);
 }
 
 /* Rank 0: a rank without progress for hang_timeout declares the hang; every rank collects. */
-static void hang_check(sup_t *s) {
-  if (s->hang_timeout <= 0 || s->hang_active || !coord_quiet(&s->co) || !s->running || s->exited)
+static void hang_check(sup_t *s, const coord_t *co, hangwatch_ev_t *ev) {
+  if (s->hang_timeout <= 0 || s->hang_active || !coord_quiet(co) || !s->running || s->exited)
     return;
   int size = s->job->size;
   uint64_t now = util_now_ns();
@@ -164,8 +162,7 @@ static void hang_check(sup_t *s) {
   hangwatch_free(s);
   LOG_INFO(SUP, "hang: %d of %d ranks made no progress for %.0f s ([job] hang_timeout): collecting every "
            "rank's stacks (%.0f s at most)", nsilent, size, longest, HANG_WAIT_S);
-  coord_hang_collect(&s->co, &s->acts);
-  sup_coord_do(s);
+  ev->type = HANGWATCH_COLLECT;
 }
 
 /* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
@@ -216,7 +213,7 @@ static void say_silence(sup_t *s) {
               mpix_rank_name(first, n, sizeof n), util_now() - s->hang_t0);
 }
 
-static void hang_finish(sup_t *s) {
+static void hang_finish(sup_t *s, hangwatch_ev_t *ev) {
   int size = s->job->size;
   if (still_starting(s)) {
     hangwatch_free(s);
@@ -248,8 +245,6 @@ static void hang_finish(sup_t *s) {
   if (v.first_odd < 0)
     for (int r = 0; r < size; r++)
       if (s->hang_silent[r] > s->hang_silent[who]) who = r;
-  char cause[3072];
-  snprintf(cause, sizeof cause, "hang: no progress for %.0f s; %s", s->hang_timeout, v.summary);
   free(hr);
   free(odd);
   hangwatch_free(s);
@@ -259,16 +254,22 @@ static void hang_finish(sup_t *s) {
     log_print("gpulaunch: hang: [job] hang_action = report: the job goes on\n");
     return;
   }
-  coord_hang(&s->co, who, s->job->hosts[who], cause, util_now(), &s->acts);
-  sup_coord_do(s);
+  ev->type = HANGWATCH_HANG;
+  ev->rank = who;
+  ev->host = s->job->hosts[who];
+  snprintf(ev->text, sizeof ev->text, "hang: no progress for %.0f s; %s", s->hang_timeout, v.summary);
 }
 
-void hangwatch_poll(sup_t *s) {
+int hangwatch_poll(sup_t *s, const coord_t *co, hangwatch_ev_t *ev) {
+  memset(ev, 0, sizeof *ev);
+  ev->type = HANGWATCH_NONE;
   if (s->silent_active) {
     /* before the coordinator's own bound (coord_tick runs after this) */
-    if (s->hang_got >= s->job->size || !s->co.collecting || util_now() >= s->co.collect_until) silent_finish(s);
-    return;
+    if (s->hang_got >= s->job->size || !co->collecting || util_now() >= co->collect_until) silent_finish(s, co, ev);
+  } else if (!s->hang_active) {
+    hang_check(s, co, ev);
+  } else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) {
+    hang_finish(s, ev);
   }
-  if (!s->hang_active) hang_check(s);
-  else if (s->hang_got >= s->job->size || util_now() - s->hang_t0 > HANG_WAIT_S) hang_finish(s);
+  return ev->type;
 }

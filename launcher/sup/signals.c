@@ -144,9 +144,8 @@ static void take_stop(sup_t *s, int signum, int by_rm, const char *via) {
               "SIGKILL after %.0f s\n", util_signal_name(signum),
               via && strcmp(via, "gpulaunch-run") == 0 ? " by gpulaunch-run" : "",
               util_signal_name(fwd), s->o->grace);
-    int by_mpirun = via && strcmp(via, "mpirun") == 0;
-    coord_stop_by_mpirun(&s->co, by_mpirun);
-    if (by_mpirun)
+    s->stop_by_mpirun = via && strcmp(via, "mpirun") == 0; /* the hub tells the coordinator */
+    if (s->stop_by_mpirun)
       log_print("gpulaunch: the %s came from mpirun, which SIGKILLs every rank "
               "odls_base_sigkill_timeout (1 s) after it: plain mpirun gives the programs no grace; "
               "start the job as `gpulaunch-run [mpirun options] gpulaunch ...` (README, "

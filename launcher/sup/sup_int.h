@@ -1,4 +1,6 @@
-/* The supervisor's state, shared by its files (sup/): one sup_t per rank, owned by one libuv loop. */
+/* The supervisor's state, shared by its files (sup/): one sup_t per rank, owned by one libuv loop.
+ * sup/supervise.c is the hub: it alone feeds the coordinator (sup/coord.c), carries out its
+ * actions and paces the polling; the other parts hand it events (a return value, or s->sent). */
 #ifndef GPL_LAUNCHER_SUP_INT_H
 #define GPL_LAUNCHER_SUP_INT_H
 
@@ -76,6 +78,11 @@ typedef struct sup_s {
   char exec_path[PATH_MAX];
   double t0;
   double hot_until;     /* poll every POLL_HOT_MS until then */
+  uv_check_t pace_check; /* after each turn of the loop: s->sent makes the polling fast */
+  int sent;             /* a part sent a message or finished a task (an event for the hub: poll
+                         * fast for a while, the answers are a few round trips away) */
+  int stop_by_mpirun;   /* rank 0: the stop signal came from plain mpirun (the hub tells the
+                         * coordinator) */
   strbuf_t fwd[2];      /* output waiting to be forwarded to rank 0 */
   int paused;           /* reading the program's pipes is paused (forwarding backlog) */
   live_t *live;         /* heartbeats with the other supervisors (launcher/live/liveness.c) */
@@ -106,9 +113,6 @@ typedef struct sup_s {
   char hang_report[512];
   struct sampler_s *sampler; /* the straggler by stack sampling (sup/sampler.c), NULL: off */
 } sup_t;
-
-/* sup/supervise.c: poll fast for a while after something happened (busy), slowly otherwise. */
-void sup_poll_pace(sup_t *s, int busy);
 
 /* sup/child.c: the program of an attempt, its pipes, its end. */
 void child_spawn(sup_t *s);
@@ -147,12 +151,31 @@ void signals_sleep_to(double when);
 int32_t hangwatch_progress(void *arg, int from, int32_t age_ms);
 void hangwatch_collect(sup_t *s, double budget_s); /* every rank, on CTL_HANG (0: the hang's) */
 void hangwatch_take(sup_t *s, int src, const char *data, size_t len);
-void hangwatch_poll(sup_t *s);      /* rank 0: declare a hang, or finish one */
+/* What rank 0's watchdog found, for the hub to tell the coordinator. */
+typedef enum {
+  HANGWATCH_NONE,
+  HANGWATCH_COLLECT, /* a hang is declared: every rank collects its stacks (coord_hang_collect) */
+  HANGWATCH_HANG,    /* the verdict: rank on host is the cause, text the line (coord_hang) */
+  HANGWATCH_SILENT,  /* after a failure, the silent ranks' stacks are in: rank (-1: nobody) on
+                      * host, silent for silent_s, in function text (coord_silent_found) */
+} hangwatch_ev_type_t;
+typedef struct {
+  hangwatch_ev_type_t type;
+  int rank;
+  const char *host;
+  double silent_s;
+  char text[3072];
+} hangwatch_ev_t;
+/* Rank 0, each poll: declare a hang, or finish one (or the silent ranks' collection); reads the
+ * coordinator's state, never changes it. Returns ev->type. */
+int hangwatch_poll(sup_t *s, const coord_t *co, hangwatch_ev_t *ev);
 void hangwatch_free(sup_t *s);
-/* Rank 0, the coordinator's: seconds since the rank's last progress (-1: unknown), and its
- * COORD_COLLECT (the stacks of the ranks still running after a failure). */
+/* Rank 0, the coordinator's: seconds since the rank's last progress (-1: unknown). */
 double hangwatch_silence(void *arg, int rank);
-void hangwatch_silent_start(sup_t *s, const ctl_msg_t *m);
+/* Rank 0, the coordinator's COORD_COLLECT (the stacks of the ranks still running after a
+ * failure): 1 when this collection begins (the hub sends the request), 0 when one is under way
+ * already (the hang's own wins). */
+int hangwatch_silent_begin(sup_t *s);
 
 /* sup/sampler.c: the straggler by stack sampling ([job] straggler = sample). */
 int sampler_start(sup_t *s);       /* every rank, before the first program starts */
@@ -165,9 +188,6 @@ void sampler_free(sup_t *s);
 void lost_on_live(uv_async_t *a);
 void lost_before_stop(sup_t *s);
 void lost_wake(void *arg);
-
-/* sup/supervise.c: carry out what the coordinator asked for. */
-void sup_coord_do(sup_t *s);
 
 /* sup/supnotice.c: the node leader's watcher of the cloud's interruption notice. */
 int supnotice_start(sup_t *s);  /* before the first program starts */

@@ -3,7 +3,9 @@
  * Here: sup_run and its loop, the commands each rank takes, the coordinator's glue. The rest is
  * in sup/: locate.c the program's path, child.c the program, forward.c its output, signals.c
  * signals and gpulaunch-run, coord.c the coordinator, hangwatch.c the hang watchdog, lost.c a
- * lost rank; sup_int.h the state they share. */
+ * lost rank; sup_int.h the state they share. This file is the hub: only here is the coordinator
+ * fed and its actions carried out (co_do), and only here is the polling paced (pace); the parts
+ * hand their events back (hangwatch_poll's hangwatch_ev_t, s->sent, s->stop_by_mpirun). */
 #include "launcher/sup/supervise.h"
 
 #include <limits.h>
@@ -32,6 +34,9 @@
 
 /* ---- the coordinator's glue (rank 0; the coordinator itself is sup/coord.c) ---- */
 
+/* What the parts noted for the coordinator since its last call: a stop that came from mpirun. */
+static void co_sync(sup_t *s) { coord_stop_by_mpirun(&s->co, s->stop_by_mpirun); }
+
 /* Slurm's reason for a SIGTERM, once its query is done (launcher/job/slurm.c). */
 static void co_slurm(sup_t *s) {
   slurm_end_t end;
@@ -39,7 +44,8 @@ static void co_slurm(sup_t *s) {
     coord_slurm_end(&s->co, slurm_end_is_preemption(end), slurm_end_describe(end), util_now(), &s->acts);
 }
 
-void sup_coord_do(sup_t *s) {
+/* Carry out what the coordinator asked for (s->acts), the answers it gives on the way included. */
+static void co_do(sup_t *s) {
   for (int i = 0; i < s->acts.n; i++) {
     const coord_act_t *a = &s->acts.v[i];
     switch (a->type) {
@@ -59,7 +65,10 @@ void sup_coord_do(sup_t *s) {
         co_slurm(s); /* outside Slurm, or an answer at once: appended, carried out below */
         break;
       case COORD_COLLECT:
-        hangwatch_silent_start(s, &a->msg); /* its answer is appended, carried out below */
+        /* every rank takes its program's stacks; a hang's collection under way wins, and then
+         * nobody is found (appended, carried out below) */
+        if (hangwatch_silent_begin(s)) ctl_broadcast(&s->ctl, &a->msg);
+        else coord_silent_found(&s->co, -1, "", 0, "", util_now(), &s->acts);
         break;
       case COORD_ABORT:
         fflush(stderr);
@@ -75,11 +84,26 @@ void sup_coord_do(sup_t *s) {
 
 static void co_event(sup_t *s, const ctl_msg_t *m) {
   if (supnotice_checkpoint_event(s, m)) return; /* a checkpoint, not a stop: no coordinator */
+  co_sync(s);
   co_slurm(s);
   /* an elastic gpulaunch-run goes on without a host the cloud takes back */
   if (m->type == CTL_EV_SIGNAL && (m->flags & CTL_F_NOTICE)) frontch_notice(&s->front, m->host);
   coord_event(&s->co, m, util_now(), &s->acts);
-  sup_coord_do(s);
+  co_do(s);
+}
+
+/* The hang watchdog's finding (sup/hangwatch.c), told to the coordinator. */
+static void co_hang(sup_t *s) {
+  hangwatch_ev_t ev;
+  switch (hangwatch_poll(s, &s->co, &ev)) {
+    case HANGWATCH_COLLECT: coord_hang_collect(&s->co, &s->acts); break;
+    case HANGWATCH_HANG: coord_hang(&s->co, ev.rank, ev.host, ev.text, util_now(), &s->acts); break;
+    case HANGWATCH_SILENT:
+      coord_silent_found(&s->co, ev.rank, ev.host, ev.silent_s, ev.text, util_now(), &s->acts);
+      break;
+    default: return;
+  }
+  co_do(s);
 }
 
 /* ---- commands from the coordinator ---- */
@@ -128,11 +152,21 @@ static void on_command(sup_t *s, const ctl_msg_t *m) {
 
 /* Poll fast while the job is changing state (the end of a job is a few round trips between the
  * ranks and rank 0), slowly while it just runs. */
-void sup_poll_pace(sup_t *s, int busy) {
+static void pace(sup_t *s, int busy) {
   double now = util_now();
   if (busy) s->hot_until = now + HOT_S;
   uint64_t want = now < s->hot_until ? POLL_HOT_MS : POLL_MS;
   if (uv_timer_get_repeat(&s->poll_timer) != want) uv_timer_set_repeat(&s->poll_timer, want);
+}
+
+/* After each turn of the loop: a part that sent something (s->sent, from a callback of its own:
+ * the program's end, a notice, stacks collected) makes the polling fast at once, as the
+ * messages it waits for take a few round trips. */
+static void on_pace_check(uv_check_t *c) {
+  sup_t *s = c->loop->data;
+  if (!s->sent) return;
+  s->sent = 0;
+  pace(s, 1);
 }
 
 static void on_poll(uv_timer_t *t) {
@@ -151,13 +185,14 @@ static void on_poll(uv_timer_t *t) {
   ranklog_flush(&s->log);
   forward_flush(s, 0);
   forward_flush(s, 1);
-  int busy = s->exited && !s->reported;
+  int busy = (s->exited && !s->reported) || s->sent;
+  s->sent = 0;
   while (!s->done && ctl_poll(&s->ctl, &m, forward_take, s)) {
     busy = 1;
     if (m.type >= CTL_STOP) on_command(s, &m);
     else if (s->job->rank == 0) co_event(s, &m);
   }
-  sup_poll_pace(s, busy);
+  pace(s, busy);
   if (s->pending_start && s->open_handles == 0) {
     s->pending_start = 0;
     child_spawn(s);
@@ -167,10 +202,11 @@ static void on_poll(uv_timer_t *t) {
     s->prog_poll_at = util_now() + 0.25;
   }
   if (s->job->rank == 0) {
-    hangwatch_poll(s);
+    co_sync(s);
+    co_hang(s);
     co_slurm(s);
     coord_tick(&s->co, util_now(), &s->acts);
-    sup_coord_do(s);
+    co_do(s);
   }
   if ((s->o->forward_output || s->q) && s->spawned && !s->reported) forward_throttle(s);
 }
@@ -254,6 +290,8 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   uv_timer_init(&s->loop, &s->rm_timer);
   uv_timer_init(&s->loop, &s->at_timer);
   uv_timer_start(&s->poll_timer, on_poll, POLL_MS, POLL_MS);
+  uv_check_init(&s->loop, &s->pace_check);
+  uv_check_start(&s->pace_check, on_pace_check);
   uv_async_init(&s->loop, &s->live_async, lost_on_live);
   s->live_async.data = s;
   if (o->liveness_timeout > 0 && o->job->size > 1 && o->master_addr && *o->master_addr) {

@@ -48,7 +48,7 @@ static void ask_checkpoint(sup_t *s) {
   util_strlcpy(m.host, s->job->host, sizeof m.host);
   util_strlcpy(m.tail, s->ckpt_text, sizeof m.tail);
   ctl_send(&s->ctl, 0, &m);
-  sup_poll_pace(s, 1);
+  s->sent = 1; /* the hub polls fast for the answer */
 }
 
 /* The loop: one CTL_EV_SIGNAL with CTL_F_NOTICE to the coordinator, whose stop reaches every
@@ -82,7 +82,7 @@ static void on_async(uv_async_t *a) {
   util_strlcpy(m.host, s->job->host, sizeof m.host);
   util_strlcpy(m.tail, s->notice_text, sizeof m.tail);
   ctl_send(&s->ctl, 0, &m);
-  sup_poll_pace(s, 1);
+  s->sent = 1; /* the hub polls fast for the answer */
 }
 
 int supnotice_checkpoint_event(sup_t *s, const ctl_msg_t *m) {

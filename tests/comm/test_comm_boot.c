@@ -10,7 +10,7 @@
 
 #include "gpulaunch/gpulaunch.h"
 #include "tests/comm/capture.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 
 static char g_log[65536];
 
@@ -35,75 +35,75 @@ int main(int argc, char **argv) {
   gpl_comm_t *c = NULL;
 
   /* explicit nccl */
-  t_case = "backend nccl";
+  mpi_check_case = "backend nccl";
   int rc = init_with(GPL_BACKEND_NCCL, &c);
 #ifdef GPULAUNCH_HAVE_NCCL
   if (!have_gpu) {
-    T_EQ_INT(rc, GPL_ENOGPU);
-    T_TRUE(strstr(g_log, "no GPU") != NULL);
-    T_TRUE(strstr(g_log, "backend nccl was asked for") != NULL);
+    MPI_CHECK_INT(rc, GPL_ENOGPU);
+    MPI_CHECK(strstr(g_log, "no GPU") != NULL);
+    MPI_CHECK(strstr(g_log, "backend nccl was asked for") != NULL);
   } else {
-    T_EQ_INT(rc, 0);
+    MPI_CHECK_INT(rc, 0);
   }
 #else
-  T_EQ_INT(rc, GPL_ENOCUDA);
-  T_TRUE(strstr(g_log, "not built with CUDA") != NULL);
+  MPI_CHECK_INT(rc, GPL_ENOCUDA);
+  MPI_CHECK(strstr(g_log, "not built with CUDA") != NULL);
 #endif
   if (rc == 0) {
-    t_rank = gpl_comm_rank(c);
-    T_EQ_INT(gpl_comm_backend(c), GPL_BACKEND_NCCL);
-    T_TRUE(gpl_comm_device(c) >= 0);
-    T_OK(gpl_finalize(c));
+    mpi_check_rank = gpl_comm_rank(c);
+    MPI_CHECK_INT(gpl_comm_backend(c), GPL_BACKEND_NCCL);
+    MPI_CHECK(gpl_comm_device(c) >= 0);
+    MPI_CHECK_OK(gpl_finalize(c));
   }
-  T_TRUE(rc != 0 || have_gpu);
+  MPI_CHECK(rc != 0 || have_gpu);
 
   /* auto: cpu without a GPU, with the reason at info level */
-  t_case = "backend auto";
+  mpi_check_case = "backend auto";
   setenv("GPULAUNCH_LOG", "info", 1);
-  T_OK(init_with(GPL_BACKEND_AUTO, &c));
-  t_rank = gpl_comm_rank(c);
+  MPI_CHECK_OK(init_with(GPL_BACKEND_AUTO, &c));
+  mpi_check_rank = gpl_comm_rank(c);
   if (have_gpu) {
-    T_EQ_INT(gpl_comm_backend(c), GPL_BACKEND_NCCL);
+    MPI_CHECK_INT(gpl_comm_backend(c), GPL_BACKEND_NCCL);
   } else {
-    T_EQ_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
-    T_EQ_INT(gpl_comm_device(c), -1);
-    T_TRUE(strstr(g_log, "backend auto: using cpu") != NULL);
+    MPI_CHECK_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
+    MPI_CHECK_INT(gpl_comm_device(c), -1);
+    MPI_CHECK(strstr(g_log, "backend auto: using cpu") != NULL);
   }
   if (alone) {
-    T_EQ_INT(gpl_comm_size(c), 1);
-    T_EQ_INT(gpl_comm_rank(c), 0);
+    MPI_CHECK_INT(gpl_comm_size(c), 1);
+    MPI_CHECK_INT(gpl_comm_rank(c), 0);
   }
   /* the communicator works */
   int one = 1, sum = 0;
   if (gpl_comm_backend(c) == GPL_BACKEND_CPU) {
-    T_OK(gpl_allreduce(c, &one, &sum, 1, GPL_INT32, GPL_OP_SUM, NULL));
-    T_EQ_INT(sum, gpl_comm_size(c));
+    MPI_CHECK_OK(gpl_allreduce(c, &one, &sum, 1, GPL_INT32, GPL_OP_SUM, NULL));
+    MPI_CHECK_INT(sum, gpl_comm_size(c));
   }
-  T_OK(gpl_finalize(c));
+  MPI_CHECK_OK(gpl_finalize(c));
   unsetenv("GPULAUNCH_LOG");
 
   /* the environment overrides auto (what gpulaunch passes to a program it wraps) */
-  t_case = "GPULAUNCH_COMM_BACKEND";
+  mpi_check_case = "GPULAUNCH_COMM_BACKEND";
   setenv("GPULAUNCH_COMM_BACKEND", "cpu", 1);
-  T_OK(init_with(GPL_BACKEND_AUTO, &c));
-  T_EQ_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
-  T_OK(gpl_finalize(c));
+  MPI_CHECK_OK(init_with(GPL_BACKEND_AUTO, &c));
+  MPI_CHECK_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
+  MPI_CHECK_OK(gpl_finalize(c));
   setenv("GPULAUNCH_COMM_BACKEND", "tpu", 1);
-  T_EQ_INT(init_with(GPL_BACKEND_AUTO, &c), GPL_EINVAL);
-  T_TRUE(strstr(g_log, "GPULAUNCH_COMM_BACKEND=tpu") != NULL);
+  MPI_CHECK_INT(init_with(GPL_BACKEND_AUTO, &c), GPL_EINVAL);
+  MPI_CHECK(strstr(g_log, "GPULAUNCH_COMM_BACKEND=tpu") != NULL);
   unsetenv("GPULAUNCH_COMM_BACKEND");
 
   gpl_backend_t b;
-  T_EQ_INT(gpl_backend_parse("NCCL", &b), 0);
-  T_EQ_INT(b, GPL_BACKEND_NCCL);
-  T_EQ_INT(gpl_backend_parse("gloo", &b), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_backend_parse("NCCL", &b), 0);
+  MPI_CHECK_INT(b, GPL_BACKEND_NCCL);
+  MPI_CHECK_INT(gpl_backend_parse("gloo", &b), GPL_EINVAL);
 
   if (!alone && !child) MPI_Finalize();
   if (child) {
     int mpi_up = 0;
     MPI_Initialized(&mpi_up);
-    T_EQ_INT(mpi_up, 0); /* a wrapped program never starts MPI */
+    MPI_CHECK_INT(mpi_up, 0); /* a wrapped program never starts MPI */
   }
-  if (t_failures) fprintf(stderr, "test_comm_boot: %d failures\n", t_failures);
-  return t_failures ? 1 : 0;
+  if (mpi_check_failures) fprintf(stderr, "test_comm_boot: %d failures\n", mpi_check_failures);
+  return mpi_check_failures ? 1 : 0;
 }

@@ -11,7 +11,7 @@
 
 #include "gpulaunch/gpulaunch.h"
 #include "kernels/mpmath.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 
 static int g_size, g_rank;
 
@@ -84,7 +84,7 @@ static void check(const char *what, gpl_dtype_t dt, gpl_redop_t op, const void *
   double got = get(dt, buf, i);
   double err = fabs(got - want), lim = tol(dt, op) * (fabs(want) > 1 ? fabs(want) : 1);
   if (!(err <= lim)) /* NaN fails too */
-    T_FAIL("%s %s %s: element %zu = %g, expected %g", what, gpl_dtype_name(dt), gpl_redop_name(op),
+    MPI_CHECK_FAIL("%s %s %s: element %zu = %g, expected %g", what, gpl_dtype_name(dt), gpl_redop_name(op),
            i, got, want);
 }
 
@@ -99,16 +99,16 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
   size_t e = gpl_dtype_size(dt), S = (size_t)g_size;
   char name[64];
   snprintf(name, sizeof name, "%s count %zu", gpl_dtype_name(dt), n);
-  t_case = name;
+  mpi_check_case = name;
 
   for (int op = 0; op < GPL_REDOP_COUNT; op++) {
     gpl_redop_t o = (gpl_redop_t)op;
     /* allreduce, out of place and in place */
     void *send = poisoned(n * e), *recv = poisoned(n * e);
     for (size_t i = 0; i < n; i++) set(dt, send, i, val(dt, o, g_rank, i));
-    T_OK(gpl_allreduce(c, send, recv, n, dt, o, NULL));
+    MPI_CHECK_OK(gpl_allreduce(c, send, recv, n, dt, o, NULL));
     for (size_t i = 0; i < n; i++) check("allreduce", dt, o, recv, i, expect(dt, o, i));
-    T_OK(gpl_allreduce(c, send, send, n, dt, o, NULL));
+    MPI_CHECK_OK(gpl_allreduce(c, send, send, n, dt, o, NULL));
     for (size_t i = 0; i < n; i++) check("allreduce in place", dt, o, send, i, expect(dt, o, i));
     free(send);
     free(recv);
@@ -117,11 +117,11 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
     send = poisoned(S * n * e);
     recv = poisoned(n * e);
     for (size_t j = 0; j < S * n; j++) set(dt, send, j, val(dt, o, g_rank, j));
-    T_OK(gpl_reduce_scatter(c, send, recv, n, dt, o, NULL));
+    MPI_CHECK_OK(gpl_reduce_scatter(c, send, recv, n, dt, o, NULL));
     for (size_t i = 0; i < n; i++)
       check("reduce-scatter", dt, o, recv, i, expect(dt, o, (size_t)g_rank * n + i));
     char *inplace = (char *)send + (size_t)g_rank * n * e;
-    T_OK(gpl_reduce_scatter(c, send, inplace, n, dt, o, NULL));
+    MPI_CHECK_OK(gpl_reduce_scatter(c, send, inplace, n, dt, o, NULL));
     for (size_t i = 0; i < n; i++)
       check("reduce-scatter in place", dt, o, inplace, i, expect(dt, o, (size_t)g_rank * n + i));
     free(send);
@@ -131,7 +131,7 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
   /* allgather, out of place and in place (own block already in recv) */
   void *send = poisoned(n * e), *recv = poisoned(S * n * e);
   for (size_t i = 0; i < n; i++) set(dt, send, i, val(dt, GPL_OP_SUM, g_rank, i));
-  T_OK(gpl_allgather(c, send, recv, n, dt, NULL));
+  MPI_CHECK_OK(gpl_allgather(c, send, recv, n, dt, NULL));
   for (int r = 0; r < g_size; r++)
     for (size_t i = 0; i < n; i++)
       check("allgather", dt, GPL_OP_SUM, recv, (size_t)r * n + i, val(dt, GPL_OP_SUM, r, i));
@@ -139,7 +139,7 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
   recv = poisoned(S * n * e);
   char *mine = (char *)recv + (size_t)g_rank * n * e;
   if (n) memcpy(mine, send, n * e);
-  T_OK(gpl_allgather(c, mine, recv, n, dt, NULL));
+  MPI_CHECK_OK(gpl_allgather(c, mine, recv, n, dt, NULL));
   for (int r = 0; r < g_size; r++)
     for (size_t i = 0; i < n; i++)
       check("allgather in place", dt, GPL_OP_SUM, recv, (size_t)r * n + i,
@@ -152,10 +152,10 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
   send = poisoned(n * e);
   recv = poisoned(n * e);
   for (size_t i = 0; i < n; i++) set(dt, send, i, val(dt, GPL_OP_SUM, g_rank, i));
-  T_OK(gpl_broadcast(c, send, recv, n, dt, root, NULL));
+  MPI_CHECK_OK(gpl_broadcast(c, send, recv, n, dt, root, NULL));
   for (size_t i = 0; i < n; i++)
     check("broadcast", dt, GPL_OP_SUM, recv, i, val(dt, GPL_OP_SUM, root, i));
-  T_OK(gpl_broadcast(c, send, send, n, dt, root, NULL));
+  MPI_CHECK_OK(gpl_broadcast(c, send, send, n, dt, root, NULL));
   for (size_t i = 0; i < n; i++)
     check("broadcast in place", dt, GPL_OP_SUM, send, i, val(dt, GPL_OP_SUM, root, i));
   free(send);
@@ -165,7 +165,7 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
   send = poisoned(S * n * e);
   recv = poisoned(S * n * e);
   for (size_t j = 0; j < S * n; j++) set(dt, send, j, val(dt, GPL_OP_SUM, g_rank, j));
-  T_OK(gpl_alltoall(c, send, recv, n, dt, NULL));
+  MPI_CHECK_OK(gpl_alltoall(c, send, recv, n, dt, NULL));
   for (int r = 0; r < g_size; r++)
     for (size_t i = 0; i < n; i++)
       check("alltoall", dt, GPL_OP_SUM, recv, (size_t)r * n + i,
@@ -176,21 +176,21 @@ static void run_dtype(gpl_comm_t *c, gpl_dtype_t dt, size_t n) {
 
 /* Wrong arguments are refused on every rank alike, and leave the communicator usable. */
 static void run_argument_checks(gpl_comm_t *c) {
-  t_case = "argument checks";
+  mpi_check_case = "argument checks";
   float x[8] = {0};
-  T_EQ_INT(gpl_allreduce(c, x, x, 8, (gpl_dtype_t)99, GPL_OP_SUM, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_allreduce(c, x, x, 8, GPL_FLOAT, (gpl_redop_t)99, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_allreduce(c, NULL, x, 8, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_allreduce(c, x, x + 1, 4, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL); /* overlap */
-  T_EQ_INT(gpl_broadcast(c, x, x, 8, GPL_FLOAT, g_size, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_broadcast(c, x, x, 8, GPL_FLOAT, -1, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_alltoall(c, x, x, 1, GPL_FLOAT, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_allreduce(c, x, x, (size_t)INT_MAX + 1, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_ERANGE);
-  T_EQ_INT(gpl_allreduce(NULL, x, x, 8, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_allreduce(c, x, x, 8, (gpl_dtype_t)99, GPL_OP_SUM, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_allreduce(c, x, x, 8, GPL_FLOAT, (gpl_redop_t)99, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_allreduce(c, NULL, x, 8, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_allreduce(c, x, x + 1, 4, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL); /* overlap */
+  MPI_CHECK_INT(gpl_broadcast(c, x, x, 8, GPL_FLOAT, g_size, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_broadcast(c, x, x, 8, GPL_FLOAT, -1, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_alltoall(c, x, x, 1, GPL_FLOAT, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_allreduce(c, x, x, (size_t)INT_MAX + 1, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_ERANGE);
+  MPI_CHECK_INT(gpl_allreduce(NULL, x, x, 8, GPL_FLOAT, GPL_OP_SUM, NULL), GPL_EINVAL);
   /* still usable */
   int one = 1, total = 0;
-  T_OK(gpl_allreduce(c, &one, &total, 1, GPL_INT32, GPL_OP_SUM, NULL));
-  T_EQ_INT(total, g_size);
+  MPI_CHECK_OK(gpl_allreduce(c, &one, &total, 1, GPL_INT32, GPL_OP_SUM, NULL));
+  MPI_CHECK_INT(total, g_size);
 }
 
 int main(int argc, char **argv) {
@@ -200,32 +200,32 @@ int main(int argc, char **argv) {
   gpl_init_opts_default(&o);
   o.backend = GPL_BACKEND_CPU;
   gpl_comm_t *c = NULL;
-  T_OK(gpl_init(&c, &o));
+  MPI_CHECK_OK(gpl_init(&c, &o));
   g_size = gpl_comm_size(c);
-  g_rank = t_rank = gpl_comm_rank(c);
+  g_rank = mpi_check_rank = gpl_comm_rank(c);
   int wr, ws;
   MPI_Comm_rank(MPI_COMM_WORLD, &wr);
   MPI_Comm_size(MPI_COMM_WORLD, &ws);
-  T_EQ_INT(g_rank, wr);
-  T_EQ_INT(g_size, ws);
-  T_EQ_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
-  T_EQ_INT(gpl_comm_nnodes(c), 1);
-  T_EQ_INT(gpl_comm_local_size(c), ws);
-  T_EQ_INT(gpl_comm_local_rank(c), wr);
+  MPI_CHECK_INT(g_rank, wr);
+  MPI_CHECK_INT(g_size, ws);
+  MPI_CHECK_INT(gpl_comm_backend(c), GPL_BACKEND_CPU);
+  MPI_CHECK_INT(gpl_comm_nnodes(c), 1);
+  MPI_CHECK_INT(gpl_comm_local_size(c), ws);
+  MPI_CHECK_INT(gpl_comm_local_rank(c), wr);
 
   static const size_t counts[] = {0, 1, 13, 1001, 65537};
   for (int dt = 0; dt < GPL_DTYPE_COUNT; dt++)
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
       run_dtype(c, (gpl_dtype_t)dt, counts[k]);
   run_argument_checks(c);
-  T_OK(gpl_barrier(c));
+  MPI_CHECK_OK(gpl_barrier(c));
 
-  int bad = t_failures, all_bad = 0;
-  T_OK(gpl_allreduce(c, &bad, &all_bad, 1, GPL_INT32, GPL_OP_SUM, NULL));
-  T_OK(gpl_finalize(c));
+  int bad = mpi_check_failures, all_bad = 0;
+  MPI_CHECK_OK(gpl_allreduce(c, &bad, &all_bad, 1, GPL_INT32, GPL_OP_SUM, NULL));
+  MPI_CHECK_OK(gpl_finalize(c));
   int still = 0;
   MPI_Initialized(&still);
-  T_TRUE(still); /* gpl_finalize left the program's MPI alone */
+  MPI_CHECK(still); /* gpl_finalize left the program's MPI alone */
   MPI_Finalize();
   if (g_rank == 0) printf("test_comm_coll: %d ranks, %d failures\n", g_size, all_bad);
   return all_bad ? 1 : 0;

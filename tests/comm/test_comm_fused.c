@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpulaunch/gpulaunch.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 
 static int g_size, g_rank;
 static gpl_comm_t *g_c;
@@ -87,11 +87,11 @@ static void verify(const tcase_t *tc, const gpl_tensor_t *t, uint64_t seed, gpl_
       double got = t[i].data[j];
       if (!(fabs(got - want) <= lim)) { /* a NaN never passes */
         if (bad++ < 5)
-          T_FAIL("%s wire %s: tensor %d[%zu] = %.9g, float64 reference %.9g (bound %.3g)",
+          MPI_CHECK_FAIL("%s wire %s: tensor %d[%zu] = %.9g, float64 reference %.9g (bound %.3g)",
                  tc->name, gpl_dtype_name(w), i, j, got, want, lim);
       }
     }
-  if (bad > 5) T_FAIL("%s wire %s: %ld elements out of bounds in all", tc->name, gpl_dtype_name(w), bad);
+  if (bad > 5) MPI_CHECK_FAIL("%s wire %s: %ld elements out of bounds in all", tc->name, gpl_dtype_name(w), bad);
 }
 
 /* Every rank must hold the same bits (parameters stay in sync): compare a hash. */
@@ -102,9 +102,9 @@ static void same_on_all_ranks(const tcase_t *tc, const gpl_tensor_t *t, const ch
     for (size_t b = 0; b < t[i].count * sizeof(float); b++) h = (h ^ p[b]) * 1099511628211ull;
   }
   uint64_t *all = calloc((size_t)g_size, sizeof *all);
-  T_OK(gpl_allgather(g_c, &h, all, 1, GPL_UINT64, NULL));
+  MPI_CHECK_OK(gpl_allgather(g_c, &h, all, 1, GPL_UINT64, NULL));
   for (int r = 1; r < g_size; r++)
-    if (all[r] != all[0]) T_FAIL("%s %s: rank %d's results differ from rank 0's", tc->name, what, r);
+    if (all[r] != all[0]) MPI_CHECK_FAIL("%s %s: rank %d's results differ from rank 0's", tc->name, what, r);
   free(all);
 }
 
@@ -121,17 +121,17 @@ static void run_case(const tcase_t *tc, gpl_dtype_t w, double bucket_mb, float p
   o.postscale = post;
   gpl_scaler_t *sc = NULL;
   if (scale != 1.0f) {
-    T_OK(gpl_scaler_create(g_c, &sc, scale, 2.0f, 0.5f, 2000));
+    MPI_CHECK_OK(gpl_scaler_create(g_c, &sc, scale, 2.0f, 0.5f, 2000));
     o.scaler = sc;
   }
   int overflow = -1;
   o.overflow = &overflow;
   char name[128];
   snprintf(name, sizeof name, "%s/%s/%s", tc->name, gpl_dtype_name(w), unfused ? "unfused" : "fused");
-  t_case = name;
-  if (unfused) T_OK(gpl_unfused_allreduce(g_c, t, tc->n, &o, NULL));
-  else T_OK(gpl_fused_allreduce(g_c, t, tc->n, &o, NULL));
-  T_EQ_INT(overflow, 0);
+  mpi_check_case = name;
+  if (unfused) MPI_CHECK_OK(gpl_unfused_allreduce(g_c, t, tc->n, &o, NULL));
+  else MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, tc->n, &o, NULL));
+  MPI_CHECK_INT(overflow, 0);
   verify(tc, t, seed, unfused ? GPL_FLOAT : w, pre, post, scale);
   same_on_all_ranks(tc, t, name);
   gpl_scaler_destroy(g_c, sc);
@@ -147,10 +147,10 @@ static void run_overflow(gpl_dtype_t w, float bad_value, int bad_rank) {
   char name[96];
   snprintf(name, sizeof name, "overflow %g on rank %d, wire %s", bad_value, bad_rank,
            gpl_dtype_name(w));
-  t_case = name;
+  mpi_check_case = name;
   if (g_rank == bad_rank) t[4].data[12345] = bad_value;
   gpl_scaler_t *sc;
-  T_OK(gpl_scaler_create(g_c, &sc, 65536.0f, 2.0f, 0.5f, 3));
+  MPI_CHECK_OK(gpl_scaler_create(g_c, &sc, 65536.0f, 2.0f, 0.5f, 3));
   gpl_fused_opts_t o;
   gpl_fused_opts_default(&o);
   o.wire = w;
@@ -158,28 +158,28 @@ static void run_overflow(gpl_dtype_t w, float bad_value, int bad_rank) {
   o.scaler = sc;
   int overflow = -1;
   o.overflow = &overflow;
-  T_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
-  T_EQ_INT(overflow, 1);
+  MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
+  MPI_CHECK_INT(overflow, 1);
   gpl_scaler_state_t st;
-  T_OK(gpl_scaler_read(g_c, sc, &st, NULL));
-  T_EQ_INT(st.found_inf, 1);
-  T_OK(gpl_scaler_update(g_c, sc, NULL));
-  T_OK(gpl_scaler_read(g_c, sc, &st, NULL));
-  T_EQ_INT(st.skipped, 1);
-  T_EQ_INT(st.overflow_steps, 1);
-  T_EQ_INT(st.found_inf, 0);
-  T_TRUE(st.scale == 32768.0f);
+  MPI_CHECK_OK(gpl_scaler_read(g_c, sc, &st, NULL));
+  MPI_CHECK_INT(st.found_inf, 1);
+  MPI_CHECK_OK(gpl_scaler_update(g_c, sc, NULL));
+  MPI_CHECK_OK(gpl_scaler_read(g_c, sc, &st, NULL));
+  MPI_CHECK_INT(st.skipped, 1);
+  MPI_CHECK_INT(st.overflow_steps, 1);
+  MPI_CHECK_INT(st.found_inf, 0);
+  MPI_CHECK(st.scale == 32768.0f);
   /* the next, clean step: no flag, a good step counted */
   drop(&tc, t, bases);
   t = make(&tc, 8, &bases);
   overflow = -1;
-  T_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
-  T_EQ_INT(overflow, 0);
-  T_OK(gpl_scaler_update(g_c, sc, NULL));
-  T_OK(gpl_scaler_read(g_c, sc, &st, NULL));
-  T_EQ_INT(st.skipped, 0);
-  T_EQ_INT(st.good_steps, 1);
-  T_TRUE(st.scale == 32768.0f);
+  MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
+  MPI_CHECK_INT(overflow, 0);
+  MPI_CHECK_OK(gpl_scaler_update(g_c, sc, NULL));
+  MPI_CHECK_OK(gpl_scaler_read(g_c, sc, &st, NULL));
+  MPI_CHECK_INT(st.skipped, 0);
+  MPI_CHECK_INT(st.good_steps, 1);
+  MPI_CHECK(st.scale == 32768.0f);
   gpl_scaler_destroy(g_c, sc);
   /* without a scaler, the flag alone */
   drop(&tc, t, bases);
@@ -189,15 +189,15 @@ static void run_overflow(gpl_dtype_t w, float bad_value, int bad_rank) {
   o.wire = w;
   overflow = -1;
   o.overflow = &overflow;
-  T_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
-  T_EQ_INT(overflow, 1);
+  MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, tc.n, &o, NULL));
+  MPI_CHECK_INT(overflow, 1);
   drop(&tc, t, bases);
 }
 
 /* fp16's range: four ranks of 40000 overflow a plain sum (160000 > 65504); a pre-scale of 1/4 with
  * a post-scale of 4 keeps the wire in range, as FSDP does. */
 static void run_fp16_range(void) {
-  t_case = "fp16 range";
+  mpi_check_case = "fp16 range";
   float v[3] = {40000.0f, -40000.0f, 1.0f};
   gpl_tensor_t t = {v, 3};
   gpl_fused_opts_t o;
@@ -205,17 +205,17 @@ static void run_fp16_range(void) {
   o.wire = GPL_HALF;
   int overflow = -1;
   o.overflow = &overflow;
-  T_OK(gpl_fused_allreduce(g_c, &t, 1, &o, NULL));
-  T_EQ_INT(overflow, g_size * 40000.0 > 65519.0);
+  MPI_CHECK_OK(gpl_fused_allreduce(g_c, &t, 1, &o, NULL));
+  MPI_CHECK_INT(overflow, g_size * 40000.0 > 65519.0);
   float w[3] = {40000.0f, -40000.0f, 1.0f};
   t.data = w;
   o.prescale = 1.0f / 8;
   o.postscale = 8.0f;
-  T_OK(gpl_fused_allreduce(g_c, &t, 1, &o, NULL));
-  T_EQ_INT(overflow, 0);
-  T_TRUE(fabs(w[0] - 40000.0 * g_size) <= 40000.0 * g_size * 0x1p-10);
-  T_TRUE(fabs(w[1] + 40000.0 * g_size) <= 40000.0 * g_size * 0x1p-10);
-  T_TRUE(fabs(w[2] - g_size) <= g_size * 0x1p-10);
+  MPI_CHECK_OK(gpl_fused_allreduce(g_c, &t, 1, &o, NULL));
+  MPI_CHECK_INT(overflow, 0);
+  MPI_CHECK(fabs(w[0] - 40000.0 * g_size) <= 40000.0 * g_size * 0x1p-10);
+  MPI_CHECK(fabs(w[1] + 40000.0 * g_size) <= 40000.0 * g_size * 0x1p-10);
+  MPI_CHECK(fabs(w[2] - g_size) <= g_size * 0x1p-10);
 }
 
 int main(int argc, char **argv) {
@@ -225,9 +225,9 @@ int main(int argc, char **argv) {
   gpl_init_opts_t io;
   gpl_init_opts_default(&io);
   io.backend = GPL_BACKEND_CPU;
-  T_OK(gpl_init(&g_c, &io));
+  MPI_CHECK_OK(gpl_init(&g_c, &io));
   g_size = gpl_comm_size(g_c);
-  g_rank = t_rank = gpl_comm_rank(g_c);
+  g_rank = mpi_check_rank = gpl_comm_rank(g_c);
 
   /* mixed lengths across buckets of 0.05 MiB (13107 fp32 / 26214 16-bit elements) */
   size_t mixed[] = {0, 1, 3, 1000, 4097, 17, 0, 65539, 2, 13107, 13108, 5, 26214, 26215, 1, 0, 777};
@@ -270,25 +270,25 @@ int main(int argc, char **argv) {
   run_fp16_range();
 
   /* bad options are refused */
-  t_case = "options";
+  mpi_check_case = "options";
   gpl_fused_opts_t o;
   gpl_fused_opts_default(&o);
   float x = 1;
   gpl_tensor_t t1 = {&x, 1}, tnull = {NULL, 4};
   o.wire = GPL_INT32;
-  T_EQ_INT(gpl_fused_allreduce(g_c, &t1, 1, &o, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_fused_allreduce(g_c, &t1, 1, &o, NULL), GPL_EINVAL);
   gpl_fused_opts_default(&o);
   o.bucket_mb = 0;
-  T_EQ_INT(gpl_fused_allreduce(g_c, &t1, 1, &o, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_fused_allreduce(g_c, &t1, 1, &o, NULL), GPL_EINVAL);
   gpl_fused_opts_default(&o);
-  T_EQ_INT(gpl_fused_allreduce(g_c, &tnull, 1, &o, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_fused_allreduce(g_c, NULL, 2, &o, NULL), GPL_EINVAL);
-  T_EQ_INT(gpl_fused_allreduce(g_c, &t1, -1, &o, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_fused_allreduce(g_c, &tnull, 1, &o, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_fused_allreduce(g_c, NULL, 2, &o, NULL), GPL_EINVAL);
+  MPI_CHECK_INT(gpl_fused_allreduce(g_c, &t1, -1, &o, NULL), GPL_EINVAL);
 
-  int bad = t_failures, all_bad = 0;
-  T_OK(gpl_allreduce(g_c, &bad, &all_bad, 1, GPL_INT32, GPL_OP_SUM, NULL));
+  int bad = mpi_check_failures, all_bad = 0;
+  MPI_CHECK_OK(gpl_allreduce(g_c, &bad, &all_bad, 1, GPL_INT32, GPL_OP_SUM, NULL));
   free(tiny);
-  T_OK(gpl_finalize(g_c)); /* finalises MPI too: gpl_init started it */
+  MPI_CHECK_OK(gpl_finalize(g_c)); /* finalises MPI too: gpl_init started it */
   if (g_rank == 0) printf("test_comm_fused: %d ranks, %d failures\n", g_size, all_bad);
   return all_bad ? 1 : 0;
 }

@@ -10,7 +10,7 @@
 
 #include "gpulaunch/gpulaunch.h"
 #include "kernels/fused.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 #ifdef GPULAUNCH_HAVE_NCCL
 #include <cuda_runtime.h>
 #endif
@@ -32,7 +32,7 @@ static float gen(int t, size_t j) {
 /* With one rank every collective is a copy (avg of one value is itself): device plumbing, dtypes,
  * ops, in place. */
 static void collectives(void) {
-  t_case = "collectives";
+  mpi_check_case = "collectives";
   enum { N = 1001 };
   static const gpl_dtype_t dts[] = {GPL_INT8, GPL_INT32, GPL_UINT64, GPL_HALF, GPL_FLOAT,
                                     GPL_DOUBLE, GPL_BFLOAT16};
@@ -41,33 +41,33 @@ static void collectives(void) {
     unsigned char *in = malloc(bytes), *out = malloc(bytes);
     for (size_t b = 0; b < bytes; b++) in[b] = (unsigned char)(mix(b + k) & 0x3f); /* no NaNs */
     void *d_in, *d_out;
-    T_OK(gpl_mem_alloc(g_c, &d_in, bytes));
-    T_OK(gpl_mem_alloc(g_c, &d_out, bytes));
-    T_OK(gpl_memcpy(g_c, d_in, in, bytes, GPL_COPY_TO_COMM, NULL));
+    MPI_CHECK_OK(gpl_mem_alloc(g_c, &d_in, bytes));
+    MPI_CHECK_OK(gpl_mem_alloc(g_c, &d_out, bytes));
+    MPI_CHECK_OK(gpl_memcpy(g_c, d_in, in, bytes, GPL_COPY_TO_COMM, NULL));
     for (int op = 0; op < GPL_REDOP_COUNT; op++) {
-      T_OK(gpl_allreduce(g_c, d_in, d_out, N, dts[k], (gpl_redop_t)op, NULL));
-      T_OK(gpl_synchronize(g_c, NULL));
-      T_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
-      if (memcmp(in, out, bytes)) T_FAIL("allreduce %s %s of one rank is not a copy", gpl_dtype_name(dts[k]), gpl_redop_name((gpl_redop_t)op));
+      MPI_CHECK_OK(gpl_allreduce(g_c, d_in, d_out, N, dts[k], (gpl_redop_t)op, NULL));
+      MPI_CHECK_OK(gpl_synchronize(g_c, NULL));
+      MPI_CHECK_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
+      if (memcmp(in, out, bytes)) MPI_CHECK_FAIL("allreduce %s %s of one rank is not a copy", gpl_dtype_name(dts[k]), gpl_redop_name((gpl_redop_t)op));
     }
-    T_OK(gpl_allgather(g_c, d_in, d_out, N, dts[k], NULL));
-    T_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
-    T_TRUE(memcmp(in, out, bytes) == 0);
-    T_OK(gpl_reduce_scatter(g_c, d_in, d_out, N, dts[k], GPL_OP_SUM, NULL));
-    T_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
-    T_TRUE(memcmp(in, out, bytes) == 0);
-    T_OK(gpl_broadcast(g_c, d_in, d_out, N, dts[k], 0, NULL));
-    T_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
-    T_TRUE(memcmp(in, out, bytes) == 0);
-    T_OK(gpl_alltoall(g_c, d_in, d_out, N, dts[k], NULL));
-    T_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
-    T_TRUE(memcmp(in, out, bytes) == 0);
-    T_OK(gpl_mem_free(g_c, d_in));
-    T_OK(gpl_mem_free(g_c, d_out));
+    MPI_CHECK_OK(gpl_allgather(g_c, d_in, d_out, N, dts[k], NULL));
+    MPI_CHECK_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
+    MPI_CHECK(memcmp(in, out, bytes) == 0);
+    MPI_CHECK_OK(gpl_reduce_scatter(g_c, d_in, d_out, N, dts[k], GPL_OP_SUM, NULL));
+    MPI_CHECK_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
+    MPI_CHECK(memcmp(in, out, bytes) == 0);
+    MPI_CHECK_OK(gpl_broadcast(g_c, d_in, d_out, N, dts[k], 0, NULL));
+    MPI_CHECK_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
+    MPI_CHECK(memcmp(in, out, bytes) == 0);
+    MPI_CHECK_OK(gpl_alltoall(g_c, d_in, d_out, N, dts[k], NULL));
+    MPI_CHECK_OK(gpl_memcpy(g_c, out, d_out, bytes, GPL_COPY_TO_HOST, NULL));
+    MPI_CHECK(memcmp(in, out, bytes) == 0);
+    MPI_CHECK_OK(gpl_mem_free(g_c, d_in));
+    MPI_CHECK_OK(gpl_mem_free(g_c, d_out));
     free(in);
     free(out);
   }
-  T_OK(gpl_barrier(g_c));
+  MPI_CHECK_OK(gpl_barrier(g_c));
 }
 
 /* Fused on the GPU == the C reference on the host, bit for bit (with one rank NCCL's sum is the
@@ -80,11 +80,11 @@ static void fused(void *stream) {
   for (int w = 0; w < 3; w++) {
     char name[64];
     snprintf(name, sizeof name, "fused %s", gpl_dtype_name(wires[w]));
-    t_case = name;
+    mpi_check_case = name;
     size_t total = 0;
     for (int i = 0; i < NT; i++) total += len[i] + 1;
     float *host = malloc(total * sizeof *host), *ref = malloc(total * sizeof *ref), *d = NULL;
-    T_OK(gpl_mem_alloc(g_c, (void **)&d, total * sizeof *d));
+    MPI_CHECK_OK(gpl_mem_alloc(g_c, (void **)&d, total * sizeof *d));
     gpl_tensor_t t[NT];
     kern_tensor_t rt[NT];
     size_t off = 0;
@@ -96,9 +96,9 @@ static void fused(void *stream) {
       off += len[i];
     }
     memcpy(ref, host, total * sizeof *ref);
-    T_OK(gpl_memcpy(g_c, d, host, total * sizeof *d, GPL_COPY_TO_COMM, stream));
+    MPI_CHECK_OK(gpl_memcpy(g_c, d, host, total * sizeof *d, GPL_COPY_TO_COMM, stream));
     gpl_scaler_t *sc;
-    T_OK(gpl_scaler_create(g_c, &sc, 1024.0f, 2.0f, 0.5f, 2000));
+    MPI_CHECK_OK(gpl_scaler_create(g_c, &sc, 1024.0f, 2.0f, 0.5f, 2000));
     gpl_fused_opts_t o;
     gpl_fused_opts_default(&o);
     o.wire = wires[w];
@@ -106,9 +106,9 @@ static void fused(void *stream) {
     o.prescale = 0.25f;
     o.postscale = 4.0f;
     o.scaler = sc;
-    T_OK(gpl_fused_allreduce(g_c, t, NT, &o, stream)); /* asynchronous */
-    T_OK(gpl_synchronize(g_c, stream));
-    T_OK(gpl_memcpy(g_c, host, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
+    MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, NT, &o, stream)); /* asynchronous */
+    MPI_CHECK_OK(gpl_synchronize(g_c, stream));
+    MPI_CHECK_OK(gpl_memcpy(g_c, host, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
     /* the reference: the same buckets through the C code (a sum over one rank is the value) */
     kern_scaler_t hs;
     kern_scaler_init(&hs, 1024.0f, 2.0f, 0.5f, 2000);
@@ -124,38 +124,38 @@ static void fused(void *stream) {
     long diff = 0;
     for (size_t k = 0; k < total; k++)
       if (memcmp(&host[k], &ref[k], sizeof(float)) && diff++ < 5)
-        T_FAIL("element %zu: GPU %.9g, C reference %.9g", k, host[k], ref[k]);
-    if (diff) T_FAIL("%ld elements differ from the C reference", diff);
+        MPI_CHECK_FAIL("element %zu: GPU %.9g, C reference %.9g", k, host[k], ref[k]);
+    if (diff) MPI_CHECK_FAIL("%ld elements differ from the C reference", diff);
 
     /* an inf: the flag, then the scaler rule on the device */
     float inf = INFINITY;
-    T_OK(gpl_memcpy(g_c, t[3].data + 5, &inf, sizeof inf, GPL_COPY_TO_COMM, stream));
+    MPI_CHECK_OK(gpl_memcpy(g_c, t[3].data + 5, &inf, sizeof inf, GPL_COPY_TO_COMM, stream));
     int overflow = -1;
     o.overflow = &overflow;
-    T_OK(gpl_fused_allreduce(g_c, t, NT, &o, stream));
-    T_EQ_INT(overflow, 1);
-    T_OK(gpl_scaler_update(g_c, sc, stream));
+    MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, NT, &o, stream));
+    MPI_CHECK_INT(overflow, 1);
+    MPI_CHECK_OK(gpl_scaler_update(g_c, sc, stream));
     gpl_scaler_state_t st;
-    T_OK(gpl_scaler_read(g_c, sc, &st, stream));
-    T_EQ_INT(st.skipped, 1);
-    T_EQ_INT(st.overflow_steps, 1);
-    T_TRUE(st.scale == 512.0f);
+    MPI_CHECK_OK(gpl_scaler_read(g_c, sc, &st, stream));
+    MPI_CHECK_INT(st.skipped, 1);
+    MPI_CHECK_INT(st.overflow_steps, 1);
+    MPI_CHECK(st.scale == 512.0f);
     /* unfused (fp32, per tensor) agrees with fused fp32 bit for bit on one rank */
     if (wires[w] == GPL_FLOAT) {
-      T_OK(gpl_memcpy(g_c, d, ref, total * sizeof *d, GPL_COPY_TO_COMM, stream));
+      MPI_CHECK_OK(gpl_memcpy(g_c, d, ref, total * sizeof *d, GPL_COPY_TO_COMM, stream));
       gpl_fused_opts_t u = o;
       u.scaler = NULL;
       u.overflow = &overflow;
-      T_OK(gpl_unfused_allreduce(g_c, t, NT, &u, stream));
-      T_EQ_INT(overflow, 0);
-      T_OK(gpl_memcpy(g_c, host, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
-      T_OK(gpl_memcpy(g_c, d, ref, total * sizeof *d, GPL_COPY_TO_COMM, stream));
-      T_OK(gpl_fused_allreduce(g_c, t, NT, &u, stream));
-      T_OK(gpl_memcpy(g_c, ref, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
-      T_TRUE(memcmp(host, ref, total * sizeof *ref) == 0);
+      MPI_CHECK_OK(gpl_unfused_allreduce(g_c, t, NT, &u, stream));
+      MPI_CHECK_INT(overflow, 0);
+      MPI_CHECK_OK(gpl_memcpy(g_c, host, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
+      MPI_CHECK_OK(gpl_memcpy(g_c, d, ref, total * sizeof *d, GPL_COPY_TO_COMM, stream));
+      MPI_CHECK_OK(gpl_fused_allreduce(g_c, t, NT, &u, stream));
+      MPI_CHECK_OK(gpl_memcpy(g_c, ref, d, total * sizeof *d, GPL_COPY_TO_HOST, stream));
+      MPI_CHECK(memcmp(host, ref, total * sizeof *ref) == 0);
     }
     gpl_scaler_destroy(g_c, sc);
-    T_OK(gpl_mem_free(g_c, d));
+    MPI_CHECK_OK(gpl_mem_free(g_c, d));
     free(host);
     free(ref);
   }
@@ -171,10 +171,10 @@ int main(void) {
     printf("SKIP: nccl backend unavailable here (%s)\n", gpl_strerror(rc));
     return 77;
   }
-  T_OK(rc);
-  t_rank = gpl_comm_rank(g_c);
-  T_EQ_INT(gpl_comm_backend(g_c), GPL_BACKEND_NCCL);
-  T_TRUE(gpl_comm_device(g_c) >= 0);
+  MPI_CHECK_OK(rc);
+  mpi_check_rank = gpl_comm_rank(g_c);
+  MPI_CHECK_INT(gpl_comm_backend(g_c), GPL_BACKEND_NCCL);
+  MPI_CHECK(gpl_comm_device(g_c) >= 0);
   collectives();
   fused(NULL);
 #ifdef GPULAUNCH_HAVE_NCCL
@@ -184,7 +184,7 @@ int main(void) {
     cudaStreamDestroy(s);
   }
 #endif
-  T_OK(gpl_finalize(g_c));
-  printf("test_comm_gpu: %d failures\n", t_failures);
-  return t_failures ? 1 : 0;
+  MPI_CHECK_OK(gpl_finalize(g_c));
+  printf("test_comm_gpu: %d failures\n", mpi_check_failures);
+  return mpi_check_failures ? 1 : 0;
 }

@@ -13,14 +13,14 @@
 #include "common/util.h"
 #include "gpulaunch/gpulaunch.h"
 #include "tests/comm/capture.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 
 enum { TIMEOUT_S = 2 };
 
 /* The log line that says who did not answer names `sleeper` and no other rank. */
 static void names_only(const char *log, int sleeper, int size) {
   const char *l = strstr(log, "no answer from");
-  T_TRUE(l != NULL);
+  MPI_CHECK(l != NULL);
   if (!l) return;
   const char *end = strchr(l, '\n');
   size_t len = end ? (size_t)(end - l) : strlen(l);
@@ -32,8 +32,8 @@ static void names_only(const char *log, int sleeper, int size) {
     const char *hit = strstr(line, name);
     /* "rank 1" must not match inside "rank 12" */
     while (hit && hit[strlen(name)] >= '0' && hit[strlen(name)] <= '9') hit = strstr(hit + 1, name);
-    if (q == sleeper) T_TRUE(hit != NULL);
-    else if (hit) T_FAIL("rank %d is named as missing: %s", q, line);
+    if (q == sleeper) MPI_CHECK(hit != NULL);
+    else if (hit) MPI_CHECK_FAIL("rank %d is named as missing: %s", q, line);
   }
 }
 
@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  t_rank = rank;
-  t_case = mode;
+  mpi_check_rank = rank;
+  mpi_check_case = mode;
   const char *sr = getenv("GPL_TEST_SLEEP_RANK"), *ss = getenv("GPL_TEST_SLEEP_S");
   int sleeper = sr ? atoi(sr) : size - 1;
   double nap = ss ? atof(ss) : 8.0;
@@ -70,14 +70,14 @@ int main(int argc, char **argv) {
       int rc = gpl_init(&c, &o);
       capture_end(log, sizeof log);
       double dt = util_now() - t0;
-      T_EQ_INT(rc, GPL_ETIMEDOUT);
+      MPI_CHECK_INT(rc, GPL_ETIMEDOUT);
       names_only(log, sleeper, size);
-      T_TRUE(dt >= TIMEOUT_S * 0.9);
-      T_TRUE(dt < limit);
+      MPI_CHECK(dt >= TIMEOUT_S * 0.9);
+      MPI_CHECK(dt < limit);
       printf("rank %d: gpl_init timed out after %.2f s naming %s\n", rank, dt, want);
     }
   } else {
-    T_OK(gpl_init(&c, &o));
+    MPI_CHECK_OK(gpl_init(&c, &o));
     size_t n = strcmp(mode, "large") == 0 ? 300000 : 1001;
     float *x = calloc(n, sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = (float)i;
@@ -90,18 +90,18 @@ int main(int argc, char **argv) {
       int rc = gpl_allreduce(c, x, x, n, GPL_FLOAT, GPL_OP_SUM, NULL);
       capture_end(log, sizeof log);
       double dt = util_now() - t0;
-      T_EQ_INT(rc, GPL_ETIMEDOUT);
+      MPI_CHECK_INT(rc, GPL_ETIMEDOUT);
       names_only(log, sleeper, size);
-      T_TRUE(dt < limit);
+      MPI_CHECK(dt < limit);
       /* the communicator is broken from here on */
-      T_EQ_INT(gpl_barrier(c), GPL_ESTATE);
+      MPI_CHECK_INT(gpl_barrier(c), GPL_ESTATE);
       printf("rank %d: allreduce of %zu floats timed out after %.2f s naming %s\n", rank, n, dt,
              want);
     }
-    T_OK(gpl_finalize(c));
+    MPI_CHECK_OK(gpl_finalize(c));
     /* x is not freed: after a timeout MPI may still write the call's buffers (see comm.h) */
   }
   fflush(stdout);
   MPI_Finalize();
-  return t_failures ? 1 : 0;
+  return mpi_check_failures ? 1 : 0;
 }

@@ -3,10 +3,9 @@
 # getenv but the srun shim (loaded into srun, it links nothing of ours) nor writes a name by hand,
 # every variable it and the Slurm templates read is in the table, and every row of the table is
 # read somewhere (or, given to the program, set).
-set -euo pipefail
+source "$(dirname "$0")/../lib.sh"
 src=${GPULAUNCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 cd "$src"
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 table=$(grep -oE '^  X\([A-Z_]+, "GPULAUNCH_[A-Z0-9_]+"' common/envvar.h | grep -oE 'GPULAUNCH_[A-Z0-9_]+' | sort)
 [[ -n $table ]] || fail "no rows found in common/envvar.h"

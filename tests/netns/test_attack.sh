@@ -16,8 +16,8 @@ set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_attack.sh GPULAUNCH_RUN}
 HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$HERE/testlib.sh"
+source "$HERE/../lib.sh"
+netns_begin
 ATT="python3 $HERE/attacker.py"
 
 NETNS_DECOYS=0 netns_setup 5
@@ -43,7 +43,6 @@ printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n[security]\nkey
 for h in h1 h2 h3; do echo "$h slots=2"; done >"$T/job.hosts"
 
 count() { find "$T" -maxdepth 1 -name "$1" | wc -l; }
-wait_for() { local s=$1 i; shift; for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
 up6() { [ "$(count 'up.*')" -ge 6 ]; }
 # mpirun's own listeners on h0 (Open MPI's out-of-band channel: Open MPI's traffic, out of scope
 # in docs/security.md; its daemons' ports are 41000-42999), as "PORT-PORT," for --skip-ports.
@@ -60,7 +59,7 @@ start_job() { # start_job RUN_ID: the elastic job in the background; "$T/done" g
 }
 finish_job() { # finish_job WHAT: the programs end; the job must complete with 0 and no restart
   touch "$T/finish"
-  if ! wait_for 60 test -f "$T/done"; then
+  if ! wait_cmd 60 test -f "$T/done"; then
     bad "$1: the job did not end within 60 s"
     return
   fi
@@ -75,7 +74,7 @@ netns_exec h4 $ATT sniff "${NETNS_IF[h4]}" "$T/cap.json" 40 >"$T/sniff.log" 2>&1
 SNIFF=$!
 sleep 1
 start_job run-attack-1
-if wait_for 60 up6; then
+if wait_cmd 60 up6; then
   SKIP1=$(mpirun_ports)
   sleep 3
   finish_job "captured job"
@@ -86,7 +85,7 @@ wait "$SNIFF" || true
 cat "$T/sniff.log"
 if netns_exec h4 $ATT analyze "$T/cap.json" --key-file "$T/job.key" --run-id run-attack-1 \
   --old-run-id run-attack-0 --skip-ports "${SKIP1:-}41000-42999,22-22" >"$T/analyze.log" 2>&1; then
-  ok "capture of a whole job: $(tail -1 "$T/analyze.log")"
+  pass "capture of a whole job: $(tail -1 "$T/analyze.log")"
 else
   cat "$T/analyze.log" >&2
   bad "capture of a whole job: $(tail -1 "$T/analyze.log")"
@@ -100,7 +99,7 @@ netns_exec h1 setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python
 FAKE=$!
 sleep 1
 start_job run-attack-2
-if wait_for 60 up6; then
+if wait_cmd 60 up6; then
   wait "$SNIFF" || true
   # The listeners: those the capture shows, and (what a port scan finds) every TCP listener of
   # gpulaunch's on the job's hosts' fabric addresses (a leader's local children never cross the
@@ -170,7 +169,7 @@ wait "$FAKE" 2>/dev/null || true
 cat "$T/fake.log"
 grep -q "listening on [1-9]" "$T/fake.log" || bad "the fake gpulaunch-run could not listen"
 if grep -q CONNECTION "$T/fake.log"; then bad "rank 0 connected to the fake gpulaunch-run on its loopback"; fi
-[ "$fail" = 0 ] && ok "replay, forged HELLO/LOST/ABORT and lost/exit lines, 1000 idle connections per listener, TLS 1.2 and no-PSK handshakes, a fake gpulaunch-run on rank 0's loopback: refused, the job completed with 0"
+[ "$FAILED" = 0 ] && pass "replay, forged HELLO/LOST/ABORT and lost/exit lines, 1000 idle connections per listener, TLS 1.2 and no-PSK handshakes, a fake gpulaunch-run on rank 0's loopback: refused, the job completed with 0"
 
 # 3. A wrong key_file on h2 alone (ip netns exec binds /etc/netns/NS/FILE over /etc/FILE).
 KF=/etc/gpl-attack-$NETNS_ID.key
@@ -186,7 +185,7 @@ rm -f "$KF"
 rm -rf "/etc/netns/${NETNS_NS[h2]}"
 [ "$RC" = 79 ] || bad "wrong key_file on h2: exit $RC, expected 79"
 grep -q "job key of host(s) h2 differs" "$T/err" || { bad "wrong key_file on h2: h2 not named"; tail -5 "$T/err" >&2; }
-[ "$fail" = 0 ] && ok "a wrong key_file on h2: $(grep -m1 'differs' "$T/err" | cut -c1-120)"
+[ "$FAILED" = 0 ] && pass "a wrong key_file on h2: $(grep -m1 'differs' "$T/err" | cut -c1-120)"
 
 # 4. require = strict with a key handed over MPI (no key_file, two hosts): refused, exit 79; and
 # tls = off: the job runs, one warning line says so.
@@ -200,6 +199,6 @@ RC=0
 netns_mpirun -np 2 --host h1:1,h2:1 "$GPULAUNCH" "$T/off.conf" >"$T/out" 2>"$T/err" || RC=$?
 [ "$RC" = 0 ] || bad "tls = off: exit $RC"
 [ "$(grep -c "tls = off" "$T/err")" = 1 ] || bad "tls = off: $(grep -c "tls = off" "$T/err") warning lines, expected 1"
-[ "$fail" = 0 ] && ok "require = strict refused a handed-over key (79); tls = off ran with one warning line"
+[ "$FAILED" = 0 ] && pass "require = strict refused a handed-over key (79); tls = off ran with one warning line"
 
-exit "$fail"
+exit "$FAILED"

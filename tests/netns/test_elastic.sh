@@ -12,8 +12,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_elastic.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NH=4 K=2
 NETNS_DECOYS=0 netns_setup "$NH"
@@ -32,14 +32,8 @@ elastic() {
      >"$T/out" 2>"$T/err" || RC=$?
    echo "$RC" >"$T/done") &
 }
-wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
-  local s=$1 i
-  shift
-  for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 started() { [ "$(starts "$1")" -ge "$2" ]; } # started WORLD N: N ranks said they started at WORLD
 done_rc() { [ -f "$T/done" ] && cat "$T/done"; }
 
@@ -47,11 +41,11 @@ done_rc() { [ -f "$T/done" ] && cat "$T/done"; }
 hostfile h0 h1 h2 h3
 export STEPS=60
 elastic --nodes 2:4
-if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
+if wait_cmd 60 started 8 8 && wait_cmd 20 test -s "$T/ckpt"; then
   sleep 1
   t0=$(date +%s.%N)
   netns_link_down h2
-  if wait_for 90 test -f "$T/done"; then
+  if wait_cmd 90 test -f "$T/done"; then
     rc=$(done_rc)
     [ "$rc" = 0 ] || bad "link cut: exit $rc, expected 0"
     [ "$(starts 6)" = 6 ] || bad "link cut: $(starts 6) of 6 ranks started again at world 6"
@@ -67,7 +61,7 @@ if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
     grep -q "done rank 5 step 60" "$T/out" || bad "link cut: the job did not complete at world 6"
     python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["elastic_restarts"]; sys.exit(0 if len(r) == 1 and r[0]["cause"] == "host h2 lost" and r[0]["hosts_after"] == "h0:2,h1:2,h3:2" else 1)' \
       "$T/summary.json" || bad "link cut: --summary does not record the restart"
-    [ "$fail" = 0 ] && ok "link cut on h2: resumed on 3 hosts ${took}s after the cut, from $resumed (first start at $first), completed"
+    [ "$FAILED" = 0 ] && pass "link cut on h2: resumed on 3 hosts ${took}s after the cut, from $resumed (first start at $first), completed"
   else
     bad "link cut: gpulaunch-run still runs 90 s after the cut"
   fi
@@ -81,10 +75,10 @@ ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
 hostfile h0 h1 h3
 export STEPS=80
 elastic --nodes 2:4 --scale-up-interval 2
-if wait_for 60 started 6 6 && wait_for 20 test -s "$T/ckpt"; then
+if wait_cmd 60 started 6 6 && wait_cmd 20 test -s "$T/ckpt"; then
   t0=$(date +%s.%N)
   hostfile h0 h1 h3 h2
-  if wait_for 90 test -f "$T/done"; then
+  if wait_cmd 90 test -f "$T/done"; then
     rc=$(done_rc)
     [ "$rc" = 0 ] || bad "grow: exit $rc, expected 0"
     [ "$(starts 8)" = 8 ] || bad "grow: $(starts 8) of 8 ranks started at world 8"
@@ -92,7 +86,7 @@ if wait_for 60 started 6 6 && wait_for 20 test -s "$T/ckpt"; then
     [ "$(find "$T" -name 'saved.*' | wc -l)" = 6 ] || bad "grow: $(find "$T" -name 'saved.*' | wc -l) of 6 ranks saved on the scale-up stop"
     t1=$(grep "start rank 0 world 8 " "$T/out" | grep -o 'at [0-9.]*' | head -1)
     took=$(echo "${t1#at } - $t0" | bc)
-    [ "$fail" = 0 ] && ok "h2 listed again: grew back to 4 hosts ${took}s after, every rank saved at the stop, completed"
+    [ "$FAILED" = 0 ] && pass "h2 listed again: grew back to 4 hosts ${took}s after, every rank saved at the stop, completed"
   else
     bad "grow: gpulaunch-run still runs 90 s after h2 was listed"
   fi
@@ -106,16 +100,16 @@ wait
 hostfile h1 h2 h3
 export STEPS=70
 elastic --nodes 2:3
-if wait_for 60 started 6 6 && wait_for 20 test -s "$T/ckpt"; then
+if wait_cmd 60 started 6 6 && wait_cmd 20 test -s "$T/ckpt"; then
   t0=$(date +%s.%N)
   netns_link_down h1
-  if wait_for 90 test -f "$T/done"; then
+  if wait_cmd 90 test -f "$T/done"; then
     rc=$(done_rc)
     [ "$rc" = 0 ] || bad "rank 0's host: exit $rc, expected 0"
     grep -q "restart 1: host h1 lost" "$T/err" || bad "rank 0's host: the restart's cause not said"
     [ "$(starts 4)" = 4 ] || bad "rank 0's host: $(starts 4) of 4 ranks started again at world 4"
     t1=$(grep "start rank 0 world 4 " "$T/out" | grep -o 'at [0-9.]*' | head -1)
-    [ "$fail" = 0 ] && ok "rank 0's host h1 lost: resumed on h2, h3 $(echo "${t1#at } - $t0" | bc)s after the cut, completed"
+    [ "$FAILED" = 0 ] && pass "rank 0's host h1 lost: resumed on h2, h3 $(echo "${t1#at } - $t0" | bc)s after the cut, completed"
   else
     bad "rank 0's host: gpulaunch-run still runs 90 s after the cut"
   fi
@@ -125,4 +119,4 @@ fi
 wait
 ip -n "${NETNS_NS[h1]}" link set "${NETNS_IF[h1]}" up
 
-exit "$fail"
+exit "$FAILED"

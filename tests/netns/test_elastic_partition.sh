@@ -11,8 +11,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_elastic_partition.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 K=2
 NETNS_RICH=1 NETNS_DECOYS=0 netns_setup 5
@@ -22,14 +22,8 @@ export GPULAUNCH_TIMEOUT=20 MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun
 printf '[job]\ncommand = %s\ngrace = 10s\nliveness_timeout = 5s\n' "$GPULAUNCH_SOURCE_DIR/tests/step_trainer.sh $T 100" >"$T/job.conf"
 for h in h1 h2 h3 h4; do echo "$h slots=$K"; done >"$T/elastic.hosts"
 
-wait_for() { # wait_for SECONDS CMD...: until CMD succeeds
-  local s=$1 i
-  shift
-  for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 started() { [ "$(starts "$1")" -ge "$2" ]; }
 # job ARGS...: gpulaunch-run on h0 in the background ("$T/done" gets its status).
 job() {
@@ -47,11 +41,11 @@ heal() {
 # (a) elastic: the larger side goes on.
 export STEPS=60
 job --hostfile "$T/elastic.hosts" --discovery-interval 1 --nodes 3:4
-if wait_for 60 started 8 8 && wait_for 20 test -s "$T/ckpt"; then
+if wait_cmd 60 started 8 8 && wait_cmd 20 test -s "$T/ckpt"; then
   sleep 1
   t0=$(date +%s.%N)
   netns_link_down h1 # the fabric; eno1 still reaches h0
-  if wait_for 90 test -f "$T/done"; then
+  if wait_cmd 90 test -f "$T/done"; then
     rc=$(cat "$T/done")
     [ "$rc" = 0 ] || bad "elastic: exit $rc, expected 0"
     line=$(grep -o "restart 1: .*" "$T/err" || true)
@@ -78,7 +72,7 @@ claims = {c["by"]: c["lost"] for c in p["claims"]}
 assert claims["h1"] == ["h2", "h3", "h4"] and claims["h2"] == ["h1"], claims
 assert p["rule"] == "larger side" and p["rank0_side_kept"] is False, p
 PY
-    [ "$fail" = 0 ] && ok "h1 (rank 0's) cut from the fabric, eno1 up: h2, h3, h4 resumed ${took}s after the cut, h1 left out, completed"
+    [ "$FAILED" = 0 ] && pass "h1 (rank 0's) cut from the fabric, eno1 up: h2, h3, h4 resumed ${took}s after the cut, h1 left out, completed"
   else
     bad "elastic: gpulaunch-run still runs 90 s after the cut"
   fi
@@ -90,16 +84,16 @@ heal
 # (b) the same partition under a job that is not elastic: 68, the partition named once.
 export STEPS=600
 job -np 8 --host h1:2,h2:2,h3:2,h4:2
-if wait_for 60 started 8 8; then
+if wait_cmd 60 started 8 8; then
   netns_link_down h1
-  if wait_for 60 test -f "$T/done"; then
+  if wait_cmd 60 test -f "$T/done"; then
     rc=$(cat "$T/done")
     [ "$rc" = 68 ] || bad "plain: exit $rc, expected 68"
     line=$(grep -o "gpulaunch-run: a network partition.*" "$T/err" || true)
     for want in "host h1 named h2, h3, h4 lost" "host h2 named h1 lost" "): h1 cannot reach h2, h3, h4 (exit status 68)"; do
       [[ $line == *"$want"* ]] || bad "plain: the partition line does not say '$want'"
     done
-    [ "$fail" = 0 ] && ok "the same partition, not elastic: exit 68, $(grep -o 'a network partition.*' "$T/err")"
+    [ "$FAILED" = 0 ] && pass "the same partition, not elastic: exit 68, $(grep -o 'a network partition.*' "$T/err")"
   else
     bad "plain: gpulaunch-run still runs 60 s after the cut"
   fi
@@ -107,4 +101,4 @@ else
   bad "plain: the job did not start on 8 ranks"
 fi
 heal
-exit "$fail"
+exit "$FAILED"

@@ -12,13 +12,9 @@ set -euo pipefail
 RUN=${1:?usage: test_elastic_torch.sh GPULAUNCH_RUN MOCK_METADATA_PY}
 MOCK=${2:?usage: test_elastic_torch.sh GPULAUNCH_RUN MOCK_METADATA_PY}
 HERE="$(cd "$(dirname "$0")" && pwd)"
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$HERE/testlib.sh"
-PY=""
-for p in /usr/bin/python3 python3; do
-  "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null && { PY=$(command -v "$p"); break; }
-done
-[ -n "$PY" ] || { echo "SKIP: no Python with PyTorch"; exit 77; }
+source "$HERE/../lib.sh"
+netns_begin
+need_torch_python
 TRAIN="$HERE/../torch/elastic_train.py"
 
 NH=4 K=2
@@ -28,15 +24,9 @@ export GPULAUNCH_TIMEOUT=60 MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun
 for h in h0 h1 h2 h3; do echo "$h slots=$K"; done >"$T/elastic.hosts"
 mkdir -p "$T/ckpt"
 
-wait_for() { # wait_for SECONDS CMD...
-  local s=$1 i
-  shift
-  for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done
-  return 1
-}
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 steps_at() { grep -c "^\[[^]]*\] step [0-9]* world $1 " "$T/out" 2>/dev/null || true; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 stepping() { [ "$(steps_at "$1")" -ge "$2" ]; } # stepping WORLD N: rank 0 took N steps at WORLD
 first_step_time() { grep -m1 "\] step [0-9]* world $1 " "$T/out" | sed 's/.* at //'; }
 run_job() { # run_job CONF: gpulaunch-run in the background; "$T/done" gets its status
@@ -54,10 +44,10 @@ conf() { # conf NAME STEPS [EXTRA]: the job's config
 # (a) a host's link cut.
 conf cut 100
 run_job "$T/cut.conf"
-if wait_for 120 stepping 8 25; then
+if wait_cmd 120 stepping 8 25; then
   t0=$(date +%s.%N)
   netns_link_down h2
-  if wait_for 240 test -f "$T/done"; then
+  if wait_cmd 240 test -f "$T/done"; then
     rc=$(cat "$T/done")
     [ "$rc" = 0 ] || bad "cut: exit $rc, expected 0"
     grep -q "done rank 5 step 100 world 6" "$T/out" || bad "cut: the job did not complete at world 6"
@@ -65,7 +55,7 @@ if wait_for 120 stepping 8 25; then
     t1=$(first_step_time 6)
     last8=$(grep "\] step [0-9]* world 8 " "$T/out" | tail -1 | sed 's/.*step \([0-9]*\) .*/\1/')
     from=$(grep -m1 "start rank 0 world 6" "$T/out" | sed 's/.* step \([0-9]*\) at .*/\1/')
-    [ "$fail" = 0 ] && ok "torch, h2's link cut: first step at world 6 $(echo "$t1 - $t0" | bc)s after the cut; resumed from step $from, $((last8 - from)) steps redone; completed"
+    [ "$FAILED" = 0 ] && pass "torch, h2's link cut: first step at world 6 $(echo "$t1 - $t0" | bc)s after the cut; resumed from step $from, $((last8 - from)) steps redone; completed"
   else
     bad "cut: gpulaunch-run still runs 240 s after the cut"
   fi
@@ -80,16 +70,16 @@ wait || true
 ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
 MOCK_NOTICE_FILE="$T/notice-now" netns_exec h3 python3 "$MOCK" "$T/mport" "$T/mreq" "$T/macks" 3 10 400 &
 mock=$!
-wait_for 20 test -s "$T/mport" || bad "notice: the mock did not start"
+wait_cmd 20 test -s "$T/mport" || bad "notice: the mock did not start"
 read -r mport _ <"$T/mport"
 conf notice 150 "[preempt]
 notice = aws
 notice_endpoint = http://127.0.0.1:$mport/aws
 "
 run_job "$T/notice.conf"
-wait_for 120 stepping 8 3 || bad "notice: the job did not reach 3 steps at world 8"
+wait_cmd 120 stepping 8 3 || bad "notice: the job did not reach 3 steps at world 8"
 touch "$T/notice-now"
-if wait_for 240 test -f "$T/done"; then
+if wait_cmd 240 test -f "$T/done"; then
   rc=$(cat "$T/done")
   [ "$rc" = 0 ] || bad "notice: exit $rc, expected 0"
   n=$(find "$T/ckpt" -name 'saved-*' | wc -l)
@@ -101,11 +91,11 @@ if wait_for 240 test -f "$T/done"; then
   grep -q "done rank 5 step 150 world 6" "$T/out" || bad "notice: the job did not complete at world 6"
   t1=$(first_step_time 6)
   spread=$(cat "$T"/ckpt/saved-* | awk 'NR == 1 { a = $2; b = $2 } { if ($2 < a) a = $2; if ($2 > b) b = $2 } END { printf "%.1f", (b - a) * 1000 }')
-  [ "$fail" = 0 ] && ok "torch, AWS notice for h3: SIGTERM to the 8 programs on 4 hosts within ${spread} ms, 8/8 checkpoints at step $saved, first step at world 6 from it (no step lost) $(echo "$t1 - $tsig" | bc)s after the SIGTERM, completed"
+  [ "$FAILED" = 0 ] && pass "torch, AWS notice for h3: SIGTERM to the 8 programs on 4 hosts within ${spread} ms, 8/8 checkpoints at step $saved, first step at world 6 from it (no step lost) $(echo "$t1 - $tsig" | bc)s after the SIGTERM, completed"
 else
   bad "notice: gpulaunch-run still runs after 240 s"
 fi
 # The mock's lifetime (400 s) bounds it should the job hang; once the job ended it is not waited for.
 kill "$mock" 2>/dev/null || true
 wait || true
-exit "$fail"
+exit "$FAILED"

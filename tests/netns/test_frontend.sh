@@ -8,8 +8,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_frontend.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -52,7 +52,7 @@ if start_job; then
     took=$(echo "$t1 - $t0" | bc)
     grep -q "job preempted" "$T/err" || bad "stop: 'preempted' not said"
     if grep -q "gpulaunch died\|no heartbeat" "$T/err"; then bad "stop: also reported as a lost rank"; fi
-    [ "$fail" = 0 ] && ok "SIGTERM to gpulaunch-run: 6 programs on 3 hosts signalled within ${late}s, 6/6 checkpoints, exit 75 after ${took}s"
+    [ "$FAILED" = 0 ] && pass "SIGTERM to gpulaunch-run: 6 programs on 3 hosts signalled within ${late}s, 6/6 checkpoints, exit 75 after ${took}s"
   else
     bad "stop: gpulaunch-run did not return within 40 s"
   fi
@@ -74,7 +74,7 @@ if start_job; then
     [ "$(echo "$took < 30" | bc)" = 1 ] || bad "link down: the command returned ${took}s after the loss"
     grep -Eq "rank 4 \(host h2\), rank 5 \(host h2\): no heartbeat" "$T/err" || bad "link down: h2's ranks not named"
     [ "$(grep -c "no heartbeat" "$T/err")" = 1 ] || bad "link down: the root cause said more than once"
-    [ "$fail" = 0 ] && ok "h2's link down mid-job: h2's ranks named once, gpulaunch-run returned 68 ${took}s after the loss"
+    [ "$FAILED" = 0 ] && pass "h2's link down mid-job: h2's ranks named once, gpulaunch-run returned 68 ${took}s after the loss"
   else
     bad "link down: gpulaunch-run did not return within 60 s of the loss"
   fi
@@ -84,4 +84,4 @@ for h in "${NETNS_HOSTS[@]}"; do
   for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
 done
 wait 2>/dev/null || true
-exit "$fail"
+exit "$FAILED"

@@ -2,8 +2,8 @@
 # The netns harness: 3 hosts with different interface names, decoys in place, mpirun across
 # them with private host names, a blocked path that spares MPI, and a teardown that leaves nothing.
 set -euo pipefail
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_IFNAMES="eth0 ens5" netns_setup 3
 [ "${#NETNS_HOSTS[@]}" = 3 ] || bad "hosts: ${NETNS_HOSTS[*]}"
@@ -15,7 +15,7 @@ for h in "${NETNS_HOSTS[@]}"; do
   grep -q '^eth9[@ ].* 10.200.' <<<"$out" || bad "$h: no eth9 decoy"
 done
 if [ "${NETNS_IF[h1]}" != ens5 ] || [ "${NETNS_IF[h2]}" != eth0 ]; then bad "interface names: ${NETNS_IF[*]}"; fi
-ok "3 hosts: ${NETNS_IF[h0]}/${NETNS_IF[h1]}/${NETNS_IF[h2]} on ${NETNS_SUBNET}.0/24, docker0 and eth9 decoys"
+pass "3 hosts: ${NETNS_IF[h0]}/${NETNS_IF[h1]}/${NETNS_IF[h2]} on ${NETNS_SUBNET}.0/24, docker0 and eth9 decoys"
 
 # A TCP listener on h2 (the kernel completes handshakes; nobody needs to accept).
 listen_h2() {
@@ -38,7 +38,7 @@ tcp() { netns_exec "$1" timeout 2 bash -c "exec 3<>/dev/tcp/$2/45000" 2>/dev/nul
 listen_h2 12
 tcp h0 "${NETNS_ADDR[h2]}" || bad "h0 cannot connect to h2"
 if tcp h0 10.200.2.1; then bad "h0 reaches h2's eth9"; fi
-ok "routable link connects the hosts, the decoy does not"
+pass "routable link connects the hosts, the decoy does not"
 
 # mpirun across the hosts: each rank sees its host's name and only its host's interfaces.
 # shellcheck disable=SC2016 # expanded on each host
@@ -47,7 +47,7 @@ out=$(netns_mpirun -np 3 --host h0,h1,h2 sh -c 'echo "$(hostname) $(ip -br -4 ad
 for h in "${NETNS_HOSTS[@]}"; do
   grep -q "^$h .*${NETNS_ADDR[$h]}/24" <<<"$out" || bad "no rank on $h with ${NETNS_ADDR[$h]}: $out"
 done
-ok "mpirun -np 3 --host h0,h1,h2 runs one rank per host"
+pass "mpirun -np 3 --host h0,h1,h2 runs one rank per host"
 
 # A new TCP connection h1 -> h2 is dropped (outside MPI's ports), one h0 -> h2 is not.
 tcp h1 "${NETNS_ADDR[h2]}" || bad "h1 cannot connect to h2 before the block"
@@ -56,12 +56,12 @@ if tcp h1 "${NETNS_ADDR[h2]}"; then bad "h1 -> h2 not blocked"; fi
 tcp h0 "${NETNS_ADDR[h2]}" || bad "h0 -> h2 blocked too"
 kill "$lpid" 2>/dev/null || true
 wait "$lpid" 2>/dev/null || true
-ok "netns_block_new_tcp h1 h2 drops that path only"
+pass "netns_block_new_tcp h1 h2 drops that path only"
 
 # Teardown (as the EXIT trap runs it) leaves no namespace of this run behind.
 id=$NETNS_ID
 netns_teardown
 left=$(ip netns list | grep -c "^$id-" || true)
 [ "$left" = 0 ] || bad "$left namespaces left after teardown"
-ok "teardown removed every namespace of $id"
-exit "$fail"
+pass "teardown removed every namespace of $id"
+exit "$FAILED"

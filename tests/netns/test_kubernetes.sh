@@ -16,8 +16,8 @@ set -euo pipefail
 RUN=${1:?usage: test_kubernetes.sh GPULAUNCH_RUN}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 MANIFEST=$SRC/examples/kubernetes/gpulaunch-mpijob.yaml
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 python3 -c 'import yaml' 2>/dev/null || { echo "SKIP: python3-yaml is not installed"; exit 77; }
 
 NETNS_DECOYS=0 netns_setup 4
@@ -65,7 +65,7 @@ PY
 "$GPULAUNCH" check "$T/train.conf.k8s" >"$T/check.out" 2>&1 || true
 grep -q "program not found\|cannot run" "$T/check.out" || grep -qE "^\[job\]|command" "$T/check.out" ||
   bad "the ConfigMap's train.conf does not load: $(head -3 "$T/check.out")"
-[ "$fail" = 0 ] && ok "the manifest: PriorityClass, v2beta1 MPIJob, the launcher's command, grace < terminationGracePeriodSeconds"
+[ "$FAILED" = 0 ] && pass "the manifest: PriorityClass, v2beta1 MPIJob, the launcher's command, grace < terminationGracePeriodSeconds"
 
 # 2. The launcher's command on namespace hosts. The operator names worker pods
 # JOB-worker-I.JOB-worker.NAMESPACE.svc; here they are h1..h3 under those names.
@@ -97,22 +97,21 @@ export GPULAUNCH_HOST_SLOTS=2
  netns_mpirun -x OMPI_MCA_orte_keep_fqdn_hostnames "${argv[@]:1:4}" --discovery-interval 1 --scale-up-interval 3 \
    "$GPULAUNCH" "${argv[@]:6}" >"$T/out" 2>"$T/err" || RC=$?
  echo "$RC" >"$T/done") &
-wait_for() { local s=$1 i; shift; for ((i = 0; i < s * 10; i++)); do "$@" && return 0; sleep 0.1; done; return 1; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 starts() { grep -c "start rank .* world $1 " "$T/out" 2>/dev/null || true; }
-# shellcheck disable=SC2317 # called through wait_for
+# shellcheck disable=SC2317 # called through wait_cmd
 started() { [ "$(starts "$1")" -ge "$2" ]; }
-if wait_for 60 started 4 4 && wait_for 20 test -s "$T/ckpt"; then
-  ok "started on the operator's 2 workers x 2 slots: $(grep -o 'host [^ ]*' "$T/out" | sort -u | tr '\n' ' ')"
+if wait_cmd 60 started 4 4 && wait_cmd 20 test -s "$T/ckpt"; then
+  pass "started on the operator's 2 workers x 2 slots: $(grep -o 'host [^ ]*' "$T/out" | sort -u | tr '\n' ' ')"
   discover_hosts 0 1 2 # a worker added (kubectl scale --replicas 3, or a new spot node)
-  if wait_for 60 started 6 6; then
+  if wait_cmd 60 started 6 6; then
     grep -q "scale-up: $(fqdn 2) joined" "$T/err" || bad "grow: the restart's cause not said"
-    ok "worker 2 added: the job grew to 6 ranks"
+    pass "worker 2 added: the job grew to 6 ranks"
     sleep 2
     discover_hosts 1 2 # worker 0's pod deleted (a spot node reclaimed, kubectl scale down)
-    if wait_for 60 started 4 8; then
+    if wait_cmd 60 started 4 8; then
       grep -q "$(fqdn 0)" "$T/err" || bad "shrink: worker 0 not named"
-      ok "worker 0 removed: the job went on with 4 ranks"
+      pass "worker 0 removed: the job went on with 4 ranks"
     else
       bad "shrink: the job did not start again on 4 ranks"
     fi
@@ -122,14 +121,14 @@ if wait_for 60 started 4 4 && wait_for 20 test -s "$T/ckpt"; then
 else
   bad "the job did not start on 4 ranks"
 fi
-if wait_for 120 test -f "$T/done"; then
+if wait_cmd 120 test -f "$T/done"; then
   [ "$(cat "$T/done")" = 0 ] || bad "exit $(cat "$T/done"), expected 0"
   grep -q "done rank 3 step 90" "$T/out" || bad "the job did not complete at 4 ranks"
   resumed=$(grep "start rank 0 world 4 " "$T/out" | tail -1 | grep -o 'step [0-9]*')
   [ "${resumed#step }" -gt 0 ] || bad "the last launch did not resume from the checkpoint ($resumed)"
-  [ "$fail" = 0 ] && ok "completed (exit 0) after growing and shrinking, each launch from the checkpoint"
+  [ "$FAILED" = 0 ] && pass "completed (exit 0) after growing and shrinking, each launch from the checkpoint"
 else
   bad "gpulaunch-run still runs"
 fi
 wait
-exit "$fail"
+exit "$FAILED"

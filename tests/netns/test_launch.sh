@@ -6,8 +6,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_launch.sh GPL_TESTPROG}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_IFNAMES="eth0 ens5" netns_setup 4
 T=$NETNS_DIR
@@ -26,7 +26,7 @@ if [ "$RC" != 0 ]; then bad "auto: exit $RC"; else
     grep -q "^\[$h:$r\] ENV NCCL_SOCKET_IFNAME==${NETNS_IF[$h]}\$" "$T/out" || bad "rank $r on $h: NCCL_SOCKET_IFNAME not =${NETNS_IF[$h]}"
     grep -q "^\[$h:$r\] ENV MASTER_ADDR=${NETNS_ADDR[h0]}\$" "$T/out" || bad "rank $r on $h: MASTER_ADDR not ${NETNS_ADDR[h0]}"
   done
-  [ "$fail" = 0 ] && ok "8 ranks on 4 hosts: NCCL_SOCKET_IFNAME==eth0/=ens5 per host, MASTER_ADDR=${NETNS_ADDR[h0]} (mpirun ${SECS}s)"
+  [ "$FAILED" = 0 ] && pass "8 ranks on 4 hosts: NCCL_SOCKET_IFNAME==eth0/=ens5 per host, MASTER_ADDR=${NETNS_ADDR[h0]} (mpirun ${SECS}s)"
 fi
 
 # 2. The user's value in the environment, wrong on h0 and h2: 67, one message, no program.
@@ -37,7 +37,7 @@ grep -q 'NCCL_SOCKET_IFNAME==ens5 (.*environment) matches no running interface w
   bad "=ens5: h0 not named"
 grep -q 'on node 2 (h2); its interfaces: ' "$T/err" || bad "=ens5: h2 not named"
 if grep -q ' ENV ' "$T/out"; then bad "=ens5: the program ran"; fi
-[ "$fail" = 0 ] && ok "NCCL_SOCKET_IFNAME==ens5: exit 67 before the program, h0 and h2 named"
+[ "$FAILED" = 0 ] && pass "NCCL_SOCKET_IFNAME==ens5: exit 67 before the program, h0 and h2 named"
 
 # 3. [nccl] SOCKET_IFNAME, valid on every node with different matches: honoured as written.
 conf "$T/ok.conf" 'SOCKET_IFNAME = ens5,eth0'
@@ -45,7 +45,7 @@ launch "$T/ok.conf"
 if [ "$RC" != 0 ]; then bad "[nccl] ens5,eth0: exit $RC"; else
   grep -q '^\[h1:3\] ENV NCCL_SOCKET_IFNAME=ens5,eth0$' "$T/out" || bad "[nccl] value not passed as written"
   grep -q "^\[h3:7\] ENV MASTER_ADDR=${NETNS_ADDR[h0]}\$" "$T/out" || bad "[nccl]: MASTER_ADDR"
-  ok "[nccl] SOCKET_IFNAME = ens5,eth0: validated on every node, passed as written"
+  pass "[nccl] SOCKET_IFNAME = ens5,eth0: validated on every node, passed as written"
 fi
 conf "$T/bad.conf" 'SOCKET_IFNAME = ^=eth0,ens5,lo,docker0'
 launch "$T/bad.conf"
@@ -54,12 +54,12 @@ grep -q 'NCCL_SOCKET_IFNAME=^=eth0,ens5,lo,docker0 (\[nccl\] SOCKET_IFNAME) on n
   bad "[nccl] ^=eth0,ens5,lo,docker0: no warning about the decoy"
 grep -q 'preflight (ring) failed: 4 of 4 connections' "$T/err" || bad "[nccl] ^=eth0,ens5,lo,docker0: the preflight did not fail the decoy paths"
 if grep -q ' ENV ' "$T/out"; then bad "[nccl] ^=eth0,ens5,lo,docker0: the program ran"; fi
-[ "$fail" = 0 ] && ok "[nccl] SOCKET_IFNAME = ^=eth0,ens5,lo,docker0 (only the decoy eth9 left): warned, the preflight fails all 4 paths, exit 67"
+[ "$FAILED" = 0 ] && pass "[nccl] SOCKET_IFNAME = ^=eth0,ens5,lo,docker0 (only the decoy eth9 left): warned, the preflight fails all 4 paths, exit 67"
 conf "$T/docker.conf" 'SOCKET_IFNAME = docker'
 launch "$T/docker.conf"
 [ "$RC" = 67 ] || bad "[nccl] docker: exit $RC, expected 67"
 grep -q "NCCL's bootstrap would use docker0 (172.17.0.1), the same address as on h1, h2, h3" "$T/err" || bad "[nccl] docker: the copied address not named"
-[ "$fail" = 0 ] && ok "[nccl] SOCKET_IFNAME = docker: the same 172.17.0.1 on every host is an error before anything starts"
+[ "$FAILED" = 0 ] && pass "[nccl] SOCKET_IFNAME = docker: the same 172.17.0.1 on every host is an error before anything starts"
 
 # 4. A path blocked before the job (new TCP h1 -> h2 dropped, MPI's ports spared): 67 from
 #    the preflight, naming h1 -> h2, the address and the interface; no program.
@@ -70,12 +70,12 @@ launch "$T/probe.conf"
 grep -q "h1 (node 1) -> h2 (node 2): ${NETNS_ADDR[h2]} port [0-9]* on h2's eth0, from ${NETNS_ADDR[h1]} (h1's ens5): timed out after 2.0 s connecting" "$T/err" ||
   bad "blocked: h1 -> h2 not named"
 if grep -q ' ENV ' "$T/out"; then bad "blocked: the program ran"; fi
-[ "$fail" = 0 ] && ok "h1 -> h2 blocked: the preflight names it, exit 67 in ${SECS}s, the program never started"
+[ "$FAILED" = 0 ] && pass "h1 -> h2 blocked: the preflight names it, exit 67 in ${SECS}s, the program never started"
 
 # 5. probe = off: the same job starts (nothing checks the path).
 conf "$T/off.conf" '' 'probe = off'
 launch "$T/off.conf"
 [ "$RC" = 0 ] || bad "probe off: exit $RC"
 [ "$(grep -c ' ENV NCCL_SOCKET_IFNAME=' "$T/out")" = 8 ] || bad "probe off: not 8 ranks ran"
-[ "$fail" = 0 ] && ok "probe = off: starts despite the block"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "probe = off: starts despite the block"
+exit "$FAILED"

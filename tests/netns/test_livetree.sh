@@ -9,8 +9,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_livetree.sh GPL_TESTPROG}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 4
 T=$NETNS_DIR
@@ -43,13 +43,13 @@ clean_slate() {
 netns_run 8 "$HOSTS" -x GPULAUNCH_LIVE_FANOUT=1x "$GPULAUNCH" "$T/short.conf"
 [ "$RC" = 65 ] || bad "bad fanout: exit $RC, expected 65"
 grep -q "GPULAUNCH_LIVE_FANOUT=1x: not a whole number from 2 to 1024" "$T/err" || bad "bad fanout: not named"
-[ "$fail" = 0 ] && ok "GPULAUNCH_LIVE_FANOUT=1x: exit 65, the variable named"
+[ "$FAILED" = 0 ] && pass "GPULAUNCH_LIVE_FANOUT=1x: exit 65, the variable named"
 
 # 2. A job that ends normally, through the tree.
 netns_run 8 "$HOSTS" "${FAN[@]}" "$GPULAUNCH" "$T/short.conf"
 [ "$RC" = 0 ] || bad "normal end: exit $RC"
 if grep -q "no heartbeat\|gpulaunch died\|never reached" "$T/err"; then bad "normal end: a false loss"; fi
-[ "$fail" = 0 ] && ok "a job over the tree (fanout 2, depth 2) ends normally with 0, no loss said"
+[ "$FAILED" = 0 ] && pass "a job over the tree (fanout 2, depth 2) ends normally with 0, no loss said"
 
 # 3. h1's link goes down mid-job: h1 is named, h3 (below it) is not.
 if start_job; then
@@ -61,7 +61,7 @@ if start_job; then
   if grep -E "^gpulaunch: .*host h3.*(no heartbeat|died|never reached)" "$T/err"; then bad "link down: h3 named as lost"; fi
   n=$(grep -c "^gpulaunch: rank [0-9] (host h[0-9]).*ending the job" "$T/err" || true)
   [ "$n" = 1 ] || bad "link down: $n root causes said, expected 1"
-  [ "$fail" = 0 ] && ok "h1's link down mid-job: h1's ranks named (h3 below it not), all gone ${gone}s later"
+  [ "$FAILED" = 0 ] && pass "h1's link down mid-job: h1's ranks named (h3 below it not), all gone ${gone}s later"
 fi
 clean_slate
 ip -n "${NETNS_NS[h1]}" link set "${NETNS_IF[h1]}" up
@@ -80,7 +80,7 @@ if start_job; then
       [ "$rc" = 68 ] || bad "hung leader: exit $rc, expected 68"
       grep -Eq "^gpulaunch: rank 2 \(host h1\), rank 3 \(host h1\): no heartbeat from their supervisor" "$T/err" ||
         bad "hung leader: h1 not named"
-      [ "$fail" = 0 ] && ok "h1's leader stopped (SIGSTOP): h1 named, the job ended (68)"
+      [ "$FAILED" = 0 ] && pass "h1's leader stopped (SIGSTOP): h1 named, the job ended (68)"
     else
       bad "hung leader: the job did not end"
     fi
@@ -88,4 +88,4 @@ if start_job; then
   fi
 fi
 clean_slate
-exit "$fail"
+exit "$FAILED"

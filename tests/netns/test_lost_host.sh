@@ -9,8 +9,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_lost_host.sh TESTPROG}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NH=4 K=2
 NETNS_RICH=1 NETNS_KEEPALIVE=0 netns_setup "$NH"
@@ -52,7 +52,7 @@ lost_case() {
   [ "$rc" = 68 ] || bad "$name: mpirun exited $rc, expected 68"
   [ "$(echo "$secs <= 30" | bc)" = 1 ] || bad "$name: mpirun returned ${secs}s after the loss (> 30 s)"
   grep -Eq "no heartbeat from their supervisor" "$T/err" || bad "$name: the loss was not named"
-  [ "$fail" = 0 ] && ok "$name: $host lost mid-job, the user's plain mpirun (no keepalive option) returned 68 ${secs}s later"
+  [ "$FAILED" = 0 ] && pass "$name: $host lost mid-job, the user's plain mpirun (no keepalive option) returned 68 ${secs}s later"
   wait
 }
 
@@ -62,4 +62,4 @@ netns_teardown
 NETNS_RICH=1 NETNS_KEEPALIVE=0 netns_setup "$NH"
 T=$NETNS_DIR
 lost_case rank0_host h0 5s
-exit "$fail"
+exit "$FAILED"

@@ -9,8 +9,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_mpinet.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=docker netns_setup 4
 T=$NETNS_DIR
@@ -31,7 +31,7 @@ if [ "$RC" != 0 ]; then bad "mpirun: exit $RC after ${SECS}s"; else
   [ "$(grep -c "MPI's TCP interfaces:" "$T/err")" = 1 ] || bad "mpirun: not one info line"
   [ "$(grep -c '^\[h[02]:[0-9]\] IF =ens5$' "$T/out")" = 4 ] && [ "$(grep -c '^\[h[13]:[0-9]\] IF =eth1$' "$T/out")" = 4 ] ||
     bad "mpirun: NCCL_SOCKET_IFNAME not the fabric on every rank"
-  [ "$fail" = 0 ] && ok "mpirun, no MCA option: 8 ranks ran in ${SECS}s, MPI on 10.77.0.0/24 (docker0, eno1, usb0 left out, said once), NCCL on ens5/eth1"
+  [ "$FAILED" = 0 ] && pass "mpirun, no MCA option: 8 ranks ran in ${SECS}s, MPI on 10.77.0.0/24 (docker0, eno1, usb0 left out, said once), NCCL on ens5/eth1"
 fi
 
 # 1b. NCCL's interface and MPI's: the same, said by `gpulaunch env` and the summary.
@@ -46,18 +46,18 @@ n = json.load(open(sys.argv[1]))["network"]
 assert n["nccl_socket_ifname"] == "ens5" and n["mpi_btl_tcp_if_include"] == "10.77.0.0/24", n
 assert n["mpi_chosen_by"] == "job" and n["mpi_same_as_nccl"] is True, n
 PY
-[ "$fail" = 0 ] && ok "gpulaunch env and the summary: MPI's TCP transport and NCCL on the same interface"
+[ "$FAILED" = 0 ] && pass "gpulaunch env and the summary: MPI's TCP transport and NCCL on the same interface"
 
 # 2. MPI's own traffic in volume: the CPU backend's allreduce over MPI.
 launch bench --backend cpu -b 1K -e 64K -f 4 -n 2 -w 1
 [ "$RC" = 0 ] || bad "bench --backend cpu: exit $RC after ${SECS}s"
-[ "$fail" = 0 ] && ok "gpulaunch bench --backend cpu: exit 0 in ${SECS}s"
+[ "$FAILED" = 0 ] && pass "gpulaunch bench --backend cpu: exit 0 in ${SECS}s"
 
 # 3. gpulaunch-run: mpirun's out-of-band channel on the fabric too.
 MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun launch -- true
 if [ "$RC" != 0 ]; then bad "gpulaunch-run: exit $RC after ${SECS}s"; else
   grep -q "mpirun's out-of-band channel: oob_tcp_if_include=10.77.0.0/24 (ens5: " "$T/err" || bad "gpulaunch-run: no OOB line"
-  [ "$fail" = 0 ] && ok "gpulaunch-run, no MCA option: exit 0 in ${SECS}s, oob_tcp_if_include=10.77.0.0/24"
+  [ "$FAILED" = 0 ] && pass "gpulaunch-run, no MCA option: exit 0 in ${SECS}s, oob_tcp_if_include=10.77.0.0/24"
 fi
 
 # 4. Elastic gpulaunch-run --nodes over a hostfile.
@@ -69,7 +69,7 @@ MPIEXEC=$RUN GPULAUNCH_MPIRUN=mpirun netns_mpirun --nodes 4:4 --hostfile "$T/el.
 SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 [ "$RC" = 0 ] || bad "elastic: exit $RC after ${SECS}s"
 [ "$(grep -c '^\[h[0-3]:[0-7]\] EL [0-7] 8$' "$T/out")" = 8 ] || bad "elastic: not 8 programs at world 8"
-[ "$fail" = 0 ] && ok "elastic gpulaunch-run --nodes 4:4, no MCA option: 8 programs ran, exit 0 in ${SECS}s"
+[ "$FAILED" = 0 ] && pass "elastic gpulaunch-run --nodes 4:4, no MCA option: 8 programs ran, exit 0 in ${SECS}s"
 
 # 5. The user's own choice wins: kept as given, even one that cannot work (docker0: its own host's
 #    address everywhere); the first exchange then ends within the bound, naming it.
@@ -81,7 +81,7 @@ netns_run 8 "$HOSTS" --mca btl_tcp_if_include docker0 "$GPULAUNCH" -- true
 grep -q "MPI's TCP transport used as you set it (OMPI_MCA_btl_tcp_if_include=docker0); .*: no answer from rank [0-9]* (host h[0-3])" "$T/err" ||
   bad "user docker0: the first exchange did not name the user's value"
 [ "$(echo "$SECS < $GPULAUNCH_TIMEOUT + 15" | bc)" = 1 ] || bad "user docker0: ${SECS}s"
-[ "$fail" = 0 ] && ok "the user's btl_tcp_if_include kept (10.77.0.0/24 runs; docker0 ends in ${SECS}s naming it)"
+[ "$FAILED" = 0 ] && pass "the user's btl_tcp_if_include kept (10.77.0.0/24 runs; docker0 ends in ${SECS}s naming it)"
 
 # 6. A firewall on h2 drops the TCP transport's ports (41000-41999) both ways: one line naming h2,
 #    the interfaces MPI used and the fix, within the bound.
@@ -92,5 +92,5 @@ launch -- true
 grep -q "timed out after 10.0 s in start-up (MPI's first exchange; MPI's TCP transport used ens5 (btl_tcp_if_include=10.77.0.0/24, chosen by gpulaunch); if the hosts reach each other on another network, give it: mpirun --mca btl_tcp_if_include <subnet>): no answer from .*(host h2)" "$T/err" ||
   bad "firewall: no line naming h2, the interfaces and the fix"
 [ "$(echo "$SECS < $GPULAUNCH_TIMEOUT + 15" | bc)" = 1 ] || bad "firewall: ${SECS}s"
-[ "$fail" = 0 ] && ok "firewall on h2's transport ports: exit 68 in ${SECS}s, h2 named with MPI's interfaces and the fix"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "firewall on h2's transport ports: exit 68 in ${SECS}s, h2 named with MPI's interfaces and the fix"
+exit "$FAILED"

@@ -5,8 +5,8 @@
 # and a path blocked after MPI is up (or a value that picks the decoy) is named by the preflight.
 set -euo pipefail
 DRIVER=${1:?usage: test_net_agree.sh NET_DRIVER}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p"; }
 sum() { grep "^$1 " "$T/out" | field "$2" | paste -sd+ | bc; }
 
@@ -35,7 +35,7 @@ if [ "$RC" != 0 ]; then bad "auto: exit $RC"; else
   [ "$(sum preflight probes)" = 4 ] || bad "auto: $(sum preflight probes) probes, expected 4 (ring)"
   [ "$(sum preflight accepted)" = 4 ] || bad "auto: $(sum preflight accepted) accepted, expected 4"
   [ "$(sum preflight refused)" = 0 ] || bad "auto: refused connections"
-  ok "auto, 4 hosts: =eth0/=ens5 (not docker0, not eth9), MASTER_ADDR ${NETNS_ADDR[h0]}, ring proved; $(grep '^timing' "$T/out"), mpirun ${SECS}s"
+  pass "auto, 4 hosts: =eth0/=ens5 (not docker0, not eth9), MASTER_ADDR ${NETNS_ADDR[h0]}, ring proved; $(grep '^timing' "$T/out"), mpirun ${SECS}s"
 fi
 
 # 2. Two ranks per host (8 ranks), the live topology, all pairs: the plan's environment of
@@ -50,7 +50,7 @@ if [ "$RC" != 0 ]; then bad "8 ranks: exit $RC"; else
   done < <(grep '^net ' "$T/out")
   [ "$(sum preflight probes)" = 12 ] || bad "8 ranks: $(sum preflight probes) probes, expected 12"
   [ "$(sum preflight accepted)" = 12 ] || bad "8 ranks: $(sum preflight accepted) accepted"
-  ok "8 ranks on 4 hosts, probe all: plan env per host, 12 paths proved; $(grep '^timing' "$T/out"), mpirun ${SECS}s"
+  pass "8 ranks on 4 hosts, probe all: plan env per host, 12 paths proved; $(grep '^timing' "$T/out"), mpirun ${SECS}s"
 fi
 
 # 3. A user value that exists on half the hosts: exit 67, one message from rank 0 naming h0 and
@@ -63,7 +63,7 @@ for h in h0 h2; do
     bad "=ens5: $h or its interfaces not named"
 done
 if grep -q 'on node 1 (h1)\|on node 3 (h3)' "$T/err"; then bad "=ens5: h1/h3 named though they have ens5"; fi
-grep -c 'network interface agreement failed' "$T/err" >/dev/null && [ "$RC" = 67 ] && ok "NCCL_SOCKET_IFNAME==ens5: exit 67, one message naming h0 and h2 and their interfaces"
+grep -c 'network interface agreement failed' "$T/err" >/dev/null && [ "$RC" = 67 ] && pass "NCCL_SOCKET_IFNAME==ens5: exit 67, one message naming h0 and h2 and their interfaces"
 
 # 4. A prefix that NCCL resolves to the decoy first ("eth": the eth9 pair comes before eth0 in
 #    interface order, and is the only match on h1/h3): honoured with a warning, and the
@@ -74,7 +74,7 @@ grep -q 'on node 0 (h0): eth9p\? (10.200.0.[12]) shares no subnet (10.200.0.0/24
 grep -q 'preflight (ring) failed: 4 of 4 connections' "$T/err" || bad "eth: preflight did not fail 4 of 4"
 grep -q 'h1 (node 1) -> h2 (node 2): 10.200.2.[12] port [0-9]* on h2.s eth9p\?, from 10.200.1.[12] (h1.s eth9p\?): network is unreachable' "$T/err" ||
   bad "eth: the h1 -> h2 path not named"
-[ "$fail" = 0 ] && ok "NCCL_SOCKET_IFNAME=eth (the decoy first): warned, preflight names the 4 paths, exit 67 in ${SECS}s"
+[ "$FAILED" = 0 ] && pass "NCCL_SOCKET_IFNAME=eth (the decoy first): warned, preflight names the 4 paths, exit 67 in ${SECS}s"
 
 # 5. A path blocked after MPI is up (new TCP h1 -> h2 dropped, MPI's ports spared): the ring
 #    preflight names h1 -> h2 with the interface and the address, within its timeout.
@@ -100,7 +100,7 @@ grep -q "h1 (node 1) -> h2 (node 2): ${NETNS_ADDR[h2]} port [0-9]* on h2's eth0,
   bad "blocked: h1 -> h2 not named with its interfaces and addresses"
 [ "$(grep -c 'preflight (ring) failed' "$T/err")" = 1 ] || bad "blocked: not exactly one message"
 awk -v s="$SECS" 'BEGIN { exit !(s < 15) }' || bad "blocked: took ${SECS}s"
-[ "$fail" = 0 ] && ok "path h1 -> h2 blocked after MPI was up: named by the preflight, exit 67, ${SECS}s after the block"
+[ "$FAILED" = 0 ] && pass "path h1 -> h2 blocked after MPI was up: named by the preflight, exit 67, ${SECS}s after the block"
 
 # 6. h3's routable link set down after the agreement: MPI to h3 breaks with it, so the
 #    preflight's own exchange is what notices; rank 0 names h3 within the deadline (5 s) instead
@@ -119,8 +119,8 @@ for _ in $(seq 300); do
 done
 SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 if [ "$named" = 1 ] && awk -v s="$SECS" 'BEGIN { exit !(s < 15) }'; then
-  ok "h3's link down after MPI was up: rank 0 names rank 3 (host h3) ${SECS}s later, no hang"
+  pass "h3's link down after MPI was up: rank 0 names rank 3 (host h3) ${SECS}s later, no hang"
 else
   bad "link down: h3 not named within 30 s (${SECS}s)"
 fi
-exit "$fail"
+exit "$FAILED"

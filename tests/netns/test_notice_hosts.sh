@@ -10,8 +10,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 MOCK=${1:?usage: test_notice_hosts.sh MOCK_METADATA_PY}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -46,7 +46,7 @@ n=$(find "$T" -maxdepth 1 -name 'ckpt.*' | wc -l)
 s=$(spread "$T"/term.*)
 [ "$(echo "$s < 100" | bc)" = 1 ] || bad "alibaba: SIGTERM spread ${s} ms over 3 hosts"
 grep -q '^alibaba PUT /alibaba/latest/api/token 200$' "$T/mreq" || bad "alibaba: no token asked in h2"
-[ "$fail" = 0 ] && ok "alibaba notice in h2: exit 75 naming h2, 6/6 checkpoints, SIGTERM to 6 programs on 3 hosts within ${s} ms"
+[ "$FAILED" = 0 ] && pass "alibaba notice in h2: exit 75 naming h2, 6/6 checkpoints, SIGTERM to 6 programs on 3 hosts within ${s} ms"
 
 # (b) AWS's rebalance recommendation for h2: a checkpoint everywhere, the job goes on.
 rm -f "$T"/term.* "$T"/ckpt.* "$T"/usr1.*
@@ -61,5 +61,5 @@ cat "$T/out" "$T/err" | grep -q "AWS rebalance recommendation posted at 2026-12-
   bad "rebalance: not said"
 s=$(spread "$T"/usr1.*)
 [ "$(echo "$s < 100" | bc)" = 1 ] || bad "rebalance: SIGUSR1 spread ${s} ms over 3 hosts"
-[ "$fail" = 0 ] && ok "rebalance in h2: SIGUSR1 once to 6 programs on 3 hosts within ${s} ms, no SIGTERM, exit 0"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "rebalance in h2: SIGUSR1 once to 6 programs on 3 hosts within ${s} ms, no SIGTERM, exit 0"
+exit "$FAILED"

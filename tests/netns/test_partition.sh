@@ -8,8 +8,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_partition.sh GPL_TESTPROG}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -30,7 +30,7 @@ grep -Eq "rank [0-9] \(host (h1|h2)\) and rank [0-9] \(host (h1|h2)\) cannot rea
   grep -q "host h1" "$T/err" && grep -q "host h2" "$T/err" || { grep -i "error\|reach" "$T/err" | head; bad "partition: h1 and h2 not named"; }
 [ "$(echo "$SECS < $GPULAUNCH_TIMEOUT + 20" | bc)" = 1 ] || bad "partition: took ${SECS}s"
 if grep -q "ENV\|sleeping" "$T/out"; then bad "partition: the program ran"; fi
-[ "$fail" = 0 ] && ok "total partition h1 <-> h2 at start-up: exit 68 in ${SECS}s, both hosts named"
+[ "$FAILED" = 0 ] && pass "total partition h1 <-> h2 at start-up: exit 68 in ${SECS}s, both hosts named"
 for h in h1 h2; do netns_exec "$h" iptables -F; done
 
 # Start the long job in the background; wait until every rank's program runs.
@@ -52,7 +52,7 @@ if start_job; then
   [ "$(echo "$gone < $LIVE + 20" | bc)" = 1 ] || bad "link down: gpulaunch/programs still alive after ${gone}s"
   grep -Eq "rank 4 \(host h2\), rank 5 \(host h2\): no heartbeat from their supervisor for [0-9]+ s" "$T/err" ||
     bad "link down: h2's ranks not named"
-  [ "$fail" = 0 ] && ok "h2's link down mid-job: h2's ranks named, every gpulaunch and program gone ${gone}s later"
+  [ "$FAILED" = 0 ] && pass "h2's link down mid-job: h2's ranks named, every gpulaunch and program gone ${gone}s later"
   if wait_done 20; then
     read -r rc secs <"$T/done"
     echo "note: mpirun ended too (exit $rc)"
@@ -81,11 +81,11 @@ if start_job; then
       read -r rc secs <"$T/done"
       [ "$rc" = 68 ] || bad "hung: exit $rc, expected 68"
       grep -Eq "rank 3 \(host h1\): no heartbeat from its supervisor" "$T/err" || bad "hung: rank 3 not named"
-      [ "$fail" = 0 ] && ok "rank 3's supervisor stopped (SIGSTOP): named, the job ended (68)"
+      [ "$FAILED" = 0 ] && pass "rank 3's supervisor stopped (SIGSTOP): named, the job ended (68)"
     else
       bad "hung: the job did not end"
     fi
     kill -CONT "$victim" 2>/dev/null || true
   fi
 fi
-exit "$fail"
+exit "$FAILED"

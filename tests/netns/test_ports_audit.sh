@@ -13,8 +13,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_ports_audit.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -89,7 +89,7 @@ if start_job --port-range "$LO-$HI" --audit-log "$T/run-audit.log" -x GPULAUNCH_
   for p in $pf; do [ "$p" -ge $LO ] && [ "$p" -le $HI ] || bad "preflight port $p outside $LO-$HI"; done
   mp=$(sort -u "$T"/mp.*)
   [ "$(echo "$mp" | wc -l)" = 1 ] && [ "$mp" -ge $LO ] && [ "$mp" -le $HI ] || bad "MASTER_PORT $mp not one port in $LO-$HI"
-  [ "$fail" = 0 ] && ok "--port-range $LO-$HI: $n listeners seen on 3 hosts ($(awk '{print $1":"$2}' "$T/listeners.u" | tr '\n' ' ')) preflight ports $pf and MASTER_PORT $mp, all in the range"
+  [ "$FAILED" = 0 ] && pass "--port-range $LO-$HI: $n listeners seen on 3 hosts ($(awk '{print $1":"$2}' "$T/listeners.u" | tr '\n' ' ')) preflight ports $pf and MASTER_PORT $mp, all in the range"
 
   python3 - "$T/audit.log" "$T/run-audit.log" <<'PY' || bad "audit: the stop lines are not as expected"
 import json, sys
@@ -114,7 +114,7 @@ PY
   "$GPULAUNCH" audit verify "$T/audit.log" >"$T/v.out" 2>&1 || vrc=$?
   [ "$vrc" = 79 ] || bad "verify of an edited log: exit $vrc, expected 79"
   grep -q "$T/audit.log:2: the chain breaks here" "$T/v.out" || bad "verify did not name line 2: $(cat "$T/v.out")"
-  [ "$fail" = 0 ] && ok "audit: the stop recorded by gpulaunch-run and by rank 0 (channel gpulaunch-run, its peer), both chains hold; an edited line 1 is named at line 2 (exit 79)"
+  [ "$FAILED" = 0 ] && pass "audit: the stop recorded by gpulaunch-run and by rank 0 (channel gpulaunch-run, its peer), both chains hold; an edited line 1 is named at line 2 (exit 79)"
 fi
 kill_all
 
@@ -149,7 +149,7 @@ PY
 for f in "$T/audit.log" "$T/run-audit.log"; do
   "$GPULAUNCH" audit verify "$f" >"$T/v.out" 2>&1 || bad "audit verify $f: $(cat "$T/v.out")"
 done
-[ "$fail" = 0 ] && ok "elastic, h2 lost: rank 0 recorded the loss ($(grep -o '"hosts":"[^"]*"' "$T/audit.log" | head -1)), gpulaunch-run the restart ($(grep -o '"cause":"[^"]*"' "$T/run-audit.log" | head -1)); both chains hold"
+[ "$FAILED" = 0 ] && pass "elastic, h2 lost: rank 0 recorded the loss ($(grep -o '"hosts":"[^"]*"' "$T/audit.log" | head -1)), gpulaunch-run the restart ($(grep -o '"cause":"[^"]*"' "$T/run-audit.log" | head -1)); both chains hold"
 kill_all
 ip -n "${NETNS_NS[h2]}" link set "${NETNS_IF[h2]}" up
 
@@ -159,5 +159,5 @@ netns_run 6 "$HOSTS" --port-range 45100-45100 "$GPULAUNCH" "$T/job.conf"
 [ "$RC" != 0 ] || bad "a one-port range: the job succeeded"
 grep -q "no free port in the port range 45100-45100" "$T/err" ||
   bad "a one-port range: no error naming the range"
-[ "$fail" = 0 ] && ok "a one-port range: exit $RC, '$(grep -m1 -o 'no free port in the port range 45100-45100[^:]*' "$T/err")'"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "a one-port range: exit $RC, '$(grep -m1 -o 'no free port in the port range 45100-45100[^:]*' "$T/err")'"
+exit "$FAILED"

@@ -5,8 +5,8 @@
 # to) and its RANK; the start-up time is printed.
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NH=16 K=2
 NETNS_RICH=1 netns_setup "$NH"
@@ -25,6 +25,6 @@ if [ "$RC" != 0 ]; then bad "16x2: exit $RC (${SECS}s)"; else
     [ "$line" = "[$h:$r] RICHENV rank=$r ifname==eth0" ] || bad "rank $r on $h: '${line:-no output}', expected rank=$r ifname==eth0"
   done
   if grep -E 'RICHENV.*ifname=.*(eno1|docker0|usb0|eth9)' "$T/out"; then bad "16x2: a decoy was agreed"; fi
-  [ "$fail" = 0 ] && ok "16 hosts x 2 ranks, interface-rich: all 32 programs ran with NCCL_SOCKET_IFNAME==eth0 (not eno1, docker0, usb0, eth9); mpirun ${SECS}s"
+  [ "$FAILED" = 0 ] && pass "16 hosts x 2 ranks, interface-rich: all 32 programs ran with NCCL_SOCKET_IFNAME==eth0 (not eno1, docker0, usb0, eth9); mpirun ${SECS}s"
 fi
-exit "$fail"
+exit "$FAILED"

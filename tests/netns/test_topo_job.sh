@@ -4,8 +4,8 @@
 # NCCL_SOCKET_IFNAME still prints the plans (no interface) and exits 67.
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_IFNAMES="eth0 ens5" netns_setup 3
 T=$NETNS_DIR
@@ -19,7 +19,7 @@ topo() { # topo NP HOSTS ARGS... -> $T/out, $T/err, $RC
 # 1. JSON: rank 0's node at the top level as alone, plus nodes[] with every node's interface.
 topo 6 h0:2,h1:2,h2:2 --json
 if [ "$RC" != 0 ]; then bad "json: exit $RC"; else
-  if python3 - "$T/out" "${NETNS_ADDR[h0]}" "${NETNS_ADDR[h1]}" "${NETNS_ADDR[h2]}" <<'EOF'; then ok "topo --json over 3 hosts: nodes[] with eth0/ens5/eth0 and their addresses, MASTER_ADDR h0's"; else bad "json content"; fi
+  if python3 - "$T/out" "${NETNS_ADDR[h0]}" "${NETNS_ADDR[h1]}" "${NETNS_ADDR[h2]}" <<'EOF'; then pass "topo --json over 3 hosts: nodes[] with eth0/ens5/eth0 and their addresses, MASTER_ADDR h0's"; else bad "json content"; fi
 import json, sys
 d = json.load(open(sys.argv[1]))
 addrs = sys.argv[2:]
@@ -47,14 +47,14 @@ if [ "$RC" != 0 ]; then bad "text: exit $RC"; else
   done
   grep -q "^MASTER_ADDR=${NETNS_ADDR[h0]} (node 0's eth0)" "$T/out" || bad "text: MASTER_ADDR line"
   [ "$(grep -c '^Topology: live (host ' "$T/out")" = 3 ] || bad "text: not 3 node reports"
-  ok "topo text over 3 hosts: one section per node with its interface, MASTER_ADDR"
+  pass "topo text over 3 hosts: one section per node with its interface, MASTER_ADDR"
 fi
 
 # 3. One host under mpirun: the single-node shape, no "nodes".
 topo 2 h1:2 --json
 if [ "$RC" != 0 ]; then bad "one host: exit $RC"; else
   if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert "nodes" not in d and len(d["ranks"]) == 2' "$T/out"; then
-    ok "one host: the single-node document, unchanged"
+    pass "one host: the single-node document, unchanged"
   else
     bad "one host: shape changed"
   fi
@@ -66,5 +66,5 @@ NCCL_SOCKET_IFNAME='=ib0' topo 3 h0,h1,h2 --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["master_addr"] is None and all(n["ifname"] is None for n in d["nodes"])' "$T/out" ||
   bad "=ib0: interfaces not null"
 [ "$(grep -c 'network interface agreement failed' "$T/err")" = 1 ] || bad "=ib0: not one message"
-[ "$fail" = 0 ] && ok "NCCL_SOCKET_IFNAME==ib0: plans without interface, one message, exit 67"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "NCCL_SOCKET_IFNAME==ib0: plans without interface, one message, exit 67"
+exit "$FAILED"

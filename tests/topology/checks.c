@@ -8,48 +8,44 @@
 
 #include "topology/report.h"
 
-int g_fail;
-
-/* The sanity rules every plan must obey, whatever the machine. Returns the number of failures. */
-int check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p) {
-  int fails = g_fail;
+/* The sanity rules every plan must obey, whatever the machine; a broken one fails the case. */
+void check_plan_sane(const char *ctx, const topo_t *t, const plan_t *p) {
   for (int g = 0; g < t->ngpus; g++) {
     char c[300];
     snprintf(c, sizeof c, "%s GPU%d", ctx, g);
-    if (t->gpus[g].nnuma < 1) print_error("%s: no NUMA node\n", c), g_fail++;
-    if (!t->gpus[g].cpus || !t->gpus[g].cpus[0]) print_error("%s: no local CPUs\n", c), g_fail++;
-    if (g > 0 && strcmp(t->gpus[g - 1].pci, t->gpus[g].pci) >= 0) print_error("%s: not in bus order\n", c), g_fail++;
+    if (t->gpus[g].nnuma < 1) fail_msg("%s: no NUMA node", c);
+    if (!t->gpus[g].cpus || !t->gpus[g].cpus[0]) fail_msg("%s: no local CPUs", c);
+    if (g > 0 && strcmp(t->gpus[g - 1].pci, t->gpus[g].pci) >= 0) fail_msg("%s: not in bus order", c);
   }
   for (int i = 0; i < p->nranks; i++) {
     const plan_rank_t *r = &p->ranks[i];
     char c[300];
     snprintf(c, sizeof c, "%s rank %d", ctx, i);
-    if (!r->cpus || !r->cpus[0] || hwloc_bitmap_iszero(r->cpuset)) print_error("%s: no CPUs\n", c), g_fail++;
+    if (!r->cpus || !r->cpus[0] || hwloc_bitmap_iszero(r->cpuset)) fail_msg("%s: no CPUs", c);
     const char *hca = plan_env_get(r, "NCCL_IB_HCA");
-    if (hca && hca[0] != '=') print_error("%s: NCCL_IB_HCA '%s' without '='\n", c, hca), g_fail++;
-    if (hca && !strstr(hca, ":")) print_error("%s: NCCL_IB_HCA '%s' without port\n", c, hca), g_fail++;
+    if (hca && hca[0] != '=') fail_msg("%s: NCCL_IB_HCA '%s' without '='", c, hca);
+    if (hca && !strstr(hca, ":")) fail_msg("%s: NCCL_IB_HCA '%s' without port", c, hca);
     if (r->gpu >= 0) {
       const topo_gpu_t *g = &t->gpus[r->gpu];
       /* Cores local to the rank's GPU. */
       if (r->bind != PLAN_BIND_NONE && !hwloc_bitmap_isincluded(r->cpuset, g->cpuset))
-        print_error("%s: CPUs %s not local to GPU%d (%s)\n", c, r->cpus, r->gpu, g->cpus), g_fail++;
+        fail_msg("%s: CPUs %s not local to GPU%d (%s)", c, r->cpus, r->gpu, g->cpus);
     } else if (plan_env_get(r, "CUDA_VISIBLE_DEVICES") || plan_env_get(r, "NCCL_IB_HCA")) {
-      print_error("%s: CUDA_VISIBLE_DEVICES or NCCL_IB_HCA without GPU\n", c), g_fail++;
+      fail_msg("%s: CUDA_VISIBLE_DEVICES or NCCL_IB_HCA without GPU", c);
     }
     for (int j = 0; j < i; j++) {
       const plan_rank_t *q = &p->ranks[j];
-      if (r->gpu >= 0 && r->gpu == q->gpu) print_error("%s: same GPU as rank %d\n", c, j), g_fail++;
+      if (r->gpu >= 0 && r->gpu == q->gpu) fail_msg("%s: same GPU as rank %d", c, j);
       /* Disjoint CPUs with bind cores, unless the domain has fewer CPUs than ranks (then they
        * share it whole, as the DGX-2H file with 2 CPUs per 8 GPUs). */
       if (r->bind == PLAN_BIND_CORES && hwloc_bitmap_intersects(r->cpuset, q->cpuset)) {
         int shared = hwloc_bitmap_isequal(r->cpuset, q->cpuset) &&
                      hwloc_get_nbobjs_inside_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_PU) < p->nranks;
-        if (!shared) print_error("%s: CPUs %s overlap rank %d's %s\n", c, r->cpus, j, q->cpus), g_fail++;
+        if (!shared) fail_msg("%s: CPUs %s overlap rank %d's %s", c, r->cpus, j, q->cpus);
       }
     }
   }
   check_plan_node_env(ctx, t, p);
-  return g_fail - fails;
 }
 
 /* The nearest RDMA NICs of a GPU by the rule EXPECTED-MAPPINGS.md states, computed here from the
@@ -104,12 +100,11 @@ static int visible_list(const topo_t *t, const char *cvd, int *out, int max) {
   return n;
 }
 
-int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
-  int fails = g_fail;
+void check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
   const plan_rank_t *first = NULL;
   for (int i = 0; i < p->nranks && !first; i++)
     if (p->ranks[i].gpu >= 0) first = &p->ranks[i];
-  if (!first) return 0;
+  if (!first) return;
   static const char *const node_wide[] = {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NCCL_IB_HCA"};
   for (int i = 0; i < p->nranks; i++) {
     const plan_rank_t *r = &p->ranks[i];
@@ -120,8 +115,8 @@ int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
       if (!plan_env_node_wide(p, node_wide[k])) continue;
       const char *a = plan_env_get(first, node_wide[k]), *b = plan_env_get(r, node_wide[k]);
       if (strcmp(a ? a : "(unset)", b ? b : "(unset)") != 0)
-        print_error("%s: %s=%s differs from local rank %d's %s\n", c, node_wide[k], b ? b : "(unset)",
-                    first->local_rank, a ? a : "(unset)"), g_fail++;
+        fail_msg("%s: %s=%s differs from local rank %d's %s", c, node_wide[k], b ? b : "(unset)",
+                    first->local_rank, a ? a : "(unset)");
     }
     /* 2. Device LOCAL_RANK of what the program sees is the planned GPU (unless one GPU per
      * process was asked for: then device 0). */
@@ -129,10 +124,10 @@ int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
     int nv = visible_list(t, plan_env_get(r, "CUDA_VISIBLE_DEVICES"), vis, 256);
     int dev = p->visible_gpus == PLAN_VISIBLE_RANK ? 0 : r->local_rank;
     if (dev >= nv || vis[dev] != r->gpu)
-      print_error("%s: device %d of CUDA_VISIBLE_DEVICES=%s is GPU%d, the plan says GPU%d\n", c, dev,
+      fail_msg("%s: device %d of CUDA_VISIBLE_DEVICES=%s is GPU%d, the plan says GPU%d", c, dev,
                   plan_env_get(r, "CUDA_VISIBLE_DEVICES") ? plan_env_get(r, "CUDA_VISIBLE_DEVICES") : "(unset)",
-                  dev < nv ? vis[dev] : -1, r->gpu), g_fail++;
-    if (!plan_env_get(r, "CUDA_DEVICE_ORDER")) print_error("%s: no CUDA_DEVICE_ORDER\n", c), g_fail++;
+                  dev < nv ? vis[dev] : -1, r->gpu);
+    if (!plan_env_get(r, "CUDA_DEVICE_ORDER")) fail_msg("%s: no CUDA_DEVICE_ORDER", c);
   }
   /* 3. NCCL_IB_HCA holds a nearest NIC of every GPU, and no NIC that is nearest to no GPU. */
   const char *hca = plan_env_get(first, "NCCL_IB_HCA");
@@ -146,16 +141,16 @@ int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
     char *save = NULL;
     for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
       char *colon = strchr(w, ':');
-      if (!colon) print_error("%s: NCCL_IB_HCA entry '%s' without port\n", ctx, w), g_fail++;
+      if (!colon) fail_msg("%s: NCCL_IB_HCA entry '%s' without port", ctx, w);
       else *colon = 0;
       int found = -1;
       for (int i = 0; i < t->nnics; i++)
         if (strcmp(t->nics[i].rdma, w) == 0) found = i;
-      if (found < 0) print_error("%s: NCCL_IB_HCA names '%s', no RDMA NIC of the node\n", ctx, w), g_fail++;
+      if (found < 0) fail_msg("%s: NCCL_IB_HCA names '%s', no RDMA NIC of the node", ctx, w);
       else in_hca[found] = 1;
     }
   } else if (rdma_nics > 0) {
-    print_error("%s: no NCCL_IB_HCA though the node has %d RDMA NICs\n", ctx, rdma_nics), g_fail++;
+    fail_msg("%s: no NCCL_IB_HCA though the node has %d RDMA NICs", ctx, rdma_nics);
   }
   for (int g = 0; hca && g < t->ngpus; g++) {
     if (!oracle_nearest(t, &t->gpus[g], near)) continue;
@@ -164,58 +159,53 @@ int check_plan_node_env(const char *ctx, const topo_t *t, const plan_t *p) {
       covered |= near[i] && in_hca[i];
       near_any[i] |= near[i];
     }
-    if (!covered) print_error("%s: NCCL_IB_HCA=%s holds no nearest NIC of GPU%d\n", ctx, hca, g), g_fail++;
+    if (!covered) fail_msg("%s: NCCL_IB_HCA=%s holds no nearest NIC of GPU%d", ctx, hca, g);
   }
   for (int i = 0; i < t->nnics; i++)
     if (in_hca[i] && !near_any[i])
-      print_error("%s: NCCL_IB_HCA holds %s, nearest to no GPU\n", ctx, t->nics[i].name), g_fail++;
+      fail_msg("%s: NCCL_IB_HCA holds %s, nearest to no GPU", ctx, t->nics[i].name);
   free(in_hca);
   free(near);
   free(near_any);
-  return g_fail - fails;
 }
 
 /* report_json printed, parsed back with cJSON, compared with the structs it came from. */
-int check_json_roundtrip(const char *ctx, const topo_t *t, const plan_t *p) {
-  int fails = g_fail;
+void check_json_roundtrip(const char *ctx, const topo_t *t, const plan_t *p) {
   cJSON *doc = report_json(t, p);
   char *text = doc ? cJSON_Print(doc) : NULL;
   cJSON_Delete(doc);
   cJSON *j = text ? cJSON_Parse(text) : NULL;
   free(text);
-  if (!j) {
-    print_error("%s: JSON does not parse back\n", ctx);
-    return ++g_fail - fails;
-  }
+  if (!j) fail_msg("%s: JSON does not parse back", ctx);
   cJSON *gpus = cJSON_GetObjectItem(j, "gpus"), *nics = cJSON_GetObjectItem(j, "nics"), *ranks = cJSON_GetObjectItem(j, "ranks");
-  EXPECT_INT(ctx, "gpus[] length", t->ngpus, cJSON_GetArraySize(gpus));
-  EXPECT_INT(ctx, "nics[] length", t->nnics, cJSON_GetArraySize(nics));
-  EXPECT_INT(ctx, "ranks[] length", p->nranks, cJSON_GetArraySize(ranks));
+  assert_field_int(ctx, "gpus[] length", t->ngpus, cJSON_GetArraySize(gpus));
+  assert_field_int(ctx, "nics[] length", t->nnics, cJSON_GetArraySize(nics));
+  assert_field_int(ctx, "ranks[] length", p->nranks, cJSON_GetArraySize(ranks));
   for (int g = 0; g < t->ngpus && g < cJSON_GetArraySize(gpus); g++) {
     cJSON *o = cJSON_GetArrayItem(gpus, g);
     char c[300], numa[64], jn[64] = "";
     snprintf(c, sizeof c, "%s gpus[%d]", ctx, g);
-    EXPECT_INT(c, "index", g, cJSON_GetObjectItem(o, "index")->valueint);
-    EXPECT_STR(c, "pci", t->gpus[g].pci, cJSON_GetStringValue(cJSON_GetObjectItem(o, "pci")));
-    EXPECT_STR(c, "cpus", t->gpus[g].cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
+    assert_field_int(c, "index", g, cJSON_GetObjectItem(o, "index")->valueint);
+    assert_field_str(c, "pci", t->gpus[g].pci, cJSON_GetStringValue(cJSON_GetObjectItem(o, "pci")));
+    assert_field_str(c, "cpus", t->gpus[g].cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
     cJSON *a = cJSON_GetObjectItem(o, "numa"), *x;
     cJSON_ArrayForEach(x, a) snprintf(jn + strlen(jn), sizeof jn - strlen(jn), "%s%d", jn[0] ? "," : "", x->valueint);
-    EXPECT_STR(c, "numa", topo_numa_str(t->gpus[g].numa, t->gpus[g].nnuma, numa, sizeof numa), jn);
+    assert_field_str(c, "numa", topo_numa_str(t->gpus[g].numa, t->gpus[g].nnuma, numa, sizeof numa), jn);
     cJSON *gn = cJSON_GetObjectItem(o, "nics");
-    EXPECT_INT(c, "nics[] length", t->nnics, cJSON_GetArraySize(gn));
+    assert_field_int(c, "nics[] length", t->nnics, cJSON_GetArraySize(gn));
     const path_entry_t *L = plan_gpu_nics(p, g);
     for (int k = 0; L && k < t->nnics && k < cJSON_GetArraySize(gn); k++) {
       cJSON *e = cJSON_GetArrayItem(gn, k);
       const topo_nic_t *n = &t->nics[L[k].nic];
-      EXPECT_STR(c, "nics[].name", n->name, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
-      EXPECT_STR(c, "nics[].pci", n->pci, cJSON_GetStringValue(cJSON_GetObjectItem(e, "pci")));
-      EXPECT_STR(c, "nics[].path", path_class_name(L[k].path.cls), cJSON_GetStringValue(cJSON_GetObjectItem(e, "path")));
+      assert_field_str(c, "nics[].name", n->name, cJSON_GetStringValue(cJSON_GetObjectItem(e, "name")));
+      assert_field_str(c, "nics[].pci", n->pci, cJSON_GetStringValue(cJSON_GetObjectItem(e, "pci")));
+      assert_field_str(c, "nics[].path", path_class_name(L[k].path.cls), cJSON_GetStringValue(cJSON_GetObjectItem(e, "path")));
       cJSON *nd = cJSON_GetObjectItem(e, "netdev");
-      EXPECT_STR(c, "nics[].netdev", topo_nic_netdev(n), cJSON_IsNull(nd) ? NULL : cJSON_GetStringValue(nd));
+      assert_field_str(c, "nics[].netdev", topo_nic_netdev(n), cJSON_IsNull(nd) ? NULL : cJSON_GetStringValue(nd));
       /* RDMA devices ahead of plain netdevs of the same class. */
       if (k > 0 && L[k].path.cls == L[k - 1].path.cls && L[k].rdma && !L[k - 1].rdma)
-        print_error("%s: netdev-only NIC ahead of an RDMA NIC of the same class\n", c), g_fail++;
-      if (k > 0 && L[k].path.cls < L[k - 1].path.cls) print_error("%s: nics[] not best first\n", c), g_fail++;
+        fail_msg("%s: netdev-only NIC ahead of an RDMA NIC of the same class", c);
+      if (k > 0 && L[k].path.cls < L[k - 1].path.cls) fail_msg("%s: nics[] not best first", c);
     }
   }
   for (int i = 0; i < p->nranks && i < cJSON_GetArraySize(ranks); i++) {
@@ -223,18 +213,17 @@ int check_json_roundtrip(const char *ctx, const topo_t *t, const plan_t *p) {
     cJSON *o = cJSON_GetArrayItem(ranks, i);
     char c[300];
     snprintf(c, sizeof c, "%s ranks[%d]", ctx, i);
-    EXPECT_INT(c, "local_rank", i, cJSON_GetObjectItem(o, "local_rank")->valueint);
+    assert_field_int(c, "local_rank", i, cJSON_GetObjectItem(o, "local_rank")->valueint);
     cJSON *gpu = cJSON_GetObjectItem(o, "gpu");
-    EXPECT_INT(c, "gpu", r->gpu, cJSON_IsNull(gpu) ? -1 : gpu->valueint);
-    EXPECT_STR(c, "cpus", r->cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
+    assert_field_int(c, "gpu", r->gpu, cJSON_IsNull(gpu) ? -1 : gpu->valueint);
+    assert_field_str(c, "cpus", r->cpus, cJSON_GetStringValue(cJSON_GetObjectItem(o, "cpus")));
     cJSON *nic = cJSON_GetObjectItem(o, "nic");
-    EXPECT_STR(c, "nic", r->nic >= 0 ? t->nics[r->nic].name : NULL, cJSON_IsNull(nic) ? NULL : cJSON_GetStringValue(nic));
+    assert_field_str(c, "nic", r->nic >= 0 ? t->nics[r->nic].name : NULL, cJSON_IsNull(nic) ? NULL : cJSON_GetStringValue(nic));
     cJSON *env = cJSON_GetObjectItem(o, "env");
-    EXPECT_INT(c, "env entries", r->nenv, cJSON_GetArraySize(env));
+    assert_field_int(c, "env entries", r->nenv, cJSON_GetArraySize(env));
     for (int k = 0; k < r->nenv; k++)
-      EXPECT_STR(c, r->env[k].name, r->env[k].value, cJSON_GetStringValue(cJSON_GetObjectItem(env, r->env[k].name)));
+      assert_field_str(c, r->env[k].name, r->env[k].value, cJSON_GetStringValue(cJSON_GetObjectItem(env, r->env[k].name)));
   }
   cJSON_Delete(j);
-  return g_fail - fails;
 }
 

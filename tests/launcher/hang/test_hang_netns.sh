@@ -7,13 +7,9 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_hang_netns.sh HANG_PROG}
-# shellcheck source-path=SCRIPTDIR source=../../netns/testlib.sh
-. "$(dirname "$0")/../../netns/testlib.sh"
-PY=""
-for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import torch.distributed as d, sys; sys.exit(0 if d.is_available() else 1)' 2>/dev/null; then PY=$(command -v "$p"); break; fi
-done
-[ -n "$PY" ] || { echo "SKIP: no Python with PyTorch (scripts/install-deps.sh installs Debian's python3-torch)"; exit 77; }
+source "$(dirname "$0")/../../lib.sh"
+netns_begin
+need_torch_python
 command -v py-spy >/dev/null || { echo "SKIP: no py-spy (scripts/install-deps.sh installs it)"; exit 77; }
 command -v gdb >/dev/null || { echo "SKIP: no gdb"; exit 77; }
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
@@ -38,7 +34,7 @@ if [ "$RC" != 77 ]; then bad "torch: exit $RC, expected 77"; else
   jq -r '.ranks[3].processes[0].stack' "$j" | grep -q "stuck_in_data_loader (hang_train.py" || bad "torch: rank 3's stack"
   # the start-up (MPI + torch import on 2 cores) counts too; the hang itself may take 5 + 20 s
   awk -v s="$SECS" 'BEGIN { exit !(s <= 45) }' || bad "torch: the job took $SECS s"
-  [ "$fail" = 0 ] && ok "torch over 3 hosts: rank 3 (h1) named in stuck_in_data_loader, the other 5 in all_reduce, exit 77, job ${SECS}s"
+  [ "$FAILED" = 0 ] && pass "torch over 3 hosts: rank 3 (h1) named in stuck_in_data_loader, the other 5 in all_reduce, exit 77, job ${SECS}s"
 fi
 
 # 2. The C program: rank 4 (h2) in a blocking read, the others in gpl_barrier.
@@ -50,6 +46,6 @@ if [ "$RC" != 77 ]; then bad "C: exit $RC, expected 77"; else
   [ "$(jq -c .odd_ranks "$j" 2>/dev/null)" = "[4]" ] || bad "C: odd_ranks"
   [ "$(jq -r '.ranks[4].processes[0].tool' "$j")" = gdb ] || bad "C: rank 4's stacks not from gdb"
   awk -v s="$SECS" 'BEGIN { exit !(s <= 35) }' || bad "C: the job took $SECS s"
-  [ "$fail" = 0 ] && ok "C over 3 hosts: rank 4 (h2) named in stuck_in_read via gdb, exit 77, job ${SECS}s"
+  [ "$FAILED" = 0 ] && pass "C over 3 hosts: rank 4 (h2) named in stuck_in_read via gdb, exit 77, job ${SECS}s"
 fi
-exit "$fail"
+exit "$FAILED"

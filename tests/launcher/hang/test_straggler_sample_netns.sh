@@ -6,8 +6,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 PROG=${1:?usage: test_straggler_sample_netns.sh HANG_PROG}
-# shellcheck source-path=SCRIPTDIR source=../../netns/testlib.sh
-. "$(dirname "$0")/../../netns/testlib.sh"
+source "$(dirname "$0")/../../lib.sh"
+netns_begin
 command -v eu-stack >/dev/null || { echo "SKIP: no eu-stack (elfutils)"; exit 77; }
 
 netns_setup 3
@@ -20,6 +20,6 @@ if [ "$RC" != 0 ]; then bad "exit $RC, expected 0"; else
   [ "$(jq -r .straggler.rank "$T/a.json")" = 3 ] || bad "summary: rank"
   [ "$(jq -r .straggler.host "$T/a.json")" = h1 ] || bad "summary: host"
   [ "$(jq -r .straggler.ranks_sampled "$T/a.json")" = 6 ] || bad "summary: every rank sampled"
-  [ "$fail" = 0 ] && ok "3 hosts: rank 3 (h1) named in slow_transform, job ${SECS}s: $(grep -E "$LINE" "$T/err" | tail -1)"
+  [ "$FAILED" = 0 ] && pass "3 hosts: rank 3 (h1) named in slow_transform, job ${SECS}s: $(grep -E "$LINE" "$T/err" | tail -1)"
 fi
-exit "$fail"
+exit "$FAILED"

@@ -10,14 +10,14 @@
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/monitor/monitor.h"
-#include "tests/comm/testutil.h"
+#include "tests/mpi_check.h"
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  t_rank = rank;
+  mpi_check_rank = rank;
   log_init();
   log_set_identity(util_hostname(), rank);
   if (argc < 2 || size != 4) {
@@ -28,16 +28,16 @@ int main(int argc, char **argv) {
   mon_opts_default(&o);
   o.replay = argv[1];
   monitor_t *m = NULL;
-  T_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
+  MPI_CHECK_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
   /* as the supervisor's timer would: one tick per interval, here without waiting */
   int ticks = 0;
   while (mon_tick(m) == 0) ticks++;
-  T_TRUE(ticks == 31);
+  MPI_CHECK(ticks == 31);
   mon_stats_t mine, all[4];
   mon_stats(m, &mine);
-  T_TRUE(mine.warned == (rank == 2));
-  T_OK(mon_gather(&mine, MPI_COMM_WORLD, 30.0, all));
-  for (int r = 0; r < 4; r++) T_TRUE(all[r].rank == r && all[r].samples == 31);
+  MPI_CHECK(mine.warned == (rank == 2));
+  MPI_CHECK_OK(mon_gather(&mine, MPI_COMM_WORLD, 30.0, all));
+  for (int r = 0; r < 4; r++) MPI_CHECK(all[r].rank == r && all[r].samples == 31);
   if (rank == 0) {
     char *txt = NULL;
     size_t len = 0;
@@ -48,10 +48,10 @@ int main(int argc, char **argv) {
     fputs(txt, stdout);
     char want[128];
     snprintf(want, sizeof want, "slowest rank: 2 (host %s, GPU 2)", util_hostname());
-    T_TRUE(strstr(txt, want) != NULL);
+    MPI_CHECK(strstr(txt, want) != NULL);
     cJSON *sg = cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "straggler");
     cJSON *sg_rank = cJSON_GetObjectItem(sg, "rank");
-    T_TRUE(sg_rank && sg_rank->valueint == 2);
+    MPI_CHECK(sg_rank && sg_rank->valueint == 2);
     cJSON_Delete(sum);
     free(txt);
   }
@@ -60,10 +60,10 @@ int main(int argc, char **argv) {
   size_t len = 0;
   FILE *f = open_memstream(&txt, &len);
   cJSON *sum = cJSON_CreateObject();
-  T_OK(mon_job_summary(m, MPI_COMM_WORLD, 30.0, f, sum));
+  MPI_CHECK_OK(mon_job_summary(m, MPI_COMM_WORLD, 30.0, f, sum));
   fclose(f);
-  T_TRUE((rank == 0) == (strstr(txt, "slowest rank: 2 (host ") != NULL));
-  T_TRUE((rank == 0) == (cJSON_GetObjectItem(sum, "monitor") != NULL));
+  MPI_CHECK((rank == 0) == (strstr(txt, "slowest rank: 2 (host ") != NULL));
+  MPI_CHECK((rank == 0) == (cJSON_GetObjectItem(sum, "monitor") != NULL));
   free(txt);
   cJSON_Delete(sum);
   mon_destroy(m);
@@ -72,21 +72,21 @@ int main(int argc, char **argv) {
   setenv("GPULAUNCH_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
   mon_opts_default(&o);
   o.off_level = LOG_LVL_INFO;
-  T_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
+  MPI_CHECK_OK(mon_create(&m, &o, rank, util_hostname(), rank, NULL));
   txt = NULL;
   f = open_memstream(&txt, &len);
   sum = cJSON_CreateObject();
-  T_OK(mon_job_summary(rank == 3 ? NULL : m, MPI_COMM_WORLD, 30.0, f, sum));
+  MPI_CHECK_OK(mon_job_summary(rank == 3 ? NULL : m, MPI_COMM_WORLD, 30.0, f, sum));
   fclose(f);
-  T_TRUE(len == 0);
+  MPI_CHECK(len == 0);
   if (rank == 0)
-    T_TRUE(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "active")));
+    MPI_CHECK(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(sum, "monitor"), "active")));
   free(txt);
   cJSON_Delete(sum);
   mon_destroy(m);
   /* every rank's failures were printed; the exit status says whether any rank saw one */
   int all_bad = 0;
-  MPI_Allreduce(&t_failures, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&mpi_check_failures, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Finalize();
   return all_bad ? 1 : 0;
 }

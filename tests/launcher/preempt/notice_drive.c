@@ -7,11 +7,18 @@
  * after the start (in the middle of a request, for the slow endpoint). --ack: acknowledge the
  * notice (Azure). --rebalance: AWS's rebalance recommendation too (expected advisory). Always: no poll
  * took longer than its bound (three requests), and the stop returned
- * within a second, however slow the endpoint. Prints one line per fact; exits 1 on a failed check. */
+ * within a second, however slow the endpoint. Prints one line per fact; the checks are one cmocka
+ * case, whose failure says which (exit 1). */
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -31,49 +38,22 @@ static void on_notice(const notice_t *n, void *arg) {
   pthread_mutex_unlock(&g_mu);
 }
 
-static int g_failed;
-#define CHECK_THAT(cond, ...)                                                                     \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      printf("FAIL: ");                                                                           \
-      printf(__VA_ARGS__);                                                                        \
-      printf("\n");                                                                               \
-      g_failed = 1;                                                                               \
-    }                                                                                             \
-  } while (0)
+/* The case as the command line asks for it. */
+static notice_opts_t g_o;
+static const char *g_expect;
+static int g_polls, g_ack;
+static double g_stop_at, g_wait = 30;
 
-int main(int argc, char **argv) {
-  notice_opts_t o;
-  notice_opts_init(&o);
-  const char *expect = NULL;
-  int polls = 0, ack = 0;
-  double stop_at = 0, wait = 30;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--ack") == 0) {
-      ack = 1;
-      continue;
-    }
-    if (strcmp(a, "--rebalance") == 0) {
-      o.rebalance = 1;
-      continue;
-    }
-    if (!v) return fprintf(stderr, "usage: see notice_drive.c\n"), 2;
-    i++;
-    if (strcmp(a, "--kind") == 0 && notice_kind_parse(v, &o.kind) == 0) continue;
-    if (strcmp(a, "--endpoint") == 0) o.endpoint = v;
-    else if (strcmp(a, "--timeout") == 0) o.timeout = atof(v);
-    else if (strcmp(a, "--expect") == 0) expect = v;
-    else if (strcmp(a, "--polls") == 0) polls = atoi(v);
-    else if (strcmp(a, "--stop-at") == 0) stop_at = atof(v);
-    else if (strcmp(a, "--wait") == 0) wait = atof(v);
-    else return fprintf(stderr, "notice_drive: unknown argument %s\n", a), 2;
-  }
-  log_init();
+static void drive(void **state) {
+  (void)state;
+  notice_opts_t o = g_o;
+  const char *expect = g_expect;
+  int polls = g_polls, ack = g_ack;
+  double stop_at = g_stop_at, wait = g_wait;
   double t0 = util_now();
   notice_watch_t *w;
   int rc = notice_watch_start(&w, &o, on_notice, NULL);
-  if (rc < 0 || !w) return printf("FAIL: notice_watch_start: %s\n", gpl_strerror(rc)), 1;
+  if (rc < 0 || !w) fail_msg("notice_watch_start: %s", gpl_strerror(rc));
 
   if (expect) {
     pthread_mutex_lock(&g_mu);
@@ -85,25 +65,23 @@ int main(int argc, char **argv) {
     notice_t n = g_notice;
     int got = g_count;
     pthread_mutex_unlock(&g_mu);
-    CHECK_THAT(got, "no notice within %.0f s", wait);
-    if (got) {
-      printf("notice cloud=%s action=%s deadline=%.0f id=%s advisory=%d after=%.1f\ntext: %s\n",
-             notice_kind_name(n.cloud), n.action, n.deadline, n.event_id, n.advisory, util_now() - t0, n.text);
-      CHECK_THAT(n.advisory == (strcmp(n.action, "rebalance") == 0), "advisory %d for %s", n.advisory, n.action);
-      CHECK_THAT(strcmp(n.action, expect) == 0, "action %s, expected %s", n.action, expect);
-      CHECK_THAT(n.cloud == o.kind, "cloud %s", notice_kind_name(n.cloud));
-      if (ack) {
-        double a0 = util_now();
-        rc = notice_ack(w, n.event_id);
-        printf("ack rc=%d took=%.2f\n", rc, util_now() - a0);
-        CHECK_THAT(rc == 0, "ack: %s", gpl_strerror(rc));
-      }
+    if (!got) fail_msg("no notice within %.0f s", wait);
+    printf("notice cloud=%s action=%s deadline=%.0f id=%s advisory=%d after=%.1f\ntext: %s\n",
+           notice_kind_name(n.cloud), n.action, n.deadline, n.event_id, n.advisory, util_now() - t0, n.text);
+    if (n.advisory != (strcmp(n.action, "rebalance") == 0)) fail_msg("advisory %d for %s", n.advisory, n.action);
+    if (strcmp(n.action, expect) != 0) fail_msg("action %s, expected %s", n.action, expect);
+    if (n.cloud != o.kind) fail_msg("cloud %s", notice_kind_name(n.cloud));
+    if (ack) {
+      double a0 = util_now();
+      rc = notice_ack(w, n.event_id);
+      printf("ack rc=%d took=%.2f\n", rc, util_now() - a0);
+      if (rc != 0) fail_msg("ack: %s", gpl_strerror(rc));
     }
   }
   notice_stats_t st;
   for (notice_watch_stats(w, &st); st.polls < polls && util_now() - t0 < wait; notice_watch_stats(w, &st))
     util_sleep(0.05);
-  CHECK_THAT(st.polls >= polls, "%d polls within %.0f s, expected %d", st.polls, wait, polls);
+  if (st.polls < polls) fail_msg("%d polls within %.0f s, expected %d", st.polls, wait, polls);
   /* a notice stays pending: the next polls see it again, and it is not reported twice */
   if (expect) {
     int seen = st.polls;
@@ -116,13 +94,40 @@ int main(int argc, char **argv) {
   double stop_took = util_now() - s0;
   printf("polls=%d failures=%d notices=%d longest=%.2f stop=%.2f\n", st.polls, st.failures, st.notices,
          st.longest, stop_took);
+  fflush(stdout);
   /* a poll is at most three requests, each bounded by the timeout (with room for a loaded machine) */
-  CHECK_THAT(st.longest <= 3 * o.timeout + 0.5, "a poll took %.2f s, over its bound %.1f s", st.longest,
-             3 * o.timeout);
-  CHECK_THAT(stop_took < 1.0, "stop took %.2f s", stop_took);
+  if (st.longest > 3 * o.timeout + 0.5) fail_msg("a poll took %.2f s, over its bound %.1f s", st.longest, 3 * o.timeout);
+  if (stop_took >= 1.0) fail_msg("stop took %.2f s", stop_took);
   pthread_mutex_lock(&g_mu);
-  CHECK_THAT(g_count == (expect ? 1 : 0), "%d notices reported, expected %d", g_count, expect ? 1 : 0);
+  int count = g_count;
   pthread_mutex_unlock(&g_mu);
-  printf("%s\n", g_failed ? "FAILED" : "ok");
-  return g_failed;
+  assert_int_equal(count, expect ? 1 : 0); /* notices reported */
+}
+
+int main(int argc, char **argv) {
+  notice_opts_init(&g_o);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--ack") == 0) {
+      g_ack = 1;
+      continue;
+    }
+    if (strcmp(a, "--rebalance") == 0) {
+      g_o.rebalance = 1;
+      continue;
+    }
+    if (!v) return fprintf(stderr, "usage: see notice_drive.c\n"), 2;
+    i++;
+    if (strcmp(a, "--kind") == 0 && notice_kind_parse(v, &g_o.kind) == 0) continue;
+    if (strcmp(a, "--endpoint") == 0) g_o.endpoint = v;
+    else if (strcmp(a, "--timeout") == 0) g_o.timeout = atof(v);
+    else if (strcmp(a, "--expect") == 0) g_expect = v;
+    else if (strcmp(a, "--polls") == 0) g_polls = atoi(v);
+    else if (strcmp(a, "--stop-at") == 0) g_stop_at = atof(v);
+    else if (strcmp(a, "--wait") == 0) g_wait = atof(v);
+    else return fprintf(stderr, "notice_drive: unknown argument %s\n", a), 2;
+  }
+  log_init();
+  const struct CMUnitTest tests[] = {cmocka_unit_test(drive)};
+  return cmocka_run_group_tests_name("notice_drive", tests, NULL, NULL) ? 1 : 0;
 }
