@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/exitcode.h"
+#include "launcher/job/seckey.h"
 #include "launcher/sup/frontproto.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
@@ -414,6 +415,7 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
   fcntl(j->lfd, F_SETFL, fcntl(j->lfd, F_GETFL) | O_NONBLOCK);
+  if (seckey_front_renew() < 0) return -1; /* MUNGE: a fresh credential for each launch (said) */
   r.pid = start_launcher(j->av);
   if (r.pid < 0) return -1;
   g_run = &r;
