@@ -1,0 +1,156 @@
+/* gpulaunch-run's channel for rank 0: the address it binds, from --listen or the job's hosts
+ * (front_listen.h); libc only, with front_oob's host list and route lookup. */
+#include "launcher/front/front_listen.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/util.h"
+#include "launcher/front/front_oob.h"
+
+#define LISTEN_MAX_HOSTS 256 /* resolved at most (beyond: every address) */
+
+/* 1 when a is an address of one of this host's interfaces (loopback included). */
+static int is_local(struct in_addr a) {
+  if ((ntohl(a.s_addr) >> 24) == 127) return 1;
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) < 0) return 0;
+  int yes = 0;
+  for (struct ifaddrs *i = ifs; i && !yes; i = i->ifa_next)
+    yes = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+          ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr == a.s_addr;
+  freeifaddrs(ifs);
+  return yes;
+}
+
+static int resolve(const char *name, struct in_addr *a) {
+  struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+  if (getaddrinfo(name, NULL, &hints, &ai) != 0 || !ai) return -1;
+  *a = ((struct sockaddr_in *)(void *)ai->ai_addr)->sin_addr;
+  freeaddrinfo(ai);
+  return 0;
+}
+
+/* A batch system's allocation or a default hostfile: mpirun finds hosts that its words do not name. */
+static const char *hosts_elsewhere(int argc, char *const *argv) {
+  static const char *const envs[] = {"SLURM_JOB_ID", "PBS_NODEFILE", "LSB_HOSTS", "LSB_MCPU_HOSTS",
+                                     "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_prte_default_hostfile",
+                                     "PRTE_MCA_prte_default_hostfile", NULL};
+  for (int i = 0; envs[i]; i++)
+    if (getenv(envs[i])) return envs[i];
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--rankfile") == 0 || strcmp(argv[i], "-rf") == 0 || strcmp(argv[i], "--app") == 0 ||
+        strcmp(argv[i], "-app") == 0)
+      return argv[i];
+  return NULL;
+}
+
+static void any(front_listen_t *out, const char *fmt, const char *what) {
+  out->addr.s_addr = htonl(INADDR_ANY);
+  char w[400];
+  snprintf(w, sizeof w, fmt, what);
+  snprintf(out->why, sizeof out->why, "every address: %s (--listen ADDR to choose one)", w);
+}
+
+int front_listen_choose(int argc, char *const *argv, const char *hostfile, int unknown_hosts, const char *given,
+                        front_listen_t *out) {
+  char a[INET_ADDRSTRLEN];
+  if (given) {
+    if (strcmp(given, "any") == 0 || strcmp(given, "0.0.0.0") == 0) {
+      out->addr.s_addr = htonl(INADDR_ANY);
+      snprintf(out->why, sizeof out->why, "every address (--listen %s)", given);
+      return 0;
+    }
+    if ((inet_pton(AF_INET, given, &out->addr) != 1 && resolve(given, &out->addr) < 0) || !is_local(out->addr)) {
+      snprintf(out->why, sizeof out->why, "--listen %s: not an IPv4 address of this host (or any)", given);
+      return -1;
+    }
+    inet_ntop(AF_INET, &out->addr, a, sizeof a);
+    snprintf(out->why, sizeof out->why, "%s (--listen %s)", a, given);
+    return 0;
+  }
+  if (unknown_hosts) return any(out, "%s", "the hosts are not known before the launch (srun's allocation, a discovery script)"), 0;
+  front_host_t *h = calloc(LISTEN_MAX_HOSTS, sizeof *h);
+  if (!h) return any(out, "%s", "out of memory"), 0;
+  int nh = front_oob_hosts(argc, argv, hostfile, h, LISTEN_MAX_HOSTS);
+  const char *else_ = nh == 0 ? hosts_elsewhere(argc, argv) : NULL;
+  if (nh == 0) {
+    free(h);
+    if (else_) return any(out, "mpirun takes its hosts from %s", else_), 0;
+    out->addr.s_addr = htonl(INADDR_LOOPBACK);
+    snprintf(out->why, sizeof out->why, "127.0.0.1: no host named, mpirun runs every rank on this host");
+    return 0;
+  }
+  if (nh >= LISTEN_MAX_HOSTS) {
+    free(h);
+    return any(out, "%s", "too many hosts named to look each up"), 0;
+  }
+  struct in_addr src = {0};
+  int nsrc = 0, remote = 0;
+  char first[64] = "";
+  for (int i = 0; i < nh; i++) {
+    struct sockaddr_in dst = {.sin_family = AF_INET};
+    if (resolve(h[i].name, &dst.sin_addr) < 0) {
+      any(out, "host %s does not resolve here", h[i].name);
+      free(h);
+      return 0;
+    }
+    if (is_local(dst.sin_addr)) continue; /* this host */
+    struct in_addr s;
+    if (front_oob_route_src(&dst, &s) < 0) {
+      any(out, "no route to host %s", h[i].name);
+      free(h);
+      return 0;
+    }
+    if (!remote++) util_strlcpy(first, h[i].name, sizeof first);
+    if (nsrc == 0 || s.s_addr != src.s_addr) {
+      if (nsrc == 1) {
+        char b[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &src, a, sizeof a);
+        inet_ntop(AF_INET, &s, b, sizeof b);
+        char w[300];
+        snprintf(w, sizeof w, "this host reaches %s from %s and %s from %s", first, a, h[i].name, b);
+        any(out, "%s", w);
+        free(h);
+        return 0;
+      }
+      src = s;
+      nsrc = 1;
+    }
+  }
+  free(h);
+  if (!remote) {
+    out->addr.s_addr = htonl(INADDR_LOOPBACK);
+    snprintf(out->why, sizeof out->why, "127.0.0.1: every host named (%d) is this host", nh);
+    return 0;
+  }
+  out->addr = src;
+  inet_ntop(AF_INET, &src, a, sizeof a);
+  snprintf(out->why, sizeof out->why, "%s: the address this host reaches the %d other host(s) named from", a, remote);
+  return 0;
+}
+
+void front_listen_addresses(const front_listen_t *l, int port, char *out, size_t len) {
+  char a[INET_ADDRSTRLEN];
+  if (l->addr.s_addr != htonl(INADDR_ANY)) {
+    inet_ntop(AF_INET, &l->addr, a, sizeof a);
+    snprintf(out, len, "%s:%d", a, port);
+    return;
+  }
+  size_t off = (size_t)snprintf(out, len, "127.0.0.1:%d", port);
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs) < 0) return;
+  for (struct ifaddrs *i = ifs; i && off + 32 < len; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, a, sizeof a);
+    off += (size_t)snprintf(out + off, len - off, ",%s:%d", a, port);
+  }
+  freeifaddrs(ifs);
+}
