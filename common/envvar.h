@@ -85,7 +85,7 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_PROGRAM, ENVVA
     "gpulaunch-run to rank 0: its host name (rank 0 tries a loopback address only on that host)") \
   X(KEY_SOURCE, "GPULAUNCH_KEY_SOURCE", "", ENVVAR_INTERNAL,                                     \
     "gpulaunch-run to the ranks: where it took the job key from (file, munge, handed)")          \
-  X(MUNGE_CRED, "GPULAUNCH_MUNGE_CRED", "", ENVVAR_INTERNAL,                                     \
+  X(MUNGE_CREDENTIAL, "GPULAUNCH_MUNGE_CREDENTIAL", "", ENVVAR_INTERNAL,                         \
     "gpulaunch-run to the ranks: the MUNGE credential that carries the job key (only the job's " \
     "uid can have munged decode it; never on a command line)")                                   \
   X(MUNGE_SOCKET, "GPULAUNCH_MUNGE_SOCKET", "", ENVVAR_USER,                                     \

@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
   if (srun) {
     static const char names[] = "," FRONTCH_ENV "," ENVVAR_LITERAL(FRONTEND_MERGED) "," ENVVAR_LITERAL(FRONTEND_HOST) ","
                                 ENVVAR_LITERAL(KEY_SOURCE) "," ENVVAR_LITERAL(JOB_KEY) "," ENVVAR_LITERAL(RUN_ID) ","
-                                ENVVAR_LITERAL(MUNGE_CRED) "," ENVVAR_LITERAL(MUNGE_SOCKET) ","
+                                ENVVAR_LITERAL(MUNGE_CREDENTIAL) "," ENVVAR_LITERAL(MUNGE_SOCKET) ","
                                 ENVVAR_LITERAL(PORT_RANGE) "," FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
     /* Names only: mpirun takes each value from this environment (never on a command line). */
     static const char *const xs[] = {FRONTCH_ENV, ENVVAR_LITERAL(FRONTEND_MERGED), ENVVAR_LITERAL(FRONTEND_HOST),
                                      ENVVAR_LITERAL(KEY_SOURCE), ENVVAR_LITERAL(PORT_RANGE),
-                                     ENVVAR_LITERAL(MUNGE_CRED), ENVVAR_LITERAL(MUNGE_SOCKET)};
+                                     ENVVAR_LITERAL(MUNGE_CREDENTIAL), ENVVAR_LITERAL(MUNGE_SOCKET)};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
       if (!getenv(xs[i])) continue; /* the port range, MUNGE's: only when given */
       av[n++] = "-x";

@@ -27,7 +27,7 @@ static int is_mpi_runtime_var(const char *kv) {
   if (strncmp(kv, front, sizeof front - 1) == 0 && strchr("=_", kv[sizeof front - 1])) return 1;
   /* The job key (a secret) and where it came from: the supervisors', never the program's. */
   static const char key[] = ENVVAR_LITERAL(JOB_KEY) "=", src[] = ENVVAR_LITERAL(KEY_SOURCE) "=",
-                    cred[] = ENVVAR_LITERAL(MUNGE_CRED) "=";
+                    cred[] = ENVVAR_LITERAL(MUNGE_CREDENTIAL) "=";
   if (strncmp(kv, key, sizeof key - 1) == 0 || strncmp(kv, src, sizeof src - 1) == 0 ||
       strncmp(kv, cred, sizeof cred - 1) == 0)
     return 1;

@@ -108,7 +108,7 @@ int seckey_munge_wanted(const conf_security_t *c) { return !c || strcmp(c->munge
 static uint8_t g_munge_key[TLS_KEY_LEN]; /* gpulaunch-run's key, kept for a fresh credential */
 static int g_munge_on, g_munge_fresh; /* fresh: the credential in the environment is unused */
 
-/* The credential, not the key, in the environment (GPULAUNCH_MUNGE_CRED); 0, or < 0 when munged
+/* The credential, not the key, in the environment (GPULAUNCH_MUNGE_CREDENTIAL); 0, or < 0 when munged
  * does not answer here (said at info level: the key is then handed over, with its warning). */
 static int front_munge(const uint8_t key[TLS_KEY_LEN], const char *run_id) {
   char *cred = NULL, why[512];
@@ -117,7 +117,7 @@ static int front_munge(const uint8_t key[TLS_KEY_LEN], const char *run_id) {
     LOG_INFO(JOB, "the job key's MUNGE source: %s", why);
     return rc;
   }
-  setenv(envvar_name(ENVVAR_MUNGE_CRED), cred, 1);
+  setenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL), cred, 1);
   free(cred);
   unsetenv(envvar_name(ENVVAR_JOB_KEY));
   setenv(envvar_name(ENVVAR_KEY_SOURCE), "munge", 1);
@@ -139,7 +139,7 @@ int seckey_front_renew(void) {
     log_print("gpulaunch-run: a fresh MUNGE credential for the job key: %s\n", why);
     return GPL_EAUTH;
   }
-  setenv(envvar_name(ENVVAR_MUNGE_CRED), cred, 1);
+  setenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL), cred, 1);
   free(cred);
   return 0;
 }
@@ -150,7 +150,7 @@ int seckey_front(seckey_t *k, const conf_security_t *c) {
   CHECK(ensure_run_id());
   const char *run_id = envvar_get(ENVVAR_RUN_ID);
   g_munge_on = 0;
-  unsetenv(envvar_name(ENVVAR_MUNGE_CRED));
+  unsetenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL));
   if (c && *c->key_file) {
     CHECK(seckey_from_file(c->key_file, run_id, k->tls.key));
     k->src = SECKEY_FILE;

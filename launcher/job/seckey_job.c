@@ -63,7 +63,7 @@ static int munge_cred(seckey_t *k, const conf_security_t *c, job_t *job, const c
   const char *front = envvar_get(ENVVAR_KEY_SOURCE);
   if (front && *front) { /* gpulaunch-run chose */
     if (seckey_src_of(front) != SECKEY_MUNGE) return 0;
-    const char *e = envvar_get(ENVVAR_MUNGE_CRED);
+    const char *e = envvar_get(ENVVAR_MUNGE_CREDENTIAL);
     cred[0] = 0;
     if (e) util_strlcpy(cred, e, CRED_MAX);
     return 1; /* (a rank without it fails in its decode, named) */
@@ -96,7 +96,7 @@ static int munge_key(seckey_t *k, job_t *job, const char *run_id, const char *cr
     char why[512] = "";
     int replayed = 0;
     got.rc = !*cred ? GPL_EAUTH : seckey_munge_decode(cred, run_id, got.key, &replayed, why, sizeof why);
-    if (!*cred) snprintf(why, sizeof why, "%s is missing here", envvar_name(ENVVAR_MUNGE_CRED));
+    if (!*cred) snprintf(why, sizeof why, "%s is missing here", envvar_name(ENVVAR_MUNGE_CREDENTIAL));
     if (got.rc < 0) {
       log_print("gpulaunch: host %s: the job key's MUNGE credential: %s (exit status 79)\n", job->host, why);
       got.rc = GPL_EAUTH;

@@ -46,14 +46,14 @@ GPULAUNCH_MPIRUN="$T/mpirun" GPULAUNCH_LOG=info run_one "$RUN" -np 3 --oversubsc
 assert_eq "$RC" 0 "gpulaunch-run, MUNGE, require = strict: exit status"
 assert_grep "$T/err" "security: TLS 1.3 PSK, job key from MUNGE" "rank 0 logs the source"
 assert_grep "$T/mpirun.env" "^GPULAUNCH_KEY_SOURCE=munge$" "mpirun's environment: the source"
-assert_grep "$T/mpirun.env" "^GPULAUNCH_MUNGE_CRED=MUNGE:" "mpirun's environment: the credential"
+assert_grep "$T/mpirun.env" "^GPULAUNCH_MUNGE_CREDENTIAL=MUNGE:" "mpirun's environment: the credential"
 assert_nogrep "$T/mpirun.env" "^GPULAUNCH_JOB_KEY=" "mpirun's environment: no key"
-assert_grep "$T/mpirun.argv" "^GPULAUNCH_MUNGE_CRED$" "mpirun -x the credential's name"
+assert_grep "$T/mpirun.argv" "^GPULAUNCH_MUNGE_CREDENTIAL$" "mpirun -x the credential's name"
 assert_nogrep "$T/mpirun.argv" "MUNGE:" "no credential on mpirun's command line"
-assert_nogrep "$T/out" "ENV GPULAUNCH_(MUNGE_CRED|JOB_KEY|KEY_SOURCE)=" "the program's environment: none of it"
+assert_nogrep "$T/out" "ENV GPULAUNCH_(MUNGE_CREDENTIAL|JOB_KEY|KEY_SOURCE)=" "the program's environment: none of it"
 # The key itself, as the credential carries it (root may decode it: the test runs as the job's
 # uid): the 32 bytes after the payload's magic, in hex; nowhere in what the job wrote.
-cred=$(sed -n 's/^GPULAUNCH_MUNGE_CRED=//p' "$T/mpirun.env")
+cred=$(sed -n 's/^GPULAUNCH_MUNGE_CREDENTIAL=//p' "$T/mpirun.env")
 printf '%s' "$cred" | unmunge -S "$M/socket" -o "$T/payload" -m /dev/null 2>/dev/null || true
 [[ -s "$T/payload" ]] || fail "unmunge could not read the job's credential"
 key=$(od -An -v -tx1 -j 21 -N 32 "$T/payload" | tr -d ' \n')
@@ -78,7 +78,7 @@ GPULAUNCH_MPIRUN="$T/mpirun" GPULAUNCH_LOG=info run_one "$RUN" -np 2 --oversubsc
 assert_eq "$RC" 0 "munge = off: exit status"
 assert_grep "$T/err" "job key from handed over" "munge = off: handed over"
 assert_grep "$T/mpirun.env" "^GPULAUNCH_JOB_KEY=" "munge = off: the key handed over"
-assert_nogrep "$T/mpirun.env" "^GPULAUNCH_MUNGE_CRED=" "munge = off: no credential"
+assert_nogrep "$T/mpirun.env" "^GPULAUNCH_MUNGE_CREDENTIAL=" "munge = off: no credential"
 GPULAUNCH_MUNGE_SOCKET="$M/none" GPULAUNCH_LOG=info run_one "$RUN" -np 2 --oversubscribe --bind-to none "$GPULAUNCH" "$T/strict.conf"
 assert_eq "$RC" 0 "no munged: exit status (one host: strict accepts)"
 assert_grep "$T/err" "MUNGE source: no munged socket at $M/none" "no munged: said at info level"

@@ -148,7 +148,7 @@ static void test_munge(void **st) {
   assert_int_equal(k.src, SECKEY_MUNGE);
   assert_string_equal(envvar_get(ENVVAR_KEY_SOURCE), "munge");
   assert_null(envvar_get(ENVVAR_JOB_KEY));
-  const char *e = envvar_get(ENVVAR_MUNGE_CRED);
+  const char *e = envvar_get(ENVVAR_MUNGE_CREDENTIAL);
   assert_non_null(e);
   char *cred1 = strdup(e);
   char hex[2 * TLS_KEY_LEN + 1];
@@ -169,20 +169,20 @@ static void test_munge(void **st) {
                    GPL_EAUTH);
   /* The first launch keeps the credential; each later one gets a fresh one for the same key. */
   assert_int_equal(seckey_front_renew(), 0);
-  assert_string_equal(envvar_get(ENVVAR_MUNGE_CRED), cred1);
+  assert_string_equal(envvar_get(ENVVAR_MUNGE_CREDENTIAL), cred1);
   assert_int_equal(seckey_front_renew(), 0);
-  assert_string_not_equal(envvar_get(ENVVAR_MUNGE_CRED), cred1);
-  assert_int_equal(seckey_munge_decode(envvar_get(ENVVAR_MUNGE_CRED), "run-munge", key, &replayed, why, sizeof why), 0);
+  assert_string_not_equal(envvar_get(ENVVAR_MUNGE_CREDENTIAL), cred1);
+  assert_int_equal(seckey_munge_decode(envvar_get(ENVVAR_MUNGE_CREDENTIAL), "run-munge", key, &replayed, why, sizeof why), 0);
   assert_memory_equal(key, k.tls.key, TLS_KEY_LEN);
   free(cred1);
   /* [security] munge = off: the key is handed over, even with munged there. */
   c->security.munge = "off";
   assert_int_equal(seckey_front(&k, &c->security), 0);
   assert_int_equal(k.src, SECKEY_HANDED);
-  assert_null(envvar_get(ENVVAR_MUNGE_CRED));
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
   assert_non_null(envvar_get(ENVVAR_JOB_KEY));
   assert_int_equal(seckey_front_renew(), 0); /* nothing to renew */
-  assert_null(envvar_get(ENVVAR_MUNGE_CRED));
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
   c->security.munge = "auto";
   /* key_file first, whatever munged does. */
   char good[128];
@@ -190,7 +190,7 @@ static void test_munge(void **st) {
   c->security.key_file = good;
   assert_int_equal(seckey_front(&k, &c->security), 0);
   assert_int_equal(k.src, SECKEY_FILE);
-  assert_null(envvar_get(ENVVAR_MUNGE_CRED));
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
   c->security.key_file = "";
   unsetenv("GPULAUNCH_JOB_KEY");
   assert_int_equal(seckey_src_of("munge"), SECKEY_MUNGE);
