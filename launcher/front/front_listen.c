@@ -37,13 +37,32 @@ static int resolve(const char *name, struct in_addr *a) {
   return 0;
 }
 
+/* 1 when the file holds a line that is not blank or a comment (a host). */
+static int has_hosts(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[512];
+  int yes = 0;
+  while (!yes && fgets(line, sizeof line, f)) {
+    const char *p = line + strspn(line, " \t\r\n");
+    yes = *p && *p != '#';
+  }
+  fclose(f);
+  return yes;
+}
+
 /* A batch system's allocation or a default hostfile: mpirun finds hosts that its words do not name. */
 static const char *hosts_elsewhere(int argc, char *const *argv) {
-  static const char *const envs[] = {"SLURM_JOB_ID", "PBS_NODEFILE", "LSB_HOSTS", "LSB_MCPU_HOSTS",
+  static const char *const envs[] = {"SLURM_JOB_ID", "PBS_NODEFILE", "LSB_HOSTS", "LSB_MCPU_HOSTS", "PE_HOSTFILE",
                                      "OMPI_MCA_orte_default_hostfile", "OMPI_MCA_prte_default_hostfile",
                                      "PRTE_MCA_prte_default_hostfile", NULL};
   for (int i = 0; envs[i]; i++)
     if (getenv(envs[i])) return envs[i];
+#ifdef GPL_OMPI_SYSCONFDIR /* Open MPI's own default hostfile, where a site filled it in */
+  if (has_hosts(GPL_OMPI_SYSCONFDIR "/openmpi-default-hostfile")) return GPL_OMPI_SYSCONFDIR "/openmpi-default-hostfile";
+#else
+  (void)has_hosts;
+#endif
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "--rankfile") == 0 || strcmp(argv[i], "-rf") == 0 || strcmp(argv[i], "--app") == 0 ||
         strcmp(argv[i], "-app") == 0)

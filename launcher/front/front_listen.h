@@ -16,7 +16,8 @@ typedef struct front_listen_s {
  * else from the hosts named in mpirun's words (argv, front_oob_hosts) or \p hostfile (an elastic
  * job's): every host this one -> 127.0.0.1; else the one local address that routes to all the
  * others -> it; several, a host that does not resolve, hosts not named (srun, a discovery
- * script \p unknown_hosts, a batch allocation or default hostfile) -> every address. No host
+ * script \p unknown_hosts, a batch allocation, a default hostfile or Open MPI's own one with hosts
+ * in it) -> every address. No host
  * named and none of those: mpirun runs every rank here -> 127.0.0.1. 0, or -1 with why set (a
  * --listen that is not an address of this host). */
 int front_listen_choose(int argc, char *const *argv, const char *hostfile, int unknown_hosts, const char *given,
