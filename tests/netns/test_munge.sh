@@ -5,7 +5,9 @@
 # "replayed", which gpulaunch accepts: docs/security.md). [security] require = strict starts the
 # job with the key from MUNGE (no warning: nothing of the key crossed the fabric), and refuses
 # (exit 79) with munge = off, where the key would be handed over to the other hosts. A capture on
-# the job's bridge holds the credential, never the key.
+# the job's bridge holds the credential, never the key (where tcpdump is installed). Then a munged
+# per host (h2's own, through /etc/netns): one munge.key runs; another munge.key on h2 names h2
+# (exit 79).
 #   test_munge.sh GPULAUNCH_RUN TESTPROG
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
@@ -29,7 +31,16 @@ mungekey -c -k "$M/key" -b 1024 >/dev/null
 chmod 600 "$M/key"
 munged --socket="$M/socket" --key-file="$M/key" --pid-file="$M/pid" --log-file="$M/log" --seed-file="$M/seed" ||
   { echo "FAIL: munged did not start: $(tail -3 "$M/log")"; exit 1; }
-trap 'kill "$(cat "$M/pid" 2>/dev/null)" 2>/dev/null; rm -rf "$M"; netns_teardown' EXIT
+# Case 3's munged of h2 and its folders (ip netns exec binds /etc/netns/NS/DIR over /etc/DIR).
+D=/etc/gplmunge-$NETNS_ID
+D2=/etc/netns/${NETNS_NS[h2]}/gplmunge-$NETNS_ID
+cleanup() {
+  local p
+  for p in "$M/pid" "$M/pid2" "$M/pid3"; do [ -r "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  rm -rf "$M" "$D" "$D2"
+  netns_teardown
+}
+trap cleanup EXIT
 export GPULAUNCH_MUNGE_SOCKET=$M/socket
 
 printf '[job]\ncommand = %s env\n[security]\nrequire = strict\n[audit]\nlog = %s\n' "$PROG" "$T/audit.log" >"$T/strict.conf"
@@ -81,5 +92,37 @@ netns_mpirun -np 4 --hostfile "$T/job.hosts" "$GPULAUNCH" "$T/off.conf" >"$T/out
 [ "$RC" = 79 ] || bad "munge = off, require = strict: exit $RC, expected 79"
 grep -q "require = strict: the job key was handed over" "$T/err" || bad "munge = off, strict: no clear error"
 [ "$fail" = 0 ] && ok "munge = off: require = strict refuses the handed-over key (79)"
+
+# 3. A munged per host, as on a cluster: h0 and h1 share the test's own (/etc/gplmunge-ID), h2 has
+#    its own. With the same munge.key the job runs (no replay: h2's munged decodes it first); with
+#    another munge.key on h2, h2 is named (exit 79) and h1 is not.
+start_h2_munged() { # KEYFILE
+  [ -r "$M/pid3" ] && kill "$(cat "$M/pid3")" 2>/dev/null && sleep 0.3
+  rm -f "$D2/socket"
+  munged --socket="$D2/socket" --key-file="$1" --pid-file="$M/pid3" --log-file="$M/log3" --seed-file="$M/seed3" ||
+    { bad "h2's munged did not start: $(tail -3 "$M/log3")"; return 1; }
+}
+mkdir -m 755 "$D" "$D2"
+munged --socket="$D/socket" --key-file="$M/key" --pid-file="$M/pid2" --log-file="$M/log2" --seed-file="$M/seed2" ||
+  bad "munged at $D did not start"
+mungekey -c -k "$M/key.other" -b 1024 >/dev/null
+chmod 600 "$M/key.other"
+if start_h2_munged "$M/key"; then
+  RC=0
+  GPULAUNCH_MUNGE_SOCKET=$D/socket GPULAUNCH_LOG=info netns_mpirun -np 4 --hostfile "$T/job.hosts" -x GPULAUNCH_LOG \
+    "$GPULAUNCH" "$T/strict.conf" >"$T/out" 2>"$T/err" || RC=$?
+  [ "$RC" = 0 ] || bad "a munged per host, one munge.key: exit $RC"
+  grep -q "job key from MUNGE" "$T/err" || bad "a munged per host: rank 0 does not say MUNGE"
+fi
+if start_h2_munged "$M/key.other"; then
+  RC=0
+  GPULAUNCH_MUNGE_SOCKET=$D/socket netns_mpirun -np 4 --hostfile "$T/job.hosts" "$GPULAUNCH" "$T/strict.conf" \
+    >"$T/out" 2>"$T/err" || RC=$?
+  [ "$RC" = 79 ] || bad "another munge.key on h2: exit $RC, expected 79"
+  grep -q "host h2: the job key's MUNGE credential: munged at $D/socket refused the job key's credential: Invalid credential" "$T/err" ||
+    bad "another munge.key on h2: h2 not named"
+  ! grep -q "host h1: the job key's MUNGE" "$T/err" || bad "another munge.key on h2: h1 named too"
+fi
+[ "$fail" = 0 ] && ok "a munged per host: one munge.key runs; another on h2: $(grep -m1 'host h2: the job key' "$T/err" | cut -c1-150)"
 
 exit "$fail"
