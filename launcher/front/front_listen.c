@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "launcher/front/front_oob.h"
+#include "topology/iface.h"
 
 #define LISTEN_MAX_HOSTS 256 /* resolved at most (beyond: every address) */
 
@@ -70,11 +71,43 @@ static const char *hosts_elsewhere(int argc, char *const *argv) {
   return NULL;
 }
 
+static void one(front_listen_t *out, in_addr_t a) {
+  out->addr[0].s_addr = a;
+  out->n = 1;
+}
+
 static void any(front_listen_t *out, const char *fmt, const char *what) {
-  out->addr.s_addr = htonl(INADDR_ANY);
+  one(out, htonl(INADDR_ANY));
   char w[400];
   snprintf(w, sizeof w, fmt, what);
   snprintf(out->why, sizeof out->why, "every address: %s (--listen ADDR to choose one)", w);
+}
+
+/* After the routed address: this host's other real networks (iface_tier not NEVER: no loopback,
+ * bridge, tunnel or container interface; no link-local address), named in why from off. */
+static void add_networks(front_listen_t *out, size_t off) {
+  iface_list_t l;
+  if (iface_list(&l) < 0) return;
+  for (int i = 0; i < l.n && out->n < FRONT_LISTEN_MAX; i++) {
+    char w[96];
+    if (iface_tier(&l.v[i], w, sizeof w) == IFACE_TIER_NEVER) continue;
+    for (int k = 0; k < l.v[i].naddrs && out->n < FRONT_LISTEN_MAX; k++) {
+      const iface_addr_t *ad = &l.v[i].addrs[k];
+      if (ad->family != AF_INET || ad->loopback || ad->link_local) continue;
+      struct in_addr x;
+      memcpy(&x, ad->bytes, 4);
+      int dup = 0;
+      for (int j = 0; j < out->n; j++) dup |= out->addr[j].s_addr == x.s_addr;
+      if (dup) continue;
+      out->addr[out->n++] = x;
+      if (off < sizeof out->why)
+        off += (size_t)snprintf(out->why + off, sizeof out->why - off, "%s %s (%s)", out->n == 2 ? "; then" : ",",
+                                ad->text, l.v[i].name);
+    }
+  }
+  if (out->n > 1 && off < sizeof out->why)
+    snprintf(out->why + off, sizeof out->why - off, ": this host's other networks, for a rank 0 cut off the fabric");
+  iface_list_free(&l);
 }
 
 int front_listen_choose(int argc, char *const *argv, const char *hostfile, int unknown_hosts, const char *given,
@@ -82,15 +115,17 @@ int front_listen_choose(int argc, char *const *argv, const char *hostfile, int u
   char a[INET_ADDRSTRLEN];
   if (given) {
     if (strcmp(given, "any") == 0 || strcmp(given, "0.0.0.0") == 0) {
-      out->addr.s_addr = htonl(INADDR_ANY);
+      one(out, htonl(INADDR_ANY));
       snprintf(out->why, sizeof out->why, "every address (--listen %s)", given);
       return 0;
     }
-    if ((inet_pton(AF_INET, given, &out->addr) != 1 && resolve(given, &out->addr) < 0) || !is_local(out->addr)) {
+    out->n = 1;
+    if ((inet_pton(AF_INET, given, &out->addr[0]) != 1 && resolve(given, &out->addr[0]) < 0) ||
+        !is_local(out->addr[0])) {
       snprintf(out->why, sizeof out->why, "--listen %s: not an IPv4 address of this host (or any)", given);
       return -1;
     }
-    inet_ntop(AF_INET, &out->addr, a, sizeof a);
+    inet_ntop(AF_INET, &out->addr[0], a, sizeof a);
     snprintf(out->why, sizeof out->why, "%s (--listen %s)", a, given);
     return 0;
   }
@@ -102,7 +137,7 @@ int front_listen_choose(int argc, char *const *argv, const char *hostfile, int u
   if (nh == 0) {
     free(h);
     if (else_) return any(out, "mpirun takes its hosts from %s", else_), 0;
-    out->addr.s_addr = htonl(INADDR_LOOPBACK);
+    one(out, htonl(INADDR_LOOPBACK));
     snprintf(out->why, sizeof out->why, "127.0.0.1: no host named, mpirun runs every rank on this host");
     return 0;
   }
@@ -145,21 +180,46 @@ int front_listen_choose(int argc, char *const *argv, const char *hostfile, int u
   }
   free(h);
   if (!remote) {
-    out->addr.s_addr = htonl(INADDR_LOOPBACK);
+    one(out, htonl(INADDR_LOOPBACK));
     snprintf(out->why, sizeof out->why, "127.0.0.1: every host named (%d) is this host", nh);
     return 0;
   }
-  out->addr = src;
+  one(out, src.s_addr);
   inet_ntop(AF_INET, &src, a, sizeof a);
-  snprintf(out->why, sizeof out->why, "%s: the address this host reaches the %d other host(s) named from", a, remote);
+  size_t off = (size_t)snprintf(out->why, sizeof out->why,
+                                "%s: the address this host reaches the %d other host(s) named from", a, remote);
+  add_networks(out, off);
   return 0;
 }
 
 void front_listen_addresses(const front_listen_t *l, int port, char *out, size_t len) {
   char a[INET_ADDRSTRLEN];
-  if (l->addr.s_addr != htonl(INADDR_ANY)) {
-    inet_ntop(AF_INET, &l->addr, a, sizeof a);
-    snprintf(out, len, "%s:%d", a, port);
+  if (l->addr[0].s_addr != htonl(INADDR_ANY)) {
+    /* In the order of this host's interfaces, as rank 0 was always told them (it connects to the
+     * first it reaches and keeps that connection; a management network listed before the fabric
+     * then carries it through a cut of the fabric), then any not found there. */
+    size_t off = 0;
+    int told[FRONT_LISTEN_MAX] = {0};
+    out[0] = 0;
+    struct ifaddrs *ifs = NULL;
+    if (l->n > 1 && getifaddrs(&ifs) == 0) {
+      for (struct ifaddrs *i = ifs; i && off + 32 < len; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        struct in_addr x = ((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr;
+        for (int k = 0; k < l->n; k++)
+          if (!told[k] && l->addr[k].s_addr == x.s_addr) {
+            told[k] = 1;
+            inet_ntop(AF_INET, &x, a, sizeof a);
+            off += (size_t)snprintf(out + off, len - off, "%s%s:%d", off ? "," : "", a, port);
+          }
+      }
+      freeifaddrs(ifs);
+    }
+    for (int k = 0; k < l->n && off + 32 < len; k++) {
+      if (told[k]) continue;
+      inet_ntop(AF_INET, &l->addr[k], a, sizeof a);
+      off += (size_t)snprintf(out + off, len - off, "%s%s:%d", off ? "," : "", a, port);
+    }
     return;
   }
   size_t off = (size_t)snprintf(out, len, "127.0.0.1:%d", port);

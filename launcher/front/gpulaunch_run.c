@@ -62,9 +62,10 @@ static const char g_usage[] =
     "Options (before the mpirun options):\n"
     "  --port-range LO-HI              every gpulaunch listener, this command's and the ranks', takes\n"
     "                                  a port in LO-HI (GPULAUNCH_PORT_RANGE; [net] port_range)\n"
-    "  --listen ADDR                   the address of this host the channel for rank 0 listens on\n"
-    "                                  (default: the one this host reaches the job's hosts from,\n"
-    "                                  127.0.0.1 when they are all this host; any: every address)\n"
+    "  --listen ADDR                   the one address of this host the channel for rank 0 listens\n"
+    "                                  on (default: the one this host reaches the job's hosts from\n"
+    "                                  and its other real networks, 127.0.0.1 when the hosts are all\n"
+    "                                  this one; any: every address)\n"
     "  --audit-log FILE                append this command's control events (stops, restarts, lost\n"
     "                                  or noticed hosts, failed authentication) to FILE, chained\n"
     "                                  (gpulaunch audit verify FILE); --audit-syslog: also to syslog\n"
@@ -260,9 +261,9 @@ int main(int argc, char **argv) {
   const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
-  /* The channel: the address rank 0 will reach this host at (front_listen.h: --listen, else the
-   * one that routes to the job's hosts, loopback when they are all this host), a port the kernel
-   * picks or one of --port-range. */
+  /* The channel: the addresses rank 0 will reach this host at (front_listen.h: --listen, else the
+   * one that routes to the job's hosts and the host's other real networks, loopback when they are
+   * all this host), a port the kernel picks or one of --port-range. */
   front_listen_t where;
   int nlw = 1; /* mpirun's words: before the gpulaunch word */
   while (nlw < argc && !is_gpulaunch(argv[nlw])) nlw++;
@@ -272,7 +273,7 @@ int main(int argc, char **argv) {
     return 64;
   }
   LOG_INFO(NET, "gpulaunch-run's channel for rank 0 listens on %s", where.why);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = where.addr};
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = where.addr[0]};
   int lfd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, SOMAXCONN, "gpulaunch-run's channel for rank 0");
   if (lfd < 0) {
     front_say("cannot open the channel for rank 0: %s", strerror(errno));
@@ -282,6 +283,24 @@ int main(int argc, char **argv) {
   char token[40], addrs[1024];
   seckey_t key;
   front_job_t job = {.lfd = lfd};
+  /* The same port on the other addresses chosen (a host's other networks): one that is taken
+   * there is left out, said at info level (rank 0 is told the addresses bound). */
+  int nbound = 1;
+  for (int i = 1; i < where.n && job.nlfd_more < (int)(sizeof job.lfd_more / sizeof job.lfd_more[0]); i++) {
+    struct sockaddr_in o = {.sin_family = AF_INET, .sin_addr = where.addr[i], .sin_port = sa.sin_port};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&o, sizeof o) < 0 || listen(fd, SOMAXCONN) < 0) {
+      char a[INET_ADDRSTRLEN];
+      LOG_INFO(NET, "gpulaunch-run's channel: not on %s:%d too: %s", inet_ntop(AF_INET, &o.sin_addr, a, sizeof a),
+               ntohs(sa.sin_port), strerror(errno));
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    job.lfd_more[job.nlfd_more++] = fd;
+    where.addr[nbound++] = where.addr[i];
+  }
+  where.n = nbound;
   if (front_sec_init(argc, argv, &key, &job, token, sizeof token) < 0) return GPL_EXIT_SECURITY;
   tls_set_fail_hook(audit_note_auth_failure); /* with --audit-log: failed authentications recorded */
   front_listen_addresses(&where, ntohs(sa.sin_port), addrs, sizeof addrs);

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Issue 35 item 4, "listeners bind the agreed address": gpulaunch-run's channel for rank 0 binds
-# the address its host reaches the job's hosts from, not every address. 3 interface-rich hosts
-# (NETNS_RICH: a routable management eno1 on 10.78.0.0/24 beside the fabric eth0): gpulaunch-run
-# on h0, ranks on h1 and h2 (their names resolve to fabric addresses). While the job runs, the listener
-# is h0's fabric address only (ss), and from h1 a connection to its port on h0's eno1 address or
-# on h0's loopback is refused while one to the fabric address is taken; the job ends with rc 0.
-# `--listen any` binds every address again (the operator's choice); a `--listen` that is not an
-# address of the host is a usage error (64).
+# the address its host reaches the job's hosts from (and its other real networks, for a rank 0
+# cut off the fabric: issue 34), not every address. 3 interface-rich hosts (NETNS_RICH: a
+# routable management eno1 on 10.78.0.0/24 beside the fabric eth0, a docker0 bridge 172.17.0.1
+# and a link-local usb0 169.254.3.1): gpulaunch-run on h0, ranks on h1 and h2 (their names
+# resolve to fabric addresses). While the job runs, h0's listeners are the fabric address and
+# eno1's; a connection to the channel's port on h0's docker0, usb0 or
+# loopback address is refused, one from h1 to the fabric address is taken; the job ends with 0.
+# `--listen ADDR` binds that address alone and `--listen any` every address (the operator's
+# choice); a `--listen` that is not an address of the host is a usage error (64).
 #   test_front_listen.sh GPULAUNCH_RUN
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
@@ -29,8 +31,10 @@ FAB=${NETNS_ADDR[h0]}
 MGMT=$(ip -n "${NETNS_NS[h0]}" -4 -br addr show dev eno1 | awk '{print $3}' | cut -d/ -f1)
 [ -n "$MGMT" ] || { echo "FAIL: h0 has no eno1 address"; exit 1; }
 
-# The channel's listener on h0: "ADDR:PORT" of gpulaunch-run's listening socket.
-front_listener() { ip netns exec "${NETNS_NS[h0]}" ss -Hltnp | awk '/"gpulaunch-run"/ {print $4; exit}'; }
+# The channel's listeners on h0: "ADDR:PORT" of each of gpulaunch-run's listening sockets.
+front_listeners() { ip netns exec "${NETNS_NS[h0]}" ss -Hltnp | awk '/"gpulaunch-run"/ {print $4}' | sort; }
+# refused_on_h0 ADDR PORT: 0 when a connection from h0 itself to ADDR:PORT is refused.
+refused_on_h0() { ! ip netns exec "${NETNS_NS[h0]}" timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
 # reach HOST ADDR PORT: 0 when a TCP connection from HOST to ADDR:PORT is taken.
 reach() { ip netns exec "${NETNS_NS[$1]}" timeout 3 bash -c "exec 3<>/dev/tcp/$2/$3" 2>/dev/null; }
 run_job() { # extra gpulaunch-run options...: the job in the background, up on 4 ranks
@@ -54,24 +58,35 @@ end_job() {
   [ "$rc" = 0 ] || bad "the job: exit $rc"
 }
 
-# 1. The default: h0's fabric address only.
+# 1. The default: h0's fabric address and its other real network (eno1); not docker0, usb0, lo.
 if run_job; then
-  l=$(front_listener)
-  port=${l##*:}
-  [ "${l%:*}" = "$FAB" ] || bad "gpulaunch-run listens on $l, expected $FAB:PORT"
+  ls=$(front_listeners)
+  port=$(head -n 1 <<<"$ls" | sed 's/.*://')
+  want=$(printf '%s:%s\n%s:%s\n' "$FAB" "$port" "$MGMT" "$port" | sort)
+  [ "$ls" = "$want" ] || bad "gpulaunch-run listens on $(tr '\n' ' ' <<<"$ls"), expected $FAB:$port and $MGMT:$port"
   reach h1 "$FAB" "$port" || bad "h1 cannot reach the channel at $FAB:$port"
-  ! reach h1 "$MGMT" "$port" || bad "the channel is reachable on h0's other address $MGMT:$port"
-  ! ip netns exec "${NETNS_NS[h0]}" timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null ||
-    bad "the channel is reachable on h0's loopback"
+  for a in 172.17.0.1 169.254.3.1 127.0.0.1; do
+    refused_on_h0 "$a" "$port" || bad "the channel is reachable on h0's $a:$port"
+  done
   end_job
-  grep -q "listens on $FAB: the address this host reaches the 2 other host(s) named from" "$T/err" ||
+  grep -q "listens on $FAB: the address this host reaches the 2 other host(s) named from; then $MGMT (eno1)" "$T/err" ||
     bad "no info line naming the rule"
-  [ "$fail" = 0 ] && ok "gpulaunch-run's channel on $FAB:$port only: $MGMT:$port and 127.0.0.1:$port refused, the job ran (rc 0)"
+  [ "$fail" = 0 ] && ok "gpulaunch-run's channel on $FAB:$port and $MGMT:$port only: docker0, usb0 and loopback refused, the job ran (rc 0)"
 fi
 
-# 2. --listen any: every address (the operator's choice); a --listen not of this host: 64.
+# 2. --listen ADDR: that address alone.
+if run_job --listen "$FAB"; then
+  ls=$(front_listeners)
+  port=${ls##*:}
+  [ "$ls" = "$FAB:$port" ] || bad "--listen $FAB: listens on $(tr '\n' ' ' <<<"$ls")"
+  ! reach h1 "$MGMT" "$port" || bad "--listen $FAB: the channel is reachable on $MGMT:$port"
+  end_job
+  [ "$fail" = 0 ] && ok "--listen $FAB: that address alone ($MGMT:$port refused), the job ran"
+fi
+
+# 3. --listen any: every address (the operator's choice); a --listen not of this host: 64.
 if run_job --listen any; then
-  l=$(front_listener)
+  l=$(front_listeners)
   case ${l%:*} in 0.0.0.0 | \*) ;; *) bad "--listen any: listens on $l" ;; esac
   reach h1 "$MGMT" "${l##*:}" || bad "--listen any: $MGMT not reachable"
   end_job

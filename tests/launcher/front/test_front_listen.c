@@ -25,8 +25,8 @@ static int setup(void **st) {
   return 0;
 }
 
-static int is_any(const front_listen_t *l) { return l->addr.s_addr == htonl(INADDR_ANY); }
-static int is_lo(const front_listen_t *l) { return l->addr.s_addr == htonl(INADDR_LOOPBACK); }
+static int is_any(const front_listen_t *l) { return l->n == 1 && l->addr[0].s_addr == htonl(INADDR_ANY); }
+static int is_lo(const front_listen_t *l) { return l->n == 1 && l->addr[0].s_addr == htonl(INADDR_LOOPBACK); }
 
 static void test_given(void **st) {
   (void)st;
@@ -76,11 +76,16 @@ static void test_remote(void **st) {
     assert_non_null(strstr(l.why, "no route to host 192.0.2.1"));
   } else {
     assert_non_null(strstr(l.why, "the address this host reaches the 1 other host(s) named from"));
-    char a[INET_ADDRSTRLEN], out[64], want[80];
-    inet_ntop(AF_INET, &l.addr, a, sizeof a);
+    char a[INET_ADDRSTRLEN], out[512], want[80];
+    inet_ntop(AF_INET, &l.addr[0], a, sizeof a);
     front_listen_addresses(&l, 45001, out, sizeof out);
     snprintf(want, sizeof want, "%s:45001", a);
-    assert_string_equal(out, want); /* rank 0 is told that address only */
+    assert_non_null(strstr(out, want)); /* rank 0 is told the routed one, among the bound */
+    for (int i = 0; i < l.n; i++) { /* then this host's other networks: never loopback or link-local */
+      uint32_t h = ntohl(l.addr[i].s_addr);
+      assert_true(h >> 24 != 127 && h >> 16 != 0xa9fe && h != 0);
+    }
+    assert_null(strstr(out, "127.0.0.1"));
   }
 }
 
@@ -102,7 +107,7 @@ static void test_unknown(void **st) {
   char out[256];
   front_listen_addresses(&l, 7, out, sizeof out); /* every address: loopback first */
   assert_int_equal(strncmp(out, "127.0.0.1:7", 11), 0);
-  front_listen_t lo = {.addr.s_addr = htonl(INADDR_LOOPBACK)};
+  front_listen_t lo = {.addr = {{.s_addr = htonl(INADDR_LOOPBACK)}}, .n = 1};
   front_listen_addresses(&lo, 7, out, sizeof out);
   assert_string_equal(out, "127.0.0.1:7");
 }
