@@ -84,7 +84,13 @@ typedef enum envvar_kind_e { ENVVAR_USER, ENVVAR_INTERNAL, ENVVAR_PROGRAM, ENVVA
   X(FRONTEND_HOST, "GPULAUNCH_FRONTEND_HOST", "", ENVVAR_INTERNAL,                               \
     "gpulaunch-run to rank 0: its host name (rank 0 tries a loopback address only on that host)") \
   X(KEY_SOURCE, "GPULAUNCH_KEY_SOURCE", "", ENVVAR_INTERNAL,                                     \
-    "gpulaunch-run to the ranks: where it took the job key from (file, handed)")                 \
+    "gpulaunch-run to the ranks: where it took the job key from (file, munge, handed)")          \
+  X(MUNGE_CREDENTIAL, "GPULAUNCH_MUNGE_CREDENTIAL", "", ENVVAR_INTERNAL,                         \
+    "gpulaunch-run to the ranks: the MUNGE credential that carries the job key (only the job's " \
+    "uid can have munged decode it; never on a command line)")                                   \
+  X(MUNGE_SOCKET, "GPULAUNCH_MUNGE_SOCKET", "", ENVVAR_USER,                                     \
+    "munged's socket for the job key's MUNGE source (default: libmunge's, "                      \
+    "/run/munge/munge.socket.2); give gpulaunch-run and the ranks the same")                     \
   X(JOB_KEY, "GPULAUNCH_JOB_KEY", "", ENVVAR_INTERNAL,                                           \
     "gpulaunch-run to the ranks: the job key made for the job when there is no [security] "       \
     "key_file (a secret: redacted everywhere, never on a command line)")                          \

@@ -12,6 +12,9 @@ pkgs=(
   libuv1-dev libinih-dev libcjson-dev libssl-dev
   # the cloud's interruption notices over HTTP (launcher/preempt/)
   libcurl4-openssl-dev
+  # the job key in a MUNGE credential where munged runs (launcher/job/seckey_munge.c; optional:
+  # without it the build says "not built with MUNGE")
+  libmunge-dev
   iproute2 iptables procps util-linux bc python3
   gnuplot-nox jq libxml2-utils shellcheck
   patchelf

@@ -29,6 +29,7 @@
 #   nodeexporter root, Debian's prometheus-node-exporter (or node_exporter) and curl on PATH, and
 #             useradd/runuser/setpriv (node_exporter runs as its own user, the job as another)
 #   yama      root, a writable /proc/sys/kernel/yama/ptrace_scope (Yama in the kernel), useradd
+#   munge     this build has MUNGE (GPL_BUILD_MUNGE=1, set by CMake) and Debian's munged, mungekey
 #   slurm     netns, and Debian's Slurm and munge with the PMIx plugin (scripts/slurm/cluster
 #             starts a cluster of them: munged, mungekey, slurmctld, slurmd, srun, sbatch,
 #             scontrol, mpi_pmix.so)
@@ -130,6 +131,10 @@ have() { # have NEED: 0 when this machine has it; sets why otherwise
       [ -w /proc/sys/kernel/yama/ptrace_scope ] || { why="no writable kernel.yama.ptrace_scope (no Yama here)"; return 1; }
       command -v useradd >/dev/null && command -v runuser >/dev/null && command -v setpriv >/dev/null ||
         { why="no useradd/runuser/setpriv"; return 1; } ;;
+    munge)
+      [ "${GPL_BUILD_MUNGE:-0}" = 1 ] || { why="this build has no MUNGE (libmunge-dev)"; return 1; }
+      command -v munged >/dev/null && command -v mungekey >/dev/null ||
+        { why="no munged/mungekey (Debian's munge)"; return 1; } ;;
     slurm)
       probe_netns || return 1
       local t

@@ -201,11 +201,15 @@
     "and forge control messages)") \
   X(security, key_file, PATH, "", NULL, 0, 0, \
     "a site or user key, mode 0600 and yours, the same file on every host and gpulaunch-run's: " \
-    "the job key is derived from it and the run id and never crosses the network (default: a " \
-    "key made for the job and handed over MPI/the environment, with a warning)") \
+    "the job key is derived from it and the run id and never crosses the network (default: " \
+    "MUNGE where munged answers, else a key made for the job and handed over MPI/the " \
+    "environment, with a warning)") \
+  X(security, munge, ENUM, "auto", "auto|off", 0, 0, \
+    "auto: without key_file, where munged answers (GPULAUNCH_MUNGE_SOCKET or libmunge's socket), " \
+    "the job key travels in a MUNGE credential only the job's uid can decode; off: never") \
   X(security, require, ENUM, "any", "any|strict", 0, 0, \
-    "strict: refuse to start (exit 79) unless the job key came from key_file, or every " \
-    "rank and gpulaunch-run are on one host") \
+    "strict: refuse to start (exit 79) unless the job key came from key_file or MUNGE, or " \
+    "every rank and gpulaunch-run are on one host") \
   X(security, tls_cert, PATH, "", NULL, 0, 0, \
     "a site's PKI instead of the job key: this host's certificate chain (PEM; with tls_key and " \
     "tls_ca, mutual TLS)") \

@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/exitcode.h"
+#include "launcher/job/seckey.h"
 #include "launcher/sup/frontproto.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
@@ -413,24 +414,29 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
-  fcntl(j->lfd, F_SETFL, fcntl(j->lfd, F_GETFL) | O_NONBLOCK);
+  int nl = 1 + j->nlfd_more, lfds[8] = {j->lfd};
+  for (int i = 1; i < nl; i++) lfds[i] = j->lfd_more[i - 1];
+  for (int i = 0; i < nl; i++) fcntl(lfds[i], F_SETFL, fcntl(lfds[i], F_GETFL) | O_NONBLOCK);
+  if (seckey_front_renew() < 0) return -1; /* MUNGE: a fresh credential for each launch (said) */
   r.pid = start_launcher(j->av);
   if (r.pid < 0) return -1;
   g_run = &r;
   double next_tick = j->started + 0.2;
   while (j->launcher_status < 0) {
-    struct pollfd pf[NCONN + 2] = {{.fd = g_pipe[0], .events = POLLIN}, {.fd = j->lfd, .events = POLLIN}};
-    for (int i = 0; i < NCONN; i++) pf[i + 2] = (struct pollfd){.fd = r.c[i].fd, .events = POLLIN};
-    int rc = poll(pf, NCONN + 2, 200);
+    struct pollfd pf[NCONN + 9] = {{.fd = g_pipe[0], .events = POLLIN}};
+    for (int i = 0; i < nl; i++) pf[1 + i] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
+    for (int i = 0; i < NCONN; i++) pf[i + 1 + nl] = (struct pollfd){.fd = r.c[i].fd, .events = POLLIN};
+    int rc = poll(pf, (nfds_t)(NCONN + 1 + nl), 200);
     if (rc < 0 && errno != EINTR) break;
     if (pf[0].revents & POLLIN) on_signals(&r);
     /* Every waiting connection at once (the listener is non-blocking): a flood of them must not
      * keep a real one waiting in the backlog. */
-    if (pf[1].revents & POLLIN)
-      for (int k = 0; k < 4096 && conn_accept(&r, j->lfd) == 0; k++) {
-      }
+    for (int i = 0; i < nl; i++)
+      if (pf[1 + i].revents & POLLIN)
+        for (int k = 0; k < 4096 && conn_accept(&r, lfds[i]) == 0; k++) {
+        }
     for (int i = 0; i < NCONN; i++)
-      if (r.c[i].fd >= 0 && (pf[i + 2].revents & (POLLIN | POLLHUP | POLLERR))) conn_read(&r, &r.c[i]);
+      if (r.c[i].fd >= 0 && (pf[i + 1 + nl].revents & (POLLIN | POLLHUP | POLLERR))) conn_read(&r, &r.c[i]);
     int st;
     pid_t w = waitpid(r.pid, &st, WNOHANG);
     if (w == r.pid) {

@@ -17,6 +17,8 @@ typedef struct front_job_s {
   double start_limit;     /* > 0: rank 0 must connect within this many seconds, else the
                            * launcher is ended (an elastic launch on a host that cannot start) */
   int lfd;                /* the channel's listening socket */
+  int lfd_more[7];        /* the same port on this host's other addresses (front_listen.h) */
+  int nlfd_more;
   double restart_linger;  /* > 0: after rank 0's status for a membership change (hosts lost or
                            * noticed, front_job_stop), mpirun is ended if it lingers this long */
   /* out */

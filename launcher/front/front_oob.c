@@ -17,8 +17,7 @@
 
 #define OOB_MAX_HOSTS 64 /* resolved at most (a name service that answers slowly costs each) */
 
-/* The hosts named in mpirun's words: "--host a:2,b" lists and hostfiles. */
-static int hosts_of(int argc, char *const *argv, const char *hostfile, front_host_t *h, int max) {
+int front_oob_hosts(int argc, char *const *argv, const char *hostfile, front_host_t *h, int max) {
   int n = 0;
   char err[256];
   for (int i = 1; i + 1 < argc && n < max; i++) {
@@ -43,8 +42,7 @@ static int hosts_of(int argc, char *const *argv, const char *hostfile, front_hos
   return n;
 }
 
-/* The local address the kernel would use towards dst (a UDP connect sends nothing). */
-static int route_src(const struct sockaddr_in *dst, struct in_addr *src) {
+int front_oob_route_src(const struct sockaddr_in *dst, struct in_addr *src) {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct sockaddr_in d = *dst, s;
@@ -78,7 +76,7 @@ int front_oob_choose(int argc, char *const *argv, const char *hostfile, char *va
   iface_list_t l;
   if (iface_list(&l) < 0) return 0;
   front_host_t *h = calloc(OOB_MAX_HOSTS, sizeof *h);
-  int nh = h ? hosts_of(argc, argv, hostfile, h, OOB_MAX_HOSTS) : 0, resolved = 0, used = 0;
+  int nh = h ? front_oob_hosts(argc, argv, hostfile, h, OOB_MAX_HOSTS) : 0, resolved = 0, used = 0;
   strbuf_t out = STRBUF_INIT, ifs = STRBUF_INIT, skipped = STRBUF_INIT;
   char list[1024] = "", names[256] = "";
   for (int i = 0; i < nh; i++) {
@@ -89,7 +87,7 @@ int front_oob_choose(int argc, char *const *argv, const char *hostfile, char *va
     resolved++;
     struct in_addr s;
     const iface_addr_t *a = NULL;
-    const iface_t *f = route_src(&dst, &s) == 0 ? iface_of(&l, s, &a) : NULL;
+    const iface_t *f = front_oob_route_src(&dst, &s) == 0 ? iface_of(&l, s, &a) : NULL;
     if (!f || f->loopback || a->loopback) continue; /* this host itself */
     char whyf[96], sn[64];
     if (iface_tier(f, whyf, sizeof whyf) == IFACE_TIER_NEVER || a->link_local) {

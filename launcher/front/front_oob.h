@@ -2,7 +2,10 @@
 #ifndef GPL_LAUNCHER_FRONT_OOB_H
 #define GPL_LAUNCHER_FRONT_OOB_H
 
+#include <netinet/in.h>
 #include <stddef.h>
+
+#include "launcher/front/front_hosts.h"
 
 /* The value gpulaunch-run gives mpirun as --mca oob_tcp_if_include, from the hosts named in
  * mpirun's words (argv: --host/-H lists, --hostfile/--machinefile files) or \p hostfile (an
@@ -14,5 +17,12 @@
  * oob_tcp_if_include/exclude (why says where), or no usable interface. */
 int front_oob_choose(int argc, char *const *argv, const char *hostfile, char *value, size_t len, char *why,
                      size_t wlen);
+
+/* The hosts named in mpirun's words ("--host a:2,b" lists, --hostfile/--machinefile files) and in
+ * \p hostfile (may be NULL), at most max of them into h; their count. */
+int front_oob_hosts(int argc, char *const *argv, const char *hostfile, front_host_t *h, int max);
+
+/* The local address the kernel would use towards dst (a UDP connect: nothing is sent). 0 or -1. */
+int front_oob_route_src(const struct sockaddr_in *dst, struct in_addr *src);
 
 #endif

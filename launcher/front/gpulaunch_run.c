@@ -45,6 +45,7 @@
 #include "launcher/front/front_elastic.h"
 #include "launcher/front/front_hosts.h"
 #include "launcher/front/front_job.h"
+#include "launcher/front/front_listen.h"
 #include "launcher/front/front_oob.h"
 #include "launcher/front/front_sec.h"
 #include "launcher/sup/frontch.h"
@@ -61,6 +62,10 @@ static const char g_usage[] =
     "Options (before the mpirun options):\n"
     "  --port-range LO-HI              every gpulaunch listener, this command's and the ranks', takes\n"
     "                                  a port in LO-HI (GPULAUNCH_PORT_RANGE; [net] port_range)\n"
+    "  --listen ADDR                   the one address of this host the channel for rank 0 listens\n"
+    "                                  on (default: the one this host reaches the job's hosts from\n"
+    "                                  and its other real networks, 127.0.0.1 when the hosts are all\n"
+    "                                  this one; any: every address)\n"
     "  --audit-log FILE                append this command's control events (stops, restarts, lost\n"
     "                                  or noticed hosts, failed authentication) to FILE, chained\n"
     "                                  (gpulaunch audit verify FILE); --audit-syslog: also to syslog\n"
@@ -92,21 +97,6 @@ static int mca_given(int argc, char **argv, const char *name) {
   return 0;
 }
 
-/* Every address rank 0 may reach this host at, loopback first ("127.0.0.1:P,10.0.0.1:P"). */
-static void addresses(int port, char *out, size_t len) {
-  size_t off = (size_t)snprintf(out, len, "127.0.0.1:%d", port);
-  struct ifaddrs *ifs = NULL;
-  if (getifaddrs(&ifs) < 0) return;
-  for (struct ifaddrs *i = ifs; i && off + 32 < len; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
-    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
-    char a[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof a);
-    off += (size_t)snprintf(out + off, len - off, ",%s:%d", a, port);
-  }
-  freeifaddrs(ifs);
-}
-
 /* A number of seconds >= 0 (or a whole number when whole). */
 static int number_arg(const char *opt, const char *v, int whole, double *out) {
   char *end = NULL;
@@ -120,13 +110,19 @@ static int number_arg(const char *opt, const char *v, int whole, double *out) {
   return 0;
 }
 
+static const char *g_listen; /* --listen ADDR */
+
 /* --port-range LO-HI (for this command and, through GPULAUNCH_PORT_RANGE, the ranks), --audit-log
- * FILE, --audit-syslog. 0, or -1 (said). */
+ * FILE, --audit-syslog, --listen ADDR. 0, or -1 (said). */
 static int front_own_option(const char *a, const char *v) {
   if (strcmp(a, "--audit-syslog") == 0) return audit_event_syslog(1), 0;
   if (!v) {
     front_say("%s needs a value", a);
     return -1;
+  }
+  if (strcmp(a, "--listen") == 0) {
+    g_listen = v;
+    return 0;
   }
   if (strcmp(a, "--audit-log") == 0) {
     char err[4400];
@@ -166,7 +162,8 @@ static int elastic_args(int *argc, char **argv, int srun, front_elastic_t *e, in
   for (; k < n && !is_gpulaunch(argv[k]); k++) {
     const char *a = argv[k], *v = k + 1 < n ? argv[k + 1] : NULL;
     int ours = 1;
-    if (strcmp(a, "--port-range") == 0 || strcmp(a, "--audit-log") == 0 || strcmp(a, "--audit-syslog") == 0) {
+    if (strcmp(a, "--port-range") == 0 || strcmp(a, "--audit-log") == 0 || strcmp(a, "--audit-syslog") == 0 ||
+        strcmp(a, "--listen") == 0) {
       if (front_own_option(a, v) < 0) return -1;
       k += strcmp(a, "--audit-syslog") != 0;
       continue;
@@ -264,8 +261,19 @@ int main(int argc, char **argv) {
   const char *sigs = envvar_get(ENVVAR_RUN_SIGNALS);
   int own_signals = !sigs || strcmp(sigs, "0") != 0;
 
-  /* The channel: any address of this host, a port the kernel picks or one of --port-range. */
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+  /* The channel: the addresses rank 0 will reach this host at (front_listen.h: --listen, else the
+   * one that routes to the job's hosts and the host's other real networks, loopback when they are
+   * all this host), a port the kernel picks or one of --port-range. */
+  front_listen_t where;
+  int nlw = 1; /* mpirun's words: before the gpulaunch word */
+  while (nlw < argc && !is_gpulaunch(argv[nlw])) nlw++;
+  if (front_listen_choose(nlw, argv, elastic ? el.hostfile : NULL, srun || (elastic && !el.hostfile), g_listen,
+                          &where) < 0) {
+    front_say("%s", where.why);
+    return 64;
+  }
+  LOG_INFO(NET, "gpulaunch-run's channel for rank 0 listens on %s", where.why);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr = where.addr[0]};
   int lfd = netport_listen((struct sockaddr *)&sa, sizeof sa, 0, SOMAXCONN, "gpulaunch-run's channel for rank 0");
   if (lfd < 0) {
     front_say("cannot open the channel for rank 0: %s", strerror(errno));
@@ -275,9 +283,27 @@ int main(int argc, char **argv) {
   char token[40], addrs[1024];
   seckey_t key;
   front_job_t job = {.lfd = lfd};
+  /* The same port on the other addresses chosen (a host's other networks): one that is taken
+   * there is left out, said at info level (rank 0 is told the addresses bound). */
+  int nbound = 1;
+  for (int i = 1; i < where.n && job.nlfd_more < (int)(sizeof job.lfd_more / sizeof job.lfd_more[0]); i++) {
+    struct sockaddr_in o = {.sin_family = AF_INET, .sin_addr = where.addr[i], .sin_port = sa.sin_port};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&o, sizeof o) < 0 || listen(fd, SOMAXCONN) < 0) {
+      char a[INET_ADDRSTRLEN];
+      LOG_INFO(NET, "gpulaunch-run's channel: not on %s:%d too: %s", inet_ntop(AF_INET, &o.sin_addr, a, sizeof a),
+               ntohs(sa.sin_port), strerror(errno));
+      if (fd >= 0) close(fd);
+      continue;
+    }
+    job.lfd_more[job.nlfd_more++] = fd;
+    where.addr[nbound++] = where.addr[i];
+  }
+  where.n = nbound;
   if (front_sec_init(argc, argv, &key, &job, token, sizeof token) < 0) return GPL_EXIT_SECURITY;
   tls_set_fail_hook(audit_note_auth_failure); /* with --audit-log: failed authentications recorded */
-  addresses(ntohs(sa.sin_port), addrs, sizeof addrs);
+  front_listen_addresses(&where, ntohs(sa.sin_port), addrs, sizeof addrs);
   setenv(FRONTCH_ENV, addrs, 1);
   setenv(envvar_name(ENVVAR_FRONTEND_HOST), util_hostname(), 1);
   /* `> log 2>&1`: rank 0 then writes every line through one stream (mpirun would cut lines
@@ -295,6 +321,7 @@ int main(int argc, char **argv) {
   if (srun) {
     static const char names[] = "," FRONTCH_ENV "," ENVVAR_LITERAL(FRONTEND_MERGED) "," ENVVAR_LITERAL(FRONTEND_HOST) ","
                                 ENVVAR_LITERAL(KEY_SOURCE) "," ENVVAR_LITERAL(JOB_KEY) "," ENVVAR_LITERAL(RUN_ID) ","
+                                ENVVAR_LITERAL(MUNGE_CREDENTIAL) "," ENVVAR_LITERAL(MUNGE_SOCKET) ","
                                 ENVVAR_LITERAL(PORT_RANGE) "," FRONT_ELASTIC_ENV_NAMES;
     for (int i = 1; i < argc; i++) {
       if (strncmp(argv[i], "--export=", 9) != 0 || strncmp(argv[i] + 9, "ALL", 3) == 0) continue;
@@ -307,9 +334,10 @@ int main(int argc, char **argv) {
   } else {
     /* Names only: mpirun takes each value from this environment (never on a command line). */
     static const char *const xs[] = {FRONTCH_ENV, ENVVAR_LITERAL(FRONTEND_MERGED), ENVVAR_LITERAL(FRONTEND_HOST),
-                                     ENVVAR_LITERAL(KEY_SOURCE), ENVVAR_LITERAL(PORT_RANGE)};
+                                     ENVVAR_LITERAL(KEY_SOURCE), ENVVAR_LITERAL(PORT_RANGE),
+                                     ENVVAR_LITERAL(MUNGE_CREDENTIAL), ENVVAR_LITERAL(MUNGE_SOCKET)};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
-      if (!getenv(xs[i])) continue; /* the port range: only when given */
+      if (!getenv(xs[i])) continue; /* the port range, MUNGE's: only when given */
       av[n++] = "-x";
       av[n++] = (char *)xs[i];
     }

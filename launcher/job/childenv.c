@@ -26,8 +26,11 @@ static int is_mpi_runtime_var(const char *kv) {
   static const char front[] = ENVVAR_LITERAL(FRONTEND); /* and its _HOST, _MERGED */
   if (strncmp(kv, front, sizeof front - 1) == 0 && strchr("=_", kv[sizeof front - 1])) return 1;
   /* The job key (a secret) and where it came from: the supervisors', never the program's. */
-  static const char key[] = ENVVAR_LITERAL(JOB_KEY) "=", src[] = ENVVAR_LITERAL(KEY_SOURCE) "=";
-  if (strncmp(kv, key, sizeof key - 1) == 0 || strncmp(kv, src, sizeof src - 1) == 0) return 1;
+  static const char key[] = ENVVAR_LITERAL(JOB_KEY) "=", src[] = ENVVAR_LITERAL(KEY_SOURCE) "=",
+                    cred[] = ENVVAR_LITERAL(MUNGE_CREDENTIAL) "=";
+  if (strncmp(kv, key, sizeof key - 1) == 0 || strncmp(kv, src, sizeof src - 1) == 0 ||
+      strncmp(kv, cred, sizeof cred - 1) == 0)
+    return 1;
   return slurm_is_task_var(kv); /* Slurm's PMIx plugin, and the task gpulaunch is */
 }
 

@@ -1,6 +1,6 @@
 /* The job key (seckey.h): [security] key_file + the run id, else a key made for the job by
- * gpulaunch-run (the environment); what the channels derive from it. The ranks' agreement is in
- * seckey_job.c. */
+ * gpulaunch-run, in a MUNGE credential where munged answers (seckey_munge.c), else handed over
+ * the environment; what the channels derive from it. The ranks' agreement is in seckey_job.c. */
 #include "launcher/job/seckey.h"
 
 #include <errno.h>
@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "gpulaunch/error.h"
 #include "launcher/conf/conf.h"
+#include "launcher/job/seckey_munge.h"
 
 #define KEYFILE_MIN 16   /* bytes of key material a key_file must hold at least */
 #define KEYFILE_MAX 4096
@@ -102,11 +103,54 @@ static int ensure_run_id(void) {
   return 0;
 }
 
+int seckey_munge_wanted(const conf_security_t *c) { return !c || strcmp(c->munge, "off") != 0; }
+
+static uint8_t g_munge_key[TLS_KEY_LEN]; /* gpulaunch-run's key, kept for a fresh credential */
+static int g_munge_on, g_munge_fresh; /* fresh: the credential in the environment is unused */
+
+/* The credential, not the key, in the environment (GPULAUNCH_MUNGE_CREDENTIAL); 0, or < 0 when munged
+ * does not answer here (said at info level: the key is then handed over, with its warning). */
+static int front_munge(const uint8_t key[TLS_KEY_LEN], const char *run_id) {
+  char *cred = NULL, why[512];
+  int rc = seckey_munge_encode(key, run_id, &cred, why, sizeof why);
+  if (rc < 0) {
+    LOG_INFO(JOB, "the job key's MUNGE source: %s", why);
+    return rc;
+  }
+  setenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL), cred, 1);
+  free(cred);
+  unsetenv(envvar_name(ENVVAR_JOB_KEY));
+  setenv(envvar_name(ENVVAR_KEY_SOURCE), "munge", 1);
+  memcpy(g_munge_key, key, TLS_KEY_LEN);
+  g_munge_on = g_munge_fresh = 1;
+  LOG_INFO(JOB, "the job key travels in a MUNGE credential (munged at %s, uid %u only)", seckey_munge_socket(),
+           (unsigned)getuid());
+  return 0;
+}
+
+int seckey_front_renew(void) {
+  if (!g_munge_on) return 0;
+  if (g_munge_fresh) { /* the first launch: the credential made a moment ago */
+    g_munge_fresh = 0;
+    return 0;
+  }
+  char *cred = NULL, why[512];
+  if (seckey_munge_encode(g_munge_key, envvar_get(ENVVAR_RUN_ID), &cred, why, sizeof why) < 0) {
+    log_print("gpulaunch-run: a fresh MUNGE credential for the job key: %s\n", why);
+    return GPL_EAUTH;
+  }
+  setenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL), cred, 1);
+  free(cred);
+  return 0;
+}
+
 int seckey_front(seckey_t *k, const conf_security_t *c) {
   memset(k, 0, sizeof *k);
   seckey_fill_tls(k, c);
   CHECK(ensure_run_id());
   const char *run_id = envvar_get(ENVVAR_RUN_ID);
+  g_munge_on = 0;
+  unsetenv(envvar_name(ENVVAR_MUNGE_CREDENTIAL));
   if (c && *c->key_file) {
     CHECK(seckey_from_file(c->key_file, run_id, k->tls.key));
     k->src = SECKEY_FILE;
@@ -114,6 +158,10 @@ int seckey_front(seckey_t *k, const conf_security_t *c) {
     return 0;
   }
   CHECK(tls_random(k->tls.key, TLS_KEY_LEN));
+  if (seckey_munge_wanted(c) && front_munge(k->tls.key, run_id) == 0) {
+    k->src = SECKEY_MUNGE;
+    return 0;
+  }
   k->src = SECKEY_HANDED;
   char hex[2 * TLS_KEY_LEN + 1];
   tls_hex(k->tls.key, TLS_KEY_LEN, hex);

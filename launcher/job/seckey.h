@@ -25,7 +25,8 @@ typedef struct seckey_s {
   int strict;             /* [security] require = strict */
 } seckey_t;
 
-/* The source's name: "key_file", "MUNGE", "handed over"; from GPULAUNCH_KEY_SOURCE's word. */
+/* The source's name: "key_file", "MUNGE", "handed over"; from GPULAUNCH_KEY_SOURCE's word
+ * ("file", "munge", "handed"). */
 const char *seckey_src_name(seckey_src_t s);
 seckey_src_t seckey_src_of(const char *word);
 /* tls = off, require = strict and the PKI files from c (NULL: the defaults) into k. */
@@ -33,8 +34,18 @@ void seckey_fill_tls(seckey_t *k, const struct conf_security_s *c);
 
 /* gpulaunch-run: make the job's key from c (NULL: the defaults) and export what the ranks need
  * (GPULAUNCH_KEY_SOURCE, the run id, and for MUNGE the credential, for a key handed over the
- * key; names only ever on mpirun's command line, never values). 0, or a negative code (said). */
+ * key; names only ever on mpirun's command line, never values). The sources in order: key_file;
+ * MUNGE when [security] munge is not off and munged answers (its socket is there and it encodes);
+ * a key handed over. 0, or a negative code (said). */
 int seckey_front(seckey_t *k, const struct conf_security_s *c);
+
+/* gpulaunch-run, before each launch: a fresh MUNGE credential for the same key (a credential
+ * lives munged's --max-ttl; an elastic job's later launches need their own). 0 (also when the
+ * source is not MUNGE), or GPL_EAUTH (said). */
+int seckey_front_renew(void);
+
+/* 0 when [security] munge = off in c (NULL: the default, auto). */
+int seckey_munge_wanted(const struct conf_security_s *c);
 
 /* Every rank, collective over job->world: the same key as gpulaunch-run (or rank 0 without it),
  * checked: the same source as gpulaunch-run's, require = strict, and every host's key against rank

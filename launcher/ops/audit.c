@@ -101,6 +101,7 @@ static cJSON *base_line(const char *event, const audit_info_t *info) {
   cJSON *restarts = info->elastic ? cJSON_Parse(info->elastic) : NULL;
   if (cJSON_IsArray(restarts)) cJSON_AddItemToObject(o, "elastic_restarts", restarts);
   else cJSON_Delete(restarts);
+  if (info->key_source) cJSON_AddStringToObject(o, "key_source", info->key_source);
   cJSON *hosts = cJSON_AddArrayToObject(o, "hosts");
   for (int i = 0; hosts && info->hosts && i < info->nodes; i++)
     if (info->hosts[i]) cJSON_AddItemToArray(hosts, cJSON_CreateString(info->hosts[i]));

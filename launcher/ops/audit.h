@@ -24,6 +24,8 @@ typedef struct audit_info_s {
   const char *conf_path;  /* the config file, or NULL */
   const char *elastic;    /* an elastic gpulaunch-run's restarts before this launch (a JSON array),
                            * or NULL */
+  const char *key_source; /* where the job key came from (seckey_src_name: "key_file", "MUNGE",
+                           * "handed over"), once agreed; NULL before */
 } audit_info_t;
 
 

@@ -73,6 +73,7 @@ static const char *code_meaning(int code) {
 void audit_job_finish(launch_t *L, int code) {
   if (!g_path) return;
   const char *why = code == 0 ? NULL : L->root_cause[0] ? L->root_cause : code_meaning(code);
+  g_info.key_source = L->sec_done ? seckey_src_name(L->sec.src) : NULL; /* agreed after the start line */
   audit_job_end(g_path, &g_info, code, why);
   free(g_hosts);
   g_hosts = NULL;

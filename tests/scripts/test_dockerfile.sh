@@ -74,7 +74,8 @@ grep -q -- '--no-install-recommends' <<<"$joined" || fail "apt-get install witho
 # pkg-config modules of the build -> the Ubuntu/Debian package that provides them.
 declare -A provider=([hwloc]=libhwloc-dev [libuv]=libuv1-dev [inih]=libinih-dev
                      [libcjson]=libcjson-dev [libcrypto]=libssl-dev [cmocka]=libcmocka-dev
-                     [libcurl]=libcurl4-openssl-dev [pmix]=libpmix-dev)
+                     [libcurl]=libcurl4-openssl-dev [pmix]=libpmix-dev
+                     [munge]=libmunge-dev)
 while read -r mod; do
   [[ $mod == cmocka && $tests_off == 1 ]] && continue
   [[ -n ${provider[$mod]:-} ]] || fail "pkg-config module $mod: add its package to this test's table"

@@ -20,6 +20,10 @@ assert_eq "$RC" 0 "srun --mpi=pmix over decoy nodes: exit status"
 assert_grep "$T/err" "MPI's TCP interfaces: btl_tcp_if_include=$subnet \(eth0: the subnet every host has; left out: docker0 172.17.0.1 \(bridge.*the same address on other hosts\), eno1 10.78.0.1 \(10.78.0.0/24 not on node2\), usb0 169.254.10.1 \(only link-local" \
   "the info line (MPI on the fabric, the decoys left out and why)"
 [[ $(grep -c "MPI's TCP interfaces:" "$T/err") == 1 ]] || fail "not one info line"
+# The job key: the cluster's munged (scripts/slurm/cluster exec names its socket), one credential
+# decoded on each node: no key handed over, no warning.
+assert_grep "$T/err" "security: TLS 1.3 PSK, job key from MUNGE" "the job key from MUNGE"
+assert_nogrep "$T/err" "handed over" "no key handed over"
 [[ $(grep -c "IF =eth0$" "$T/out") == 6 ]] || fail "NCCL_SOCKET_IFNAME not =eth0 on every rank"
 pass "srun --mpi=pmix -N3 -n6 on Docker-like nodes, no MCA option: MPI on $subnet chosen over PMIx, 6 programs ran"
 

@@ -1,5 +1,6 @@
 /* launcher/job/seckey.c: the job key from [security] key_file (0600, the user's, long enough;
- * per run id) and made for the job by gpulaunch-run (handed over the environment, by name). */
+ * per run id), in a MUNGE credential (a real munged started here) and made for the job by
+ * gpulaunch-run (handed over the environment, by name). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include "gpulaunch/error.h"
 #include "launcher/conf/conf.h"
 #include "launcher/job/seckey.h"
+#include "launcher/job/seckey_munge.h"
 
 static char g_dir[] = "/tmp/gpl_seckey_XXXXXX";
 
@@ -57,6 +59,9 @@ static void test_front_sources(void **st) {
   assert_int_equal(conf_load(&c, NULL), 0);
   unsetenv("GPULAUNCH_JOB_KEY");
   setenv("GPULAUNCH_RUN_ID", "run-front", 1);
+  char nosock[160]; /* no munged here: the next source */
+  snprintf(nosock, sizeof nosock, "%s/no-munged.socket", g_dir);
+  setenv("GPULAUNCH_MUNGE_SOCKET", nosock, 1);
   seckey_t k;
   /* No key_file: a key made for the job, handed over by name (the value in the environment). */
   assert_int_equal(seckey_front(&k, &c->security), 0);
@@ -97,6 +102,102 @@ static void test_front_sources(void **st) {
   conf_free(c);
 }
 
+/* munged of our own (Debian's munge), its key made here; 0 when it answers on g_sock. */
+static char g_sock[160];
+static int g_munged = -1; /* 1: running, 0: not available here (munge tests skip) */
+
+static int start_munged(void) {
+  if (!seckey_munge_built()) return 0;
+  char cmd[1024];
+  snprintf(g_sock, sizeof g_sock, "%s/munge.socket", g_dir);
+  snprintf(cmd, sizeof cmd,
+           "command -v munged >/dev/null && command -v mungekey >/dev/null || exit 3; "
+           "chmod 755 %s && mungekey -c -k %s/munge.key -b 1024 && chmod 600 %s/munge.key && "
+           "munged --socket=%s --key-file=%s/munge.key --pid-file=%s/munged.pid --log-file=%s/munged.log "
+           "--seed-file=%s/munged.seed",
+           g_dir, g_dir, g_dir, g_sock, g_dir, g_dir, g_dir, g_dir);
+  int rc = system(cmd);
+  return rc == 0 ? 1 : 0;
+}
+
+static void test_munge(void **st) {
+  (void)st;
+  conf_t *c = NULL;
+  assert_int_equal(conf_load(&c, NULL), 0);
+  setenv("GPULAUNCH_RUN_ID", "run-munge", 1);
+  unsetenv("GPULAUNCH_JOB_KEY");
+  uint8_t key[TLS_KEY_LEN];
+  char why[512], *cred = NULL;
+  int replayed = 0;
+  if (!seckey_munge_built()) { /* the stub says so, and the front hands the key over */
+    assert_int_equal(seckey_munge_encode(key, "x", &cred, why, sizeof why), GPL_ENOTSUP);
+    assert_non_null(strstr(why, "not built with MUNGE"));
+    seckey_t h;
+    assert_int_equal(seckey_front(&h, &c->security), 0);
+    assert_int_equal(h.src, SECKEY_HANDED);
+    conf_free(c);
+    return;
+  }
+  /* Built with libmunge: Debian's munge (munged, mungekey) is installed with it (install-deps). */
+  if (g_munged < 0) g_munged = start_munged();
+  if (!g_munged) fail_msg("munged did not start (Debian's munge: scripts/install-deps.sh); see %s/munged.log", g_dir);
+  setenv("GPULAUNCH_MUNGE_SOCKET", g_sock, 1);
+  seckey_t k;
+  /* munged answers: the key travels in a credential, and the key is nowhere in the environment. */
+  assert_int_equal(seckey_front(&k, &c->security), 0);
+  assert_int_equal(k.src, SECKEY_MUNGE);
+  assert_string_equal(envvar_get(ENVVAR_KEY_SOURCE), "munge");
+  assert_null(envvar_get(ENVVAR_JOB_KEY));
+  const char *e = envvar_get(ENVVAR_MUNGE_CREDENTIAL);
+  assert_non_null(e);
+  char *cred1 = strdup(e);
+  char hex[2 * TLS_KEY_LEN + 1];
+  tls_hex(k.tls.key, TLS_KEY_LEN, hex);
+  assert_null(strstr(cred1, hex)); /* (it is encrypted) */
+  /* A rank decodes the same key; a second decode on this host is munged's "replayed", accepted. */
+  assert_int_equal(seckey_munge_decode(cred1, "run-munge", key, &replayed, why, sizeof why), 0);
+  assert_memory_equal(key, k.tls.key, TLS_KEY_LEN);
+  assert_false(replayed);
+  memset(key, 0, sizeof key);
+  assert_int_equal(seckey_munge_decode(cred1, "run-munge", key, &replayed, why, sizeof why), 0);
+  assert_true(replayed);
+  assert_memory_equal(key, k.tls.key, TLS_KEY_LEN);
+  /* Another run's credential, or one that is not munge's, is refused with the reason. */
+  assert_int_equal(seckey_munge_decode(cred1, "run-other", key, &replayed, why, sizeof why), GPL_EAUTH);
+  assert_non_null(strstr(why, "another run's"));
+  assert_int_equal(seckey_munge_decode("MUNGE:AwQDAAAnotacredential:", "run-munge", key, &replayed, why, sizeof why),
+                   GPL_EAUTH);
+  /* The first launch keeps the credential; each later one gets a fresh one for the same key. */
+  assert_int_equal(seckey_front_renew(), 0);
+  assert_string_equal(envvar_get(ENVVAR_MUNGE_CREDENTIAL), cred1);
+  assert_int_equal(seckey_front_renew(), 0);
+  assert_string_not_equal(envvar_get(ENVVAR_MUNGE_CREDENTIAL), cred1);
+  assert_int_equal(seckey_munge_decode(envvar_get(ENVVAR_MUNGE_CREDENTIAL), "run-munge", key, &replayed, why, sizeof why), 0);
+  assert_memory_equal(key, k.tls.key, TLS_KEY_LEN);
+  free(cred1);
+  /* [security] munge = off: the key is handed over, even with munged there. */
+  c->security.munge = "off";
+  assert_int_equal(seckey_front(&k, &c->security), 0);
+  assert_int_equal(k.src, SECKEY_HANDED);
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
+  assert_non_null(envvar_get(ENVVAR_JOB_KEY));
+  assert_int_equal(seckey_front_renew(), 0); /* nothing to renew */
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
+  c->security.munge = "auto";
+  /* key_file first, whatever munged does. */
+  char good[128];
+  snprintf(good, sizeof good, "%s/good.key", g_dir);
+  c->security.key_file = good;
+  assert_int_equal(seckey_front(&k, &c->security), 0);
+  assert_int_equal(k.src, SECKEY_FILE);
+  assert_null(envvar_get(ENVVAR_MUNGE_CREDENTIAL));
+  c->security.key_file = "";
+  unsetenv("GPULAUNCH_JOB_KEY");
+  assert_int_equal(seckey_src_of("munge"), SECKEY_MUNGE);
+  assert_string_equal(seckey_src_name(SECKEY_MUNGE), "MUNGE");
+  conf_free(c);
+}
+
 static int setup(void **st) {
   (void)st;
   return mkdtemp(g_dir) ? 0 : -1;
@@ -104,7 +205,11 @@ static int setup(void **st) {
 
 static int teardown(void **st) {
   (void)st;
-  char cmd[96];
+  char cmd[512];
+  if (g_munged == 1) { /* our munged, by its pid file */
+    snprintf(cmd, sizeof cmd, "kill $(cat %s/munged.pid) 2>/dev/null; sleep 0.2", g_dir);
+    if (system(cmd) != 0) { /* (gone already) */ }
+  }
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
   return system(cmd) == 0 ? 0 : -1;
 }
@@ -113,6 +218,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_key_file),
       cmocka_unit_test(test_front_sources),
+      cmocka_unit_test(test_munge),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
