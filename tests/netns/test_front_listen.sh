@@ -13,8 +13,8 @@
 set -euo pipefail
 : "${GPULAUNCH:?GPULAUNCH must point to the gpulaunch binary}"
 RUN=${1:?usage: test_front_listen.sh GPULAUNCH_RUN}
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$(dirname "$0")/testlib.sh"
+source "$(dirname "$0")/../lib.sh"
+netns_begin
 
 NETNS_RICH=1 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -71,7 +71,7 @@ if run_job; then
   end_job
   grep -q "listens on $FAB: the address this host reaches the 2 other host(s) named from; then $MGMT (eno1)" "$T/err" ||
     bad "no info line naming the rule"
-  [ "$fail" = 0 ] && ok "gpulaunch-run's channel on $FAB:$port and $MGMT:$port only: docker0, usb0 and loopback refused, the job ran (rc 0)"
+  [ "$FAILED" = 0 ] && pass "gpulaunch-run's channel on $FAB:$port and $MGMT:$port only: docker0, usb0 and loopback refused, the job ran (rc 0)"
 fi
 
 # 2. --listen ADDR: that address alone.
@@ -81,7 +81,7 @@ if run_job --listen "$FAB"; then
   [ "$ls" = "$FAB:$port" ] || bad "--listen $FAB: listens on $(tr '\n' ' ' <<<"$ls")"
   ! reach h1 "$MGMT" "$port" || bad "--listen $FAB: the channel is reachable on $MGMT:$port"
   end_job
-  [ "$fail" = 0 ] && ok "--listen $FAB: that address alone ($MGMT:$port refused), the job ran"
+  [ "$FAILED" = 0 ] && pass "--listen $FAB: that address alone ($MGMT:$port refused), the job ran"
 fi
 
 # 3. --listen any: every address (the operator's choice); a --listen not of this host: 64.
@@ -90,11 +90,11 @@ if run_job --listen any; then
   case ${l%:*} in 0.0.0.0 | \*) ;; *) bad "--listen any: listens on $l" ;; esac
   reach h1 "$MGMT" "${l##*:}" || bad "--listen any: $MGMT not reachable"
   end_job
-  [ "$fail" = 0 ] && ok "--listen any: every address ($l), the job ran"
+  [ "$FAILED" = 0 ] && pass "--listen any: every address ($l), the job ran"
 fi
 RC=0
 netns_mpirun --listen 192.0.2.7 -np 2 --host h1:2 "$GPULAUNCH" "$T/job.conf" >"$T/out" 2>"$T/err" || RC=$?
 [ "$RC" = 64 ] || bad "--listen 192.0.2.7: exit $RC, expected 64"
 grep -q -- "--listen 192.0.2.7: not an IPv4 address of this host" "$T/err" || bad "--listen 192.0.2.7: no clear error"
-[ "$fail" = 0 ] && ok "--listen 192.0.2.7 (not h0's): usage error 64"
-exit "$fail"
+[ "$FAILED" = 0 ] && pass "--listen 192.0.2.7 (not h0's): usage error 64"
+exit "$FAILED"

@@ -18,8 +18,8 @@ if [ "${GPL_BUILD_MUNGE:-0}" != 1 ] || ! command -v munged >/dev/null || ! comma
   echo "SKIP: needs a build with MUNGE (libmunge-dev) and Debian's munged, mungekey"
   exit 77
 fi
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$HERE/testlib.sh"
+source "$HERE/../lib.sh"
+netns_begin
 
 NETNS_DECOYS=0 netns_setup 3
 T=$NETNS_DIR
@@ -78,12 +78,12 @@ if [ -n "$CAP" ] && [ -s "$T/cap.pcap" ]; then
     hexcap=$(od -An -v -tx1 "$T/cap.pcap" | tr -d ' \n')
     case $hexcap in *"$key"*) bad "the job key's bytes are in the capture" ;; esac
     tcpdump -r "$T/cap.pcap" -A 2>/dev/null | grep -q "GPULAUNCH_JOB_KEY" && bad "GPULAUNCH_JOB_KEY on the wire"
-    ok "the capture on h1 holds the MUNGE credential (Open MPI's launch traffic), not the key"
+    pass "the capture on h1 holds the MUNGE credential (Open MPI's launch traffic), not the key"
   else
-    ok "(the capture holds no credential in clear)"
+    pass "(the capture holds no credential in clear)"
   fi
 fi
-[ "$fail" = 0 ] && ok "gpulaunch-run on h0, ranks on h1 and h2 (one munged, replayed decodes accepted): key from MUNGE, require = strict accepts it"
+[ "$FAILED" = 0 ] && pass "gpulaunch-run on h0, ranks on h1 and h2 (one munged, replayed decodes accepted): key from MUNGE, require = strict accepts it"
 
 # 2. munge = off, strict: the key would be handed over to other hosts: refused, exit 79.
 printf '[job]\ncommand = %s env\n[security]\nrequire = strict\nmunge = off\n' "$PROG" >"$T/off.conf"
@@ -91,7 +91,7 @@ RC=0
 netns_mpirun -np 4 --hostfile "$T/job.hosts" "$GPULAUNCH" "$T/off.conf" >"$T/out" 2>"$T/err" || RC=$?
 [ "$RC" = 79 ] || bad "munge = off, require = strict: exit $RC, expected 79"
 grep -q "require = strict: the job key was handed over" "$T/err" || bad "munge = off, strict: no clear error"
-[ "$fail" = 0 ] && ok "munge = off: require = strict refuses the handed-over key (79)"
+[ "$FAILED" = 0 ] && pass "munge = off: require = strict refuses the handed-over key (79)"
 
 # 3. A munged per host, as on a cluster: h0 and h1 share the test's own (/etc/gplmunge-ID), h2 has
 #    its own. With the same munge.key the job runs (no replay: h2's munged decodes it first); with
@@ -123,6 +123,6 @@ if start_h2_munged "$M/key.other"; then
     bad "another munge.key on h2: h2 not named"
   ! grep -q "host h1: the job key's MUNGE" "$T/err" || bad "another munge.key on h2: h1 named too"
 fi
-[ "$fail" = 0 ] && ok "a munged per host: one munge.key runs; another on h2: $(grep -m1 'host h2: the job key' "$T/err" | cut -c1-150)"
+[ "$FAILED" = 0 ] && pass "a munged per host: one munge.key runs; another on h2: $(grep -m1 'host h2: the job key' "$T/err" | cut -c1-150)"
 
-exit "$fail"
+exit "$FAILED"
