@@ -1,5 +1,6 @@
-/* TLS 1.3 connections for the control channels (tls.h): OpenSSL 3 contexts with an external PSK
- * per channel (HKDF of the job key) or a site's certificates, over memory BIOs or a socket. */
+/* TLS 1.3 connections for the control channels (tls.h): an external PSK per channel (HKDF of the
+ * job key) on one shared OpenSSL 3 context per side, or a site's certificates, over memory BIOs
+ * or a socket. */
 #include "common/tls.h"
 
 #include <errno.h>
