@@ -71,6 +71,7 @@ cpu() {
   awk -v a="$a" -v b="$b" -v n="$nh" -v w="$WINDOW" 'BEGIN { printf "%.2f\n", (b - a) / 1e6 / n / w }'
 }
 
+notes=()
 echo "| hosts x ranks/host | ranks | TLS on (s) | tls = off (s) | ratio | CPU/host TLS on (ms/s) | CPU/host off (ms/s) |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for s in $SHAPES; do
@@ -89,4 +90,11 @@ for s in $SHAPES; do
   c_off=$(cpu "$TMP/off.conf" "$np" "$hl" "$nh")
   printf '| %s x %s | %s | %.3f | %.3f | %.3f | %s | %s |\n' "$nh" "$k" "$np" "$onm" "$offm" \
     "$(awk -v a="$onm" -v b="$offm" 'BEGIN { print a / b }')" "$c_on" "$c_off"
+  # On a loaded machine the medians move with the load: the fastest runs, and the median of the
+  # ratios of each pair (its two runs back to back), say it another way.
+  pr=$(paste "$TMP/on" "$TMP/off" | awk '{ print $1 / $2 }' | median)
+  notes+=("$(awk -v s="$nh x $k" -v a="$(sort -g "$TMP/on" | head -1)" -v b="$(sort -g "$TMP/off" | head -1)" \
+    -v n="$REPS" -v p="$pr" 'BEGIN { printf "- %s: fastest runs %.3f s against %.3f s (%.3f); median ratio of the %d pairs %.3f", s, a, b, a / b, n, p }')")
 done
+echo
+printf '%s\n' "${notes[@]}"
