@@ -1,5 +1,6 @@
-/* TLS 1.3 connections for the control channels (tls.h): OpenSSL 3 contexts with an external PSK
- * per channel (HKDF of the job key) or a site's certificates, over memory BIOs or a socket. */
+/* TLS 1.3 connections for the control channels (tls.h): an external PSK per channel (HKDF of the
+ * job key) on one shared OpenSSL 3 context per side, or a site's certificates, over memory BIOs
+ * or a socket. */
 #include "common/tls.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <openssl/kdf.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@
 #define SALT "gpulaunch tls v1"
 
 struct tls_ctx_s {
-  SSL_CTX *ssl;
+  SSL_CTX *ssl;           /* a site's PKI: this context's own; PSK: NULL (the process's, psk_ssl_ctx) */
   int server, psk, plain; /* plain: [security] tls = off, bytes as they are */
   char channel[32];
   char identity[64];           /* "gpulaunch/CHANNEL" */
@@ -69,7 +71,7 @@ static SSL_SESSION *psk_session(SSL *ssl, const tls_ctx_t *c) {
 
 static int use_psk(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen, SSL_SESSION **sess) {
   (void)md;
-  const tls_ctx_t *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+  const tls_ctx_t *c = SSL_get_app_data(ssl); /* the connection's channel (tls_new) */
   *sess = psk_session(ssl, c);
   if (!*sess) return 0;
   *id = (const unsigned char *)c->identity;
@@ -78,7 +80,7 @@ static int use_psk(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t 
 }
 
 static int find_psk(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess) {
-  const tls_ctx_t *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
+  const tls_ctx_t *c = SSL_get_app_data(ssl);
   *sess = NULL;
   /* Another channel's or another program's identity: no PSK, and with no certificate either
    * the handshake fails. */
@@ -97,6 +99,45 @@ static void openssl_why(char *out, size_t len) {
   else util_strlcpy(out, "connection closed during the handshake", len);
 }
 
+/* What every context of ours has: TLS 1.3 and nothing older; no tickets (no resumption: each
+ * connection authenticates). */
+static void base_settings(SSL_CTX *s) {
+  SSL_CTX_set_min_proto_version(s, TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(s, TLS1_3_VERSION);
+  SSL_CTX_set_options(s, SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(s, 0);
+  SSL_CTX_set_session_cache_mode(s, SSL_SESS_CACHE_OFF);
+}
+
+/* The process's PSK context of one side, made at its first connection and kept: every channel's
+ * connections share it (the channel, its identity and key, come from the connection's app data
+ * in the callbacks). An SSL_CTX costs OpenSSL 3 about 0.15 ms to make (1 ms the first one in a
+ * process): once per side instead of once per channel, and on the thread of the first connection
+ * rather than before a collective. Thread-safe (the liveness thread and the supervisor's). */
+static SSL_CTX *g_psk_ssl[2];
+static pthread_mutex_t g_psk_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static SSL_CTX *psk_ssl_ctx(int server) {
+  pthread_mutex_lock(&g_psk_mu);
+  SSL_CTX *s = g_psk_ssl[server];
+  if (!s && (s = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method())) != NULL) {
+    base_settings(s);
+    /* The PSK's hash (SHA-256) must be the suite's: a server that picked a SHA-384 suite would
+     * pass over the key. (EC)DHE with the PSK (psk_dhe_ke, OpenSSL's default and the only mode
+     * offered): forward secrecy, docs/security.md. */
+    if (SSL_CTX_set_ciphersuites(s, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256") != 1) {
+      SSL_CTX_free(s);
+      s = NULL;
+    } else {
+      if (server) SSL_CTX_set_psk_find_session_callback(s, find_psk);
+      else SSL_CTX_set_psk_use_session_callback(s, use_psk);
+      g_psk_ssl[server] = s;
+    }
+  }
+  pthread_mutex_unlock(&g_psk_mu);
+  return s;
+}
+
 int tls_ctx_new(tls_ctx_t **out, const tls_cfg_t *cfg, const char *channel, int server) {
   *out = NULL;
   tls_ctx_t *c = calloc(1, sizeof *c);
@@ -109,16 +150,10 @@ int tls_ctx_new(tls_ctx_t **out, const tls_cfg_t *cfg, const char *channel, int 
     *out = c;
     return 0;
   }
-  c->ssl = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
-  if (!c->ssl) goto fail;
-  /* TLS 1.3 and nothing older; no tickets (no resumption: each connection authenticates). */
-  SSL_CTX_set_min_proto_version(c->ssl, TLS1_3_VERSION);
-  SSL_CTX_set_max_proto_version(c->ssl, TLS1_3_VERSION);
-  SSL_CTX_set_options(c->ssl, SSL_OP_NO_TICKET);
-  SSL_CTX_set_num_tickets(c->ssl, 0);
-  SSL_CTX_set_session_cache_mode(c->ssl, SSL_SESS_CACHE_OFF);
-  SSL_CTX_set_app_data(c->ssl, c);
   if (cfg->cert && *cfg->cert && cfg->pkey && *cfg->pkey && cfg->ca && *cfg->ca) {
+    c->ssl = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+    if (!c->ssl) goto fail;
+    base_settings(c->ssl);
     if (SSL_CTX_use_certificate_chain_file(c->ssl, cfg->cert) != 1 ||
         SSL_CTX_use_PrivateKey_file(c->ssl, cfg->pkey, SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(c->ssl) != 1 || SSL_CTX_load_verify_locations(c->ssl, cfg->ca, NULL) != 1) {
@@ -137,12 +172,6 @@ int tls_ctx_new(tls_ctx_t **out, const tls_cfg_t *cfg, const char *channel, int 
     char info[64];
     snprintf(info, sizeof info, "channel %s", channel);
     if (tls_hkdf(cfg->key, TLS_KEY_LEN, SALT, info, c->key, sizeof c->key) < 0) goto fail;
-    /* The PSK's hash (SHA-256) must be the suite's: a server that picked a SHA-384 suite would
-     * pass over the key. */
-    if (SSL_CTX_set_ciphersuites(c->ssl, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256") != 1) goto fail;
-    if (server) SSL_CTX_set_psk_find_session_callback(c->ssl, find_psk);
-    else SSL_CTX_set_psk_use_session_callback(c->ssl, use_psk);
-    /* (EC)DHE with the PSK (psk_dhe_ke, OpenSSL's default): forward secrecy. */
   }
   *out = c;
   return 0;
@@ -168,8 +197,12 @@ int tls_new(tls_t **out, tls_ctx_t *ctx, int fd) {
   if (!t) return GPL_ENOMEM;
   t->ctx = ctx;
   t->fd = fd;
-  t->ssl = ctx->plain ? NULL : SSL_new(ctx->ssl);
-  if (!t->ssl && !ctx->plain) goto fail;
+  if (!ctx->plain) {
+    SSL_CTX *s = ctx->psk ? psk_ssl_ctx(ctx->server) : ctx->ssl;
+    t->ssl = s ? SSL_new(s) : NULL;
+    if (!t->ssl) goto fail;
+    SSL_set_app_data(t->ssl, ctx); /* the channel, for the PSK callbacks */
+  }
   /* Memory BIOs in both modes: on a socket, this file moves the bytes (send with
    * MSG_NOSIGNAL: a peer that went away never raises SIGPIPE in the caller). */
   t->rbio = BIO_new(BIO_s_mem());

@@ -31,7 +31,8 @@ void tls_ctx_free(tls_ctx_t *ctx);
 const char *tls_ctx_channel(const tls_ctx_t *ctx);
 
 /* A connection: fd >= 0 reads and writes that (non-blocking) socket; fd < 0 uses memory buffers
- * (tls_feed / tls_drain). 0 or GPL_ENOMEM. */
+ * (tls_feed / tls_drain). PSK channels share the process's OpenSSL context of their side, made by
+ * the first connection (thread-safe). 0 or GPL_ENOMEM. */
 int tls_new(tls_t **out, tls_ctx_t *ctx, int fd);
 void tls_free(tls_t *t);
 

@@ -244,6 +244,7 @@ static void on_connection(uv_stream_t *server, int status) {
   struct sockaddr_storage sa;
   int sl = sizeof sa;
   if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &sl) == 0) uv_ip_name((struct sockaddr *)&sa, c->peer, sizeof c->peer);
+  uv_tcp_nodelay(&c->tcp, 1);
   uv_timer_start(&c->timer, on_conn_timeout, CONN_TIMEOUT_MS, 0);
 }
 
@@ -317,7 +318,9 @@ static void on_probe_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   tls_feed(io->tls, buf->base, (size_t)nread);
   if (!tls_ready(io->tls)) {
     int h = tls_handshake(io->tls);
-    flush(s, io->tls, NULL, NULL);
+    /* Done: the client's Finished goes out with the HELLO, in one segment (send_hello). Two
+     * small writes in a row would wait for the listener's delayed ACK (Nagle: 40 ms). */
+    if (h != 1 || io->sent) flush(s, io->tls, NULL, NULL);
     if (h < 0) {
       probe_finish(io, GPL_EUNREACH, "the listener failed the TLS handshake (%s): not this job's", tls_why(io->tls));
       return;
@@ -369,6 +372,7 @@ static void on_connect(uv_connect_t *req, int status) {
     return;
   }
   io->stage = 1;
+  uv_tcp_nodelay(&io->tcp, 1); /* small flights and frames: none waits for an ACK */
   int rc = uv_read_start(req->handle, probe_alloc, on_probe_read);
   if (rc < 0) {
     probe_finish(io, GPL_EUNREACH, "%s", uv_strerror(rc));

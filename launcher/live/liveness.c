@@ -287,7 +287,8 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
   tls_feed(p->tls, l->cbuf, (size_t)n);
   if (!tls_ready(p->tls)) {
     int h = tls_handshake(p->tls);
-    peer_flush(p, 0);
+    /* Done: the child's Finished goes out with its HELLO (up_ready), the flush at the end. */
+    if (h != 1) peer_flush(p, 0);
     if (h < 0) {
       tls_fail_note("live", p->addr, tls_why(p->tls));
       peer_close(p); /* (the parent's: connected again by the timer) */

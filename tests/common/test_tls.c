@@ -115,6 +115,38 @@ static void test_other_channel_refused(void **st) {
   unpair(cx, sx, c, s);
 }
 
+/* The PSK channels of a process share one OpenSSL context per side: each connection still
+ * authenticates with its own channel's key, whichever channels are open at the same time and in
+ * whatever order their handshakes run (the callbacks find the channel through the connection). */
+static void test_shared_context_keeps_channels_apart(void **st) {
+  (void)st;
+  tls_cfg_t k1 = cfg_key(1), k2 = cfg_key(2);
+  tls_ctx_t *cx1, *sx1, *cx2, *sx2, *cx3, *sx3;
+  tls_t *c1, *s1, *c2, *s2, *c3, *s3;
+  pair(&k1, "live", &k1, "live", &cx1, &sx1, &c1, &s1);
+  pair(&k2, "front", &k2, "front", &cx2, &sx2, &c2, &s2);
+  pair(&k1, "live", &k2, "live", &cx3, &sx3, &c3, &s3); /* the same channel, another job's key */
+  int ra, rb;
+  /* The later channels first: a context-wide channel would be the last one set up. */
+  assert_false(pump(c3, s3, &ra, &rb));
+  assert_true(ra == GPL_EAUTH || rb == GPL_EAUTH);
+  assert_true(pump(c2, s2, &ra, &rb));
+  assert_true(pump(c1, s1, &ra, &rb));
+  unsigned char rec[256], got[16];
+  assert_int_equal(tls_write(c1, "beat", 4), 0);
+  size_t n = tls_drain(c1, rec, sizeof rec);
+  tls_feed(s1, rec, n);
+  assert_int_equal(tls_read(s1, got, sizeof got), 4);
+  /* A record of the live connection fed to the front one: its MAC fails there. */
+  assert_int_equal(tls_write(c1, "beat", 4), 0);
+  n = tls_drain(c1, rec, sizeof rec);
+  tls_feed(s2, rec, n);
+  assert_int_equal(tls_read(s2, got, sizeof got), GPL_EIO);
+  unpair(cx3, sx3, c3, s3);
+  unpair(cx2, sx2, c2, s2);
+  unpair(cx1, sx1, c1, s1);
+}
+
 /* A client of OpenSSL's own, configured as told: its handshake against our server. */
 static int foreign_client(tls_t *s, int max_version, const char *what) {
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -338,6 +370,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_hkdf_rfc5869),       cmocka_unit_test(test_psk_roundtrip),
       cmocka_unit_test(test_wrong_key_refused),  cmocka_unit_test(test_other_channel_refused),
+      cmocka_unit_test(test_shared_context_keeps_channels_apart),
       cmocka_unit_test(test_tls12_and_no_psk_refused), cmocka_unit_test(test_replay_and_tamper),
       cmocka_unit_test(test_socket_mode),        cmocka_unit_test(test_pki_mutual),
       cmocka_unit_test(test_fail_counts),        cmocka_unit_test(test_random_hex),
