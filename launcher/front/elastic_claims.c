@@ -14,6 +14,23 @@ void ecore_add_word(char *buf, size_t len, const char *word) {
   if (off + strlen(word) + 8 < len) snprintf(buf + off, len - off, "%s%s", off ? ", " : "", word);
 }
 
+int ecore_launcher_line(int *state, const char *line, char *host, size_t len) {
+  if (strstr(line, "lost communication with a remote daemon")) {
+    *state = 1;
+    return 0;
+  }
+  if (!*state) return 0;
+  const char *a = strstr(line, "Remote daemon:"), *on = a ? strstr(a, " on node ") : NULL;
+  if (++*state > 6) *state = 0; /* (the block is 4 lines) */
+  if (!on) return 0;
+  on += strlen(" on node ");
+  size_t n = strcspn(on, " \t\r\n");
+  if (n == 0 || n >= len) return 0;
+  snprintf(host, len, "%.*s", (int)n, on);
+  *state = 0;
+  return 1;
+}
+
 static int host_at(const front_host_t *cur, int ncur, const char *name) {
   for (int i = 0; *name && i < ncur; i++)
     if (strcmp(cur[i].name, name) == 0) return i;

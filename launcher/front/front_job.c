@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/exitcode.h"
+#include "launcher/front/elastic_claims.h"
 #include "launcher/sup/frontproto.h"
 
 #define LINGER_S 10.0     /* after the job's status: mpirun's own teardown may take this long */
@@ -176,27 +177,12 @@ typedef struct run_s {
   int told;          /* the status is another rank's (rank 0's host lost), rank 0 may say it yet */
 } run_t;
 
-/* One line of the launcher's stderr. Open MPI's (ORTE's, PRRTE's) word that it lost a daemon:
- *   ORTE has lost communication with a remote daemon.
- *     HNP daemon   : [[64397,0],0] on node h0
- *     Remote daemon: [[64397,0],1] on node h1
- * (it ends the job at once, maybe before any rank's claim comes): a claim of the launcher's. */
+/* One line of the launcher's stderr: Open MPI's word that it lost a host's daemon (it ends the
+ * job at once, maybe before any rank's claim comes) is a claim of the launcher's. */
 static void launcher_line(run_t *r, const char *line) {
   front_job_t *j = r->j;
-  if (strstr(line, "lost communication with a remote daemon")) {
-    r->lost_block = 1;
-    return;
-  }
-  if (!r->lost_block) return;
-  const char *a = strstr(line, "Remote daemon:"), *on = a ? strstr(a, " on node ") : NULL;
-  if (++r->lost_block > 6) r->lost_block = 0;
-  if (!on) return;
   char host[64];
-  on += strlen(" on node ");
-  size_t n = strcspn(on, " \t\r");
-  if (n == 0 || n >= sizeof host) return;
-  snprintf(host, sizeof host, "%.*s", (int)n, on);
-  r->lost_block = 0;
+  if (!ecore_launcher_line(&r->lost_block, line, host, sizeof host)) return;
   add_named(j->lost, &j->nlost, host);
   add_claim(j, util_hostname(), host, 0, 1);
   j->launcher_named = 1;

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "launcher/exitcode.h"
+#include "launcher/front/elastic_claims.h"
 #include "launcher/front/elastic_core.h"
 
 typedef struct sim_s {
@@ -565,6 +566,32 @@ static void test_resolve_launcher(void **state) {
   assert_string_equal(kept, "h1,h2");
 }
 
+/* mpirun's stderr, line by line: its word that it lost a daemon names the daemon's host. */
+static void test_launcher_line(void **state) {
+  (void)state;
+  const char *orte[] = {"--------------------------------------------------------------------------",
+                        "ORTE has lost communication with a remote daemon.", "",
+                        "  HNP daemon   : [[64397,0],0] on node h0", "  Remote daemon: [[64397,0],1] on node h1",
+                        "", "This is usually due to either a failure of the TCP network"};
+  int st = 0, named = 0;
+  char host[ECORE_NAME] = "";
+  for (size_t i = 0; i < sizeof orte / sizeof *orte; i++)
+    named += ecore_launcher_line(&st, orte[i], host, sizeof host);
+  assert_int_equal(named, 1);
+  assert_string_equal(host, "h1");
+  /* PRRTE's (Open MPI 5) words */
+  assert_int_equal(ecore_launcher_line(&st, "PRTE has lost communication with a remote daemon.", host, sizeof host), 0);
+  const char *prte = "  Remote daemon: [prterun-h0-1@0,2] on node node-7";
+  assert_int_equal(ecore_launcher_line(&st, prte, host, sizeof host), 1);
+  assert_string_equal(host, "node-7");
+  /* a "Remote daemon" line elsewhere (a rank's own output) names nobody */
+  assert_int_equal(ecore_launcher_line(&st, "  Remote daemon: [[1,0],1] on node h3", host, sizeof host), 0);
+  /* the block ends after a few lines */
+  ecore_launcher_line(&st, "ORTE has lost communication with a remote daemon.", host, sizeof host);
+  for (int i = 0; i < 6; i++) ecore_launcher_line(&st, "other", host, sizeof host);
+  assert_int_equal(ecore_launcher_line(&st, "  Remote daemon: [[1,0],1] on node h3", host, sizeof host), 0);
+}
+
 /* mpirun ended the launch before any rank's claim: the host it lost is out, the others probed. */
 static void test_launcher_word_then_probe(void **state) {
   (void)state;
@@ -751,6 +778,7 @@ int main(void) {
       cmocka_unit_test(test_notice_during_scale_up),
       cmocka_unit_test(test_history_keeps_the_last),
       cmocka_unit_test(test_resolve_shapes),
+      cmocka_unit_test(test_launcher_line),
       cmocka_unit_test(test_resolve_launcher),
       cmocka_unit_test(test_launcher_word_then_probe),
       cmocka_unit_test(test_partition_with_launcher),
