@@ -53,7 +53,6 @@ heal() {
   pkill -KILL -f "mpirun.*$T/job.conf" 2>/dev/null || true
   wait 2>/dev/null || true
   ip -n "${NETNS_NS[h1]}" link set "${NETNS_IF[h1]}" up
-  sleep 1 # (the link's carrier back before the next job)
 }
 
 # elastic CASE WANT... -- MPIRUN_ARGS...: the elastic job, h1's fabric cut once it checkpointed;
