@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "launcher/exitcode.h"
+#include "launcher/front/elastic_claims.h"
 
 /* ---- actions ---- */
 
@@ -118,12 +119,6 @@ void ecore_host_list(const front_host_t *h, int n, char *out, size_t len) {
   if (i < n) snprintf(out + off, len - off, ",...");
 }
 
-/* Appends "name" to a ", "-separated list in buf (when there is room). */
-static void add_word(char *buf, size_t len, const char *word) {
-  size_t off = strlen(buf);
-  if (off + strlen(word) + 8 < len) snprintf(buf + off, len - off, "%s%s", off ? ", " : "", word);
-}
-
 /* The hosts listed but left out (cooling down), for the below-MIN messages. */
 static void left_out(const ecore_t *c, double now, char *out, size_t len) {
   size_t off = 0;
@@ -157,6 +152,10 @@ static void record(ecore_t *c, const front_host_t *after, int nafter, double now
   cJSON_AddStringToObject(o, "hosts_before", hb);
   cJSON_AddStringToObject(o, "hosts_after", ha);
   cJSON_AddNumberToObject(o, "seconds_to_relaunch", (double)(long)((now - c->change_at) * 100 + 0.5) / 100);
+  if (c->claims) { /* who named which hosts lost */
+    cJSON_AddItemToObject(o, "claims", c->claims);
+    c->claims = NULL;
+  }
   if (c->partition) {
     cJSON_AddItemToObject(o, "partition", c->partition);
     c->partition = NULL;
@@ -170,160 +169,66 @@ static void record(ecore_t *c, const front_host_t *after, int nafter, double now
 
 /* ---- partitions ---- */
 
-static int host_at(const front_host_t *cur, int ncur, const char *name) {
-  return *name ? in_list(cur, ncur, name) : -1;
-}
-
-int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims, int nclaims, int *keep) {
-  /* A claim disagrees with another when it names a host that speaks too (a rank lost on the
-   * claimant's own host, its gpulaunch dead, is no disagreement: that host is left out). */
-  int conflict = 0;
-  for (int i = 0; i < nclaims && !conflict; i++)
-    for (int k = 0; k < nclaims && !conflict; k++)
-      conflict = *claims[i].by && strcmp(claims[i].by, claims[i].lost) != 0 &&
-                 strcmp(claims[k].by, claims[i].lost) == 0 && host_at(cur, ncur, claims[i].by) >= 0;
-  for (int i = 0; i < ncur; i++) keep[i] = 1;
-  if (!conflict) { /* every claim holds: the hosts named are gone */
-    for (int k = 0; k < nclaims; k++) {
-      int x = host_at(cur, ncur, claims[k].lost);
-      if (x >= 0) keep[x] = 0;
-    }
-    return 0;
-  }
-  /* Each claimant's group: the hosts it still hears, less those the group's other claimants name. */
-  int r0 = ncur ? 0 : -1; /* rank 0's host: its claims say which (else the launch's first host) */
-  for (int k = 0; k < nclaims; k++)
-    if (claims[k].rank0 && host_at(cur, ncur, claims[k].by) >= 0) r0 = host_at(cur, ncur, claims[k].by);
-  int *g = malloc((size_t)(ncur ? ncur : 1) * sizeof *g);
-  if (!g) abort();
-  int best = -1, best_r0 = 0;
-  for (int b = 0; b < nclaims; b++) {
-    int me = host_at(cur, ncur, claims[b].by);
-    int dup = me < 0;
-    for (int k = 0; k < b && !dup; k++) dup = strcmp(claims[k].by, claims[b].by) == 0;
-    if (dup) continue;
-    for (int i = 0; i < ncur; i++) g[i] = 1;
-    /* its own claims and those of unnamed claimants first, then those of the group's others */
-    for (int k = 0; k < nclaims; k++) {
-      int by = host_at(cur, ncur, claims[k].by), x = host_at(cur, ncur, claims[k].lost);
-      if (x >= 0 && x != by && (by < 0 || by == me)) g[x] = 0;
-    }
-    for (int changed = 1; changed;) {
-      changed = 0;
-      for (int k = 0; k < nclaims; k++) {
-        int by = host_at(cur, ncur, claims[k].by), x = host_at(cur, ncur, claims[k].lost);
-        if (x >= 0 && x != by && g[x] && by >= 0 && g[by]) g[x] = 0, changed = 1;
-      }
-    }
-    if (!g[me]) continue;
-    int size = 0;
-    for (int i = 0; i < ncur; i++) size += g[i];
-    int has_r0 = r0 >= 0 && g[r0];
-    if (size > best || (size == best && has_r0 && !best_r0)) {
-      best = size;
-      best_r0 = has_r0;
-      memcpy(keep, g, (size_t)ncur * sizeof *g);
-    }
-  }
-  free(g);
-  for (int k = 0; k < nclaims; k++) /* and the hosts that named their own ranks lost */
-    if (strcmp(claims[k].by, claims[k].lost) == 0 && host_at(cur, ncur, claims[k].lost) >= 0)
-      keep[host_at(cur, ncur, claims[k].lost)] = 0;
-  return 1;
-}
-
-/* "host h1 named h2, h3, h4 lost; host h2 named h1 lost" and the record's claims (arr: NULL none). */
-static void describe_claims(const ecore_claim_t *claims, int nclaims, char *out, size_t len, cJSON *arr) {
-  out[0] = 0;
-  for (int k = 0; k < nclaims; k++) {
-    int dup = 0;
-    for (int i = 0; i < k && !dup; i++) dup = strcmp(claims[i].by, claims[k].by) == 0;
-    if (dup) continue;
-    char names[1024] = "";
-    cJSON *lost = arr ? cJSON_CreateArray() : NULL;
-    for (int i = k; i < nclaims; i++)
-      if (strcmp(claims[i].by, claims[k].by) == 0) {
-        add_word(names, sizeof names, claims[i].lost);
-        if (lost) cJSON_AddItemToArray(lost, cJSON_CreateString(claims[i].lost));
-      }
-    size_t off = strlen(out);
-    snprintf(out + off, len - off, "%s%s%s named %s lost", off ? "; " : "", *claims[k].by ? "host " : "a rank",
-             claims[k].by, names);
-    if (!arr) continue;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "by", claims[k].by);
-    cJSON_AddBoolToObject(o, "rank0", claims[k].rank0);
-    cJSON_AddItemToObject(o, "lost", lost);
-    cJSON_AddItemToArray(arr, o);
-  }
-}
-
-int ecore_partition_note(const ecore_claim_t *claims, int nclaims, char *out, size_t len) {
-  front_host_t *h = calloc((size_t)(2 * nclaims + 1), sizeof *h);
-  int *keep = calloc((size_t)(2 * nclaims + 1), sizeof *keep);
-  int n = 0, rc = 0;
-  if (!h || !keep) abort();
-  /* the hosts: rank 0's first (a tie goes to it), the other claimants, then the hosts named */
-  for (int pass = 0; pass < 3; pass++)
-    for (int k = 0; k < nclaims; k++) {
-      const char *name = pass == 2 ? claims[k].lost : claims[k].by;
-      if ((pass || claims[k].rank0) && *name && in_list(h, n, name) < 0) {
-        snprintf(h[n].name, sizeof h[n].name, "%s", name);
-        h[n++].slots = 1;
-      }
-    }
-  if (ecore_resolve(h, n, claims, nclaims, keep)) {
-    char said[2048], kept[1024] = "", cut[1024] = "";
-    describe_claims(claims, nclaims, said, sizeof said, NULL);
-    for (int i = 0; i < n; i++) add_word(keep[i] ? kept : cut, 1024, h[i].name);
-    snprintf(out, len, "a network partition (%s): %s cannot reach %s", said, cut, kept);
-    rc = 1;
-  }
-  free(h);
-  free(keep);
-  return rc;
-}
-
 /* The hosts named lost: left out; a partition is resolved first (the claims and the decision in
- * c->why and c->partition). */
-static void take_claims(ecore_t *c, const ecore_end_t *end, double now) {
-  int *keep = malloc((size_t)(c->ncur ? c->ncur : 1) * sizeof *keep);
-  if (!keep) abort();
-  if (ecore_resolve(c->cur, c->ncur, end->claims, end->nclaims, keep)) {
-    char claims[1024], kept[400] = "", out[400] = "";
+ * c->why, c->claims and c->partition). keep[i]: cur[i] stays. */
+static void take_claims(ecore_t *c, const ecore_end_t *end, double now, int *keep) {
+  char claims[1024];
+  cJSON_Delete(c->claims);
+  c->claims = end->nclaims ? cJSON_CreateArray() : NULL;
+  ecore_describe_claims(end->claims, end->nclaims, claims, sizeof claims, c->claims);
+  int split = ecore_resolve(c->cur, c->ncur, end->claims, end->nclaims, keep), nkept = 0;
+  for (int i = 0; i < c->ncur; i++) nkept += keep[i];
+  if (split) {
+    char kept[400] = "", out[400] = "";
     cJSON *p = cJSON_CreateObject(), *arr = cJSON_CreateArray();
-    describe_claims(end->claims, end->nclaims, claims, sizeof claims, arr);
-    int nkept = 0, r0kept = 0, r0 = 0;
+    ecore_describe_claims(end->claims, end->nclaims, claims, sizeof claims, arr);
+    int r0kept = 0, r0 = 0, by_launcher = 0;
     for (int k = 0; k < end->nclaims; k++)
-      if (end->claims[k].rank0 && in_list(c->cur, c->ncur, end->claims[k].by) >= 0)
+      if (end->claims[k].rank0 && !end->claims[k].launcher && in_list(c->cur, c->ncur, end->claims[k].by) >= 0)
         r0 = in_list(c->cur, c->ncur, end->claims[k].by);
     for (int i = 0; i < c->ncur; i++) {
-      add_word(keep[i] ? kept : out, keep[i] ? sizeof kept : sizeof out, c->cur[i].name);
-      nkept += keep[i];
+      ecore_add_word(keep[i] ? kept : out, keep[i] ? sizeof kept : sizeof out, c->cur[i].name);
       if (keep[i] && i == r0) r0kept = 1;
       if (!keep[i]) cool_down(c, c->cur[i].name, now);
+      for (int k = 0; k < end->nclaims && !keep[i]; k++)
+        by_launcher |= end->claims[k].launcher && strcmp(end->claims[k].lost, c->cur[i].name) == 0;
     }
     int tie = 2 * nkept == c->ncur;
-    const char *rule = tie ? "a tie: rank 0's side" : "the larger side";
+    const char *rule = by_launcher ? "the side mpirun still reaches" : tie ? "a tie: rank 0's side" : "the larger side";
     snprintf(c->why, sizeof c->why, "network partition (%s): kept %s (%s), left out %s", claims, kept, rule, out);
     cJSON_AddItemToObject(p, "claims", arr);
     cJSON_AddItemToObject(p, "kept", host_array(c->cur, c->ncur, keep, 1));
     cJSON_AddItemToObject(p, "left_out", host_array(c->cur, c->ncur, keep, 0));
-    cJSON_AddStringToObject(p, "rule", tie ? "tie, rank 0's side" : "larger side");
+    cJSON_AddStringToObject(p, "rule", by_launcher ? "mpirun's side" : tie ? "tie, rank 0's side" : "larger side");
     cJSON_AddBoolToObject(p, "rank0_side_kept", r0kept);
     cJSON_Delete(c->partition);
     c->partition = p;
-  } else { /* "host h2 lost, host h3 lost", in the order named */
+  } else { /* "host h2 lost, host h3 lost", in the order named; the launcher's alone said so */
     for (int k = 0; k < end->nclaims; k++) {
-      int dup = 0;
+      int dup = 0, rank_said = 0;
       for (int i = 0; i < k && !dup; i++) dup = strcmp(end->claims[i].lost, end->claims[k].lost) == 0;
+      for (int i = 0; i < end->nclaims; i++)
+        rank_said |= !end->claims[i].launcher && strcmp(end->claims[i].lost, end->claims[k].lost) == 0;
       size_t off = strlen(c->why);
-      if (dup || off + 100 >= sizeof c->why) continue;
+      if (dup || off + 200 >= sizeof c->why) continue;
       cool_down(c, end->claims[k].lost, now);
       snprintf(c->why + off, sizeof c->why - off, "%shost %s lost", off ? ", " : "", end->claims[k].lost);
+      if (!rank_said)
+        snprintf(c->why + strlen(c->why), sizeof c->why - strlen(c->why), " (mpirun%s%s lost its daemon there)",
+                 *end->claims[k].by ? " on " : "", end->claims[k].by);
     }
   }
-  free(keep);
+}
+
+/* Probe hosts (every one of the launch's, or those the launcher did not name lost): ECORE_PROBE. */
+static void probe(ecore_t *c, int code, int named, const int *skip, ecore_acts_t *a) {
+  c->nprobed = 0;
+  for (int i = 0; i < c->ncur; i++)
+    if (!skip || !skip[i]) c->probed[c->nprobed++] = c->cur[i];
+  c->state = ECORE_PROBING;
+  c->end_code = code;
+  c->probe_named = named;
+  act_hosts(a, ECORE_PROBE, c->probed, c->nprobed, 0);
 }
 
 /* ---- the loop's steps ---- */
@@ -372,12 +277,12 @@ static void check_running(ecore_t *c, double now, ecore_acts_t *a) {
   if (c->stop_why[0] || c->nseen < 0) return;
   char gone[256] = "", joined[256] = "";
   for (int i = 0; i < c->ncur; i++)
-    if (in_list(c->seen, c->nseen, c->cur[i].name) < 0) add_word(gone, sizeof gone, c->cur[i].name);
+    if (in_list(c->seen, c->nseen, c->cur[i].name) < 0) ecore_add_word(gone, sizeof gone, c->cur[i].name);
   int room = c->o.max - c->ncur;
   for (int i = 0; i < c->nseen && room > 0; i++)
     if (in_list(c->cur, c->ncur, c->seen[i].name) < 0 && !cooling(c, c->seen[i].name, now)) {
       room--;
-      add_word(joined, sizeof joined, c->seen[i].name);
+      ecore_add_word(joined, sizeof joined, c->seen[i].name);
     }
   if (*gone) {
     snprintf(c->stop_why, sizeof c->stop_why, "%s left the host list", gone);
@@ -414,7 +319,8 @@ static void decide(ecore_t *c, int code, int named, double now, ecore_acts_t *a)
   }
   if (c->state == ECORE_DONE) {
     cJSON_Delete(c->partition);
-    c->partition = NULL;
+    cJSON_Delete(c->claims);
+    c->partition = c->claims = NULL;
   }
 }
 
@@ -427,8 +333,9 @@ int ecore_init(ecore_t *c, const ecore_opts_t *o) {
   c->seen = calloc(FRONT_HOST_MAX, sizeof *c->seen);
   c->cur = calloc(FRONT_HOST_MAX, sizeof *c->cur);
   c->cool = calloc(FRONT_HOST_MAX, sizeof *c->cool);
+  c->probed = calloc(FRONT_HOST_MAX, sizeof *c->probed);
   c->history = cJSON_CreateArray();
-  if (!c->seen || !c->cur || !c->cool || !c->history) {
+  if (!c->seen || !c->cur || !c->cool || !c->probed || !c->history) {
     ecore_free(c);
     return -1;
   }
@@ -439,8 +346,10 @@ void ecore_free(ecore_t *c) {
   free(c->seen);
   free(c->cur);
   free(c->cool);
+  free(c->probed);
   cJSON_Delete(c->history);
   cJSON_Delete(c->partition);
+  cJSON_Delete(c->claims);
   memset(c, 0, sizeof *c);
 }
 
@@ -462,6 +371,20 @@ void ecore_tick(ecore_t *c, double now, ecore_acts_t *a) {
   else if (c->state == ECORE_RUNNING) check_running(c, now, a);
 }
 
+/* One host alone named every other host of the launch lost (3 hosts or more) and nobody else spoke:
+ * more likely that host cut off than all the others lost (its claims are one side of a partition
+ * whose other side's claims did not come). Its name, else NULL. */
+static const char *alone_against_all(const ecore_t *c, const ecore_end_t *end) {
+  if (c->ncur < 3 || !end->nclaims || !*end->claims[0].by || end->claims[0].launcher) return NULL;
+  const char *by = end->claims[0].by;
+  int named = 0;
+  for (int k = 0; k < end->nclaims; k++) {
+    if (end->claims[k].launcher || strcmp(end->claims[k].by, by) != 0) return NULL;
+    named += strcmp(end->claims[k].lost, by) != 0 && in_list(c->cur, c->ncur, end->claims[k].lost) >= 0;
+  }
+  return in_list(c->cur, c->ncur, by) >= 0 && named == c->ncur - 1 ? by : NULL;
+}
+
 void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_acts_t *a) {
   if (c->state != ECORE_RUNNING) return;
   int code = end->code;
@@ -471,7 +394,19 @@ void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_ac
   }
   c->change_at = end->stop_asked_at > 0 ? end->stop_asked_at : now;
   c->why[0] = 0;
-  take_claims(c, end, now);
+  const char *alone = end->user_stop || end->asked_stop || end->nnotice ? NULL : alone_against_all(c, end);
+  if (alone) { /* the probe from here says which side is cut off */
+    char said[1024];
+    cJSON_Delete(c->claims);
+    c->claims = cJSON_CreateArray();
+    ecore_describe_claims(end->claims, end->nclaims, said, sizeof said, c->claims);
+    snprintf(c->why, sizeof c->why, "%s, every other host (nobody else named a host): probed; ", said);
+    probe(c, code, 1, NULL, a);
+    return;
+  }
+  int keep[FRONT_HOST_MAX], launcher_only = end->nclaims > 0;
+  take_claims(c, end, now, keep);
+  for (int k = 0; k < end->nclaims; k++) launcher_only &= end->claims[k].launcher;
   for (int i = 0; i < end->nnotice; i++) {
     size_t off = strlen(c->why);
     if (off + 100 >= sizeof c->why) break;
@@ -481,6 +416,15 @@ void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_ac
   }
   int named = end->nclaims || end->nnotice;
   if (!named && end->asked_stop && c->stop_why[0]) snprintf(c->why, sizeof c->why, "%s", c->stop_why);
+  /* Only mpirun named hosts (its keepalive gave up on their daemons and it ended the launch before
+   * any rank's claim came; it names one and counts the others): the rest are probed. */
+  int nrest = 0;
+  for (int i = 0; i < c->ncur; i++) nrest += keep[i];
+  if (launcher_only && !end->nnotice && !end->asked_stop && nrest) {
+    for (int i = 0; i < c->ncur; i++) keep[i] = !keep[i]; /* (the ones to skip) */
+    probe(c, code, 1, keep, a);
+    return;
+  }
   if (named || end->asked_stop) {
     decide(c, code, named || end->asked_stop, now, a);
     return;
@@ -494,9 +438,7 @@ void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_ac
   int own = code >= GPL_EXIT_OWN_FIRST && code <= GPL_EXIT_OWN_LAST;
   if (code == GPL_EXIT_TIMEOUT || code == GPL_EXIT_NETWORK || end->start_timed_out ||
       (!end->rank0_seen && !own) || (end->rank0_seen && !end->verdict_said)) {
-    c->state = ECORE_PROBING;
-    c->end_code = code;
-    act_hosts(a, ECORE_PROBE, c->cur, c->ncur, 0);
+    probe(c, code, 0, NULL, a);
     return;
   }
   decide(c, code, 0, now, a);
@@ -504,15 +446,18 @@ void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_ac
 
 void ecore_probe_result(ecore_t *c, const int *ok, double now, ecore_acts_t *a) {
   if (c->state != ECORE_PROBING) return;
-  c->state = ECORE_RUNNING; /* (decide moves on from here) */
-  c->why[0] = 0;
-  for (int i = 0; ok && i < c->ncur; i++) {
+  c->state = ECORE_RUNNING; /* (decide moves on from here; c->why: the launcher's word, if any) */
+  for (int i = 0; ok && i < c->nprobed; i++) {
     size_t off = strlen(c->why);
     if (ok[i] || off + 100 >= sizeof c->why) continue;
-    cool_down(c, c->cur[i].name, now);
-    snprintf(c->why + off, sizeof c->why - off, "%shost %s unreachable", off ? ", " : "", c->cur[i].name);
+    cool_down(c, c->probed[i].name, now);
+    snprintf(c->why + off, sizeof c->why - off, "%shost %s unreachable", off && c->why[off - 1] != ' ' ? ", " : "",
+             c->probed[i].name);
   }
+  size_t w = strlen(c->why);
+  if (w > 2 && strcmp(c->why + w - 2, "; ") == 0) /* (one host against all: nobody unreachable) */
+    snprintf(c->why + w, sizeof c->why - w, "%s", ok ? "every host answered" : "the probe could not run");
   if (!c->why[0] && c->end_code == GPL_EXIT_TIMEOUT)
     snprintf(c->why, sizeof c->why, "a rank was lost (exit status %d) and no host was named", GPL_EXIT_TIMEOUT);
-  decide(c, c->end_code, 0, now, a);
+  decide(c, c->end_code, c->probe_named, now, a);
 }

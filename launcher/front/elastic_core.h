@@ -35,11 +35,14 @@ typedef struct ecore_acts_s {
   int n, cap;
 } ecore_acts_t;
 
-/* One rank's claim: the ranks of host `lost` are gone, as seen from host `by` ("" unknown). */
+/* One claim: the ranks of host `lost` are gone, as seen from host `by` ("" unknown): a rank's, or
+ * the launcher's own (mpirun on `by` lost its daemon on `lost`: that host cannot be launched on
+ * from here, and its own claims are the view of a host cut off). */
 typedef struct ecore_claim_s {
   char by[ECORE_NAME];
   char lost[ECORE_NAME];
-  int rank0;  /* said by rank 0 */
+  int rank0;    /* said by rank 0 */
+  int launcher; /* said by the launcher (mpirun's "lost communication with a remote daemon") */
 } ecore_claim_t;
 
 /* How a launch ended (front_job.h's outputs). */
@@ -93,9 +96,13 @@ typedef struct ecore_s {
   char why[2048];     /* the last membership change, in words */
   double change_at;   /* ... when it was seen */
   int end_code;       /* ECORE_PROBING: the launch's status */
+  front_host_t *probed; /* ... the hosts probed (the launch's, less those the launcher lost) */
+  int nprobed;
+  int probe_named;    /* ... the launcher named hosts lost before the probe */
   int end_asked;      /* ... the launch was stopped for a membership change */
   void *history;      /* cJSON array of the restarts (the last ECORE_HISTORY_MAX) */
   void *partition;    /* cJSON object: the partition behind the change being made (NULL none) */
+  void *claims;       /* cJSON array: the claims behind it, {by, rank0, launcher, lost} (NULL none) */
 } ecore_t;
 
 /* 0, or -1 out of memory. */
@@ -108,17 +115,23 @@ void ecore_hosts(ecore_t *c, const front_host_t *h, int n, const char *err, doub
 void ecore_tick(ecore_t *c, double now, ecore_acts_t *a);
 /* The launch of the last ECORE_LAUNCH ended. */
 void ecore_launch_ended(ecore_t *c, const ecore_end_t *end, double now, ecore_acts_t *a);
-/* The answer to ECORE_PROBE: ok[i] for its hosts[i] (NULL: the probe could not run). */
+/* The answer to ECORE_PROBE: ok[i] for its hosts[i] (NULL: the probe could not run). Where only the
+ * launcher named hosts lost (mpirun ended the launch before any rank's claim came), the other
+ * hosts are probed, and those that fail are left out with them. */
 void ecore_probe_result(ecore_t *c, const int *ok, double now, ecore_acts_t *a);
 
 /* Which hosts of claims[] stay: the largest group of the launch's hosts that still hear each other
- * (a host's claims are believed for the hosts of its group; a tie goes to rank 0's side). keep[i]
- * for cur[i]. Returns 1 when the claims disagree (a partition), 0 when they all hold. Used by
+ * (a host's claims are believed for the hosts of its group; a tie goes to rank 0's side). The
+ * hosts the launcher lost are out of every group, and their own claims are not believed (they are
+ * the cut-off side). keep[i] for cur[i]. Returns 1 when the claims disagree (a partition: two
+ * hosts name each other, or a host the launcher lost named others), 0 when they all hold. Used by
  * ecore_launch_ended; public for its unit test. */
 int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims, int nclaims, int *keep);
 
 /* For a job that is not elastic: when claims disagree, "a network partition (host h1 named h2, h3
- * lost; host h2 named h1 lost): h1 cannot reach h2, h3" in out and 1; else 0. */
+ * lost; host h2 named h1 lost): h1 cannot reach h2, h3" in out and 1; when only the launcher named
+ * hosts, "h1 cut off (mpirun on h0 lost its daemon on h1); the others still answered" and 1;
+ * else 0. */
 int ecore_partition_note(const ecore_claim_t *claims, int nclaims, char *out, size_t len);
 
 /* "h0:2,h1:2" (cut with ",..." where len ends): the hosts' words for mpirun --host and messages. */

@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/exitcode.h"
+#include "launcher/front/elastic_claims.h"
 #include "launcher/job/seckey.h"
 #include "launcher/sup/frontproto.h"
 
@@ -109,7 +110,7 @@ int front_signals_init(int own_signals) {
   return 0;
 }
 
-static pid_t start_launcher(char **av) {
+static pid_t start_launcher(char **av, int errfd) {
   pid_t pid = fork();
   if (pid < 0) {
     front_say("fork: %s", strerror(errno));
@@ -131,6 +132,7 @@ static pid_t start_launcher(char **av) {
     sigprocmask(SIG_BLOCK, &set, NULL);
     const char *pre = envvar_get(ENVVAR_RUN_LD_PRELOAD);
     if (pre && *pre) setenv("LD_PRELOAD", pre, 1);
+    if (errfd >= 0 && dup2(errfd, 2) < 0) _exit(127);
     execvp(av[0], av);
     front_say("cannot run %s: %s", av[0], strerror(errno));
     _exit(127);
@@ -139,16 +141,19 @@ static pid_t start_launcher(char **av) {
   return pid;
 }
 
-/* A "lost HOST" line from the rank on host `by` (rank 0's or another's): the claim, once. */
-static void add_claim(front_job_t *j, const char *by, const char *host, int rank0) {
+/* A "lost HOST" line from the rank on host `by` (rank 0's or another's), or the launcher's word
+ * (launcher: mpirun on host `by` lost its daemon on HOST): the claim, once. */
+static void add_claim(front_job_t *j, const char *by, const char *host, int rank0, int launcher) {
   if (!*host || strlen(host) >= 64) return;
   for (int i = 0; i < j->nclaims; i++)
-    if (strcmp(j->claims[i].by, by) == 0 && strcmp(j->claims[i].lost, host) == 0) return;
+    if (strcmp(j->claims[i].by, by) == 0 && strcmp(j->claims[i].lost, host) == 0 && j->claims[i].launcher == launcher)
+      return;
   if (j->nclaims == FRONT_MAX_NAMED) return;
   ecore_claim_t *c = &j->claims[j->nclaims++];
   snprintf(c->by, sizeof c->by, "%s", by);
   snprintf(c->lost, sizeof c->lost, "%s", host);
   c->rank0 = rank0;
+  c->launcher = launcher;
 }
 
 /* A host named in a "lost HOST" / "notice HOST" line, once. */
@@ -162,12 +167,61 @@ static void add_named(char (*list)[64], int *n, const char *host) {
 typedef struct run_s {
   front_job_t *j;
   pid_t pid;
+  int errfd;                  /* the launcher's stderr (read here, passed on to ours), -1 none */
+  char err[FRONTPROTO_LINE_MAX]; /* ... its line so far */
+  size_t errlen;
+  int lost_block;             /* lines since its "lost communication with a remote daemon" (0 none) */
   conn_t c[NCONN];
   int stop_sig, stop_sent, nint, rank0_seen;
   double stop_at, deadline, orphan_at;
   double verdict_at; /* when rank 0 said the job's status (0: it did not, or mpirun was ended) */
   int told;          /* the status is another rank's (rank 0's host lost), rank 0 may say it yet */
 } run_t;
+
+/* One line of the launcher's stderr: Open MPI's word that it lost a host's daemon (it ends the
+ * job at once, maybe before any rank's claim comes) is a claim of the launcher's. */
+static void launcher_line(run_t *r, const char *line) {
+  front_job_t *j = r->j;
+  char host[64];
+  if (!ecore_launcher_line(&r->lost_block, line, host, sizeof host)) return;
+  add_named(j->lost, &j->nlost, host);
+  add_claim(j, util_hostname(), host, 0, 1);
+  j->launcher_named = 1;
+  if (j->verdict < 0) { /* the job's status: a host lost (rank 0 may say it yet) */
+    j->verdict = GPL_EXIT_TIMEOUT;
+    r->told = 1;
+    r->deadline = front_now() + LINGER_LOST_S;
+  }
+}
+
+/* The launcher's stderr: passed on as it comes, its lines read. */
+static void launcher_err(run_t *r) {
+  char b[4096];
+  for (int k = 0; k < 16; k++) {
+    ssize_t n = read(r->errfd, b, sizeof b);
+    if (n <= 0) {
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(r->errfd);
+        r->errfd = -1;
+      }
+      return;
+    }
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(2, b + off, (size_t)(n - off));
+      if (w <= 0 && errno != EINTR) break;
+      if (w > 0) off += w;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+      if (b[i] != '\n') {
+        if (r->errlen < sizeof r->err - 1) r->err[r->errlen++] = b[i];
+        continue;
+      }
+      r->err[r->errlen] = 0;
+      launcher_line(r, r->err);
+      r->errlen = 0;
+    }
+  }
+}
 
 static void send_stop(run_t *r, int sig) {
   int any = 0;
@@ -223,7 +277,7 @@ static int conn_line(run_t *r, conn_t *c, char *line) {
     snprintf(c->from, sizeof c->from, "%s", strlen(a) < sizeof c->from ? a : "");
   } else if ((a = frontproto_arg(line, FRONTPROTO_LOST))) {
     add_named(j->lost, &j->nlost, a);
-    add_claim(j, c->from, a, c->authed == 1);
+    add_claim(j, c->from, a, c->authed == 1, 0);
     if (c->authed == 2 && j->verdict < 0) { /* rank 0's host is lost: it says nothing more */
       j->verdict = GPL_EXIT_TIMEOUT;
       r->told = 1; /* (unless it was cut off from the others only: a partition) */
@@ -408,9 +462,10 @@ static void check_timers(run_t *r) {
 }
 
 int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
-  run_t r = {.j = j};
+  run_t r = {.j = j, .errfd = -1};
   j->verdict = j->launcher_status = -1;
   j->user_stop = j->asked_stop = j->nlost = j->nnotice = j->nclaims = j->rank0_seen = j->start_timed_out = 0;
+  j->launcher_named = 0;
   j->stop_asked_at = 0;
   j->started = front_now();
   for (int i = 0; i < NCONN; i++) r.c[i].fd = -1;
@@ -418,17 +473,31 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
   for (int i = 1; i < nl; i++) lfds[i] = j->lfd_more[i - 1];
   for (int i = 0; i < nl; i++) fcntl(lfds[i], F_SETFL, fcntl(lfds[i], F_GETFL) | O_NONBLOCK);
   if (seckey_front_renew() < 0) return -1; /* MUNGE: a fresh credential for each launch (said) */
-  r.pid = start_launcher(j->av);
-  if (r.pid < 0) return -1;
+  /* The launcher's stderr through a pipe of ours: its word that it lost a host's daemon is a claim
+   * (without the pipe, it goes straight to our stderr as before). */
+  int ep[2] = {-1, -1};
+  if (pipe2(ep, O_CLOEXEC) < 0) ep[0] = ep[1] = -1;
+  r.pid = start_launcher(j->av, ep[1]);
+  if (ep[1] >= 0) close(ep[1]);
+  if (r.pid < 0) {
+    if (ep[0] >= 0) close(ep[0]);
+    return -1;
+  }
+  r.errfd = ep[0];
+  if (r.errfd >= 0) fcntl(r.errfd, F_SETFL, fcntl(r.errfd, F_GETFL) | O_NONBLOCK);
   g_run = &r;
   double next_tick = j->started + 0.2;
   while (j->launcher_status < 0) {
-    struct pollfd pf[NCONN + 9] = {{.fd = g_pipe[0], .events = POLLIN}};
+    /* the signals' pipe, the listeners, the connections, the launcher's stderr */
+    struct pollfd pf[1 + 8 + NCONN + 1] = {{.fd = g_pipe[0], .events = POLLIN}};
     for (int i = 0; i < nl; i++) pf[1 + i] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
     for (int i = 0; i < NCONN; i++) pf[i + 1 + nl] = (struct pollfd){.fd = r.c[i].fd, .events = POLLIN};
-    int rc = poll(pf, (nfds_t)(NCONN + 1 + nl), 200);
+    const int perr = 1 + nl + NCONN;
+    pf[perr] = (struct pollfd){.fd = r.errfd, .events = POLLIN};
+    int rc = poll(pf, (nfds_t)(perr + 1), 200);
     if (rc < 0 && errno != EINTR) break;
     if (pf[0].revents & POLLIN) on_signals(&r);
+    if (pf[perr].revents & (POLLIN | POLLHUP | POLLERR)) launcher_err(&r);
     /* Every waiting connection at once (the listener is non-blocking): a flood of them must not
      * keep a real one waiting in the backlog. */
     for (int i = 0; i < nl; i++)
@@ -451,6 +520,10 @@ int front_job_run(front_job_t *j, front_tick_fn tick, void *arg) {
     }
   }
   g_run = NULL;
+  if (r.errfd >= 0) { /* what the launcher wrote last (its daemons' leftovers may hold the pipe) */
+    launcher_err(&r);
+    if (r.errfd >= 0) close(r.errfd);
+  }
   for (int i = 0; i < NCONN; i++)
     if (r.c[i].fd >= 0) {
       tls_free(r.c[i].tls);

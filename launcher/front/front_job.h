@@ -29,6 +29,7 @@ typedef struct front_job_s {
   int asked_stop;         /* front_job_stop was called (a membership change) */
   int rank0_seen;         /* rank 0 connected: the job started */
   int start_timed_out;    /* ended for start_limit */
+  int launcher_named;     /* the launcher said it lost a host's daemon (a claim with .launcher) */
   int nlost, nnotice;     /* hosts named lost / with an interruption notice */
   char lost[FRONT_MAX_NAMED][64];
   int nclaims;            /* who named each lost host ("from HOST" before its "lost" lines) */

@@ -1,6 +1,6 @@
 /* Which hosts the launcher can start a program on now (front_probe.h): `LAUNCHER [options]
  * --host H:1 -np 1 true` (srun: `srun [options] --overlap -N1 -n1 --nodelist=H true`) on every
- * host at once, each bounded; after a launch that did not start
+ * host at once within one bound, a failed try again after a pause; after a launch that did not start
  * or lost a rank nobody named, the hosts that fail are the ones to leave out. Libc only. */
 #include "launcher/front/front_probe.h"
 
@@ -53,24 +53,53 @@ static pid_t start(char **head, int nhead, char **opts, int nopts, int srun, con
   return pid;
 }
 
-/* One round over the hosts whose ok[i] is 0. */
-static int round_of(char **head, int nhead, char **opts, int nopts, int srun, const front_host_t *hosts,
-                    int n, double timeout_s, int *ok) {
-  pid_t *pids = calloc((size_t)n, sizeof *pids);
-  if (!pids) return -1;
-  int left = 0;
-  for (int i = 0; i < n; i++) {
-    pids[i] = ok[i] ? 0 : start(head, nhead, opts, nopts, srun, hosts[i].name);
-    left += pids[i] > 0;
+#define PROBE_AT_ONCE 32  /* probes running at once (each is a launcher with its daemon) */
+#define PROBE_RETRY_S 0.5 /* a probe that failed is tried again after this, doubled each time */
+#define PROBE_MIN_S 3.0   /* ... while at least this much of the bound is left */
+
+int front_probe(char **head, int nhead, char **opts, int nopts, int srun, const front_host_t *hosts, int n,
+                double timeout_s, int *ok) {
+  /* One bound for all: every host's probe at once (up to PROBE_AT_ONCE), a host that answers is
+   * done, one whose probe failed (a start that failed on a busy machine, a daemon port still
+   * held) is tried again after a pause while time is left, one that does not answer is waited
+   * for up to the bound. A host is left out for minutes: load must not make a healthy one fail. */
+  pid_t *pids = calloc((size_t)(n ? n : 1), sizeof *pids);
+  double *next = calloc((size_t)(n ? n : 1), sizeof *next), *pause = calloc((size_t)(n ? n : 1), sizeof *pause);
+  if (!pids || !next || !pause) {
+    free(pids);
+    free(next);
+    free(pause);
+    return -1;
   }
-  double until = front_now() + timeout_s;
+  double t0 = front_now(), until = t0 + timeout_s;
+  int left = n, running = 0;
+  for (int i = 0; i < n; i++) {
+    ok[i] = 0;
+    pause[i] = PROBE_RETRY_S;
+  }
   while (left > 0 && front_now() < until) {
+    double t = front_now();
+    for (int i = 0; i < n && running < PROBE_AT_ONCE; i++)
+      if (!ok[i] && pids[i] == 0 && next[i] >= 0 && t >= next[i]) {
+        pids[i] = start(head, nhead, opts, nopts, srun, hosts[i].name);
+        if (pids[i] > 0) running++;
+        else pids[i] = 0, next[i] = t + pause[i];
+      }
     for (int i = 0; i < n; i++) {
       int st;
       if (pids[i] <= 0 || waitpid(pids[i], &st, WNOHANG) != pids[i]) continue;
-      ok[i] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
       pids[i] = 0;
-      left--;
+      running--;
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        ok[i] = 1;
+        left--;
+      } else if (until - front_now() >= PROBE_MIN_S + pause[i]) { /* again, after a pause */
+        next[i] = front_now() + pause[i];
+        pause[i] *= 2;
+      } else {
+        next[i] = -1; /* no time for another try: unreachable */
+        left--;
+      }
     }
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -82,15 +111,7 @@ static int round_of(char **head, int nhead, char **opts, int nopts, int srun, co
       waitpid(pids[i], NULL, 0);
     }
   free(pids);
-  return 0;
-}
-
-int front_probe(char **head, int nhead, char **opts, int nopts, int srun, const front_host_t *hosts, int n,
-                double timeout_s, int *ok) {
-  for (int i = 0; i < n; i++) ok[i] = 0;
-  /* A second round for the hosts that failed the first: a host is left out for minutes, so one
-   * slow start on a busy machine must not be mistaken for an unreachable host. */
-  for (int r = 0; r < 2; r++)
-    if (round_of(head, nhead, opts, nopts, srun, hosts, n, r ? timeout_s * 2 / 3 : timeout_s, ok) < 0) return -1;
+  free(next);
+  free(pause);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "launcher/exitcode.h"
+#include "launcher/front/elastic_claims.h"
 #include "launcher/front/elastic_core.h"
 
 typedef struct sim_s {
@@ -109,17 +110,17 @@ typedef struct end_s {
   char notice[4][ECORE_NAME];
 } end_t;
 
-/* A launch that ended with code after rank 0 said it; claims "by>lost,by>lost" (by "*" rank 0's
- * host h, written "*h0"), notices "h3". */
-static void ended(sim_t *s, double t, int code, const char *claims, const char *notices, int asked_stop) {
-  end_t x = {.e = {.code = code, .rank0_seen = 1, .verdict_said = 1, .asked_stop = asked_stop}};
+/* Claims "by>lost,...": "*h1>h2" said by rank 0 (on h1), "!h0>h1" the launcher's (mpirun on h0
+ * lost its daemon on h1), ">h3" a claimant that did not say its host. */
+static void parse_claims(end_t *x, const char *claims) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", claims ? claims : "");
   char *save = NULL;
   for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-    ecore_claim_t *c = &x.claims[x.e.nclaims++];
+    ecore_claim_t *c = &x->claims[x->e.nclaims++];
     c->rank0 = *w == '*';
-    if (c->rank0) w++;
+    c->launcher = *w == '!';
+    if (c->rank0 || c->launcher) w++;
     char *gt = strchr(w, '>');
     if (gt) {
       *gt = 0;
@@ -128,6 +129,15 @@ static void ended(sim_t *s, double t, int code, const char *claims, const char *
     }
     snprintf(c->lost, sizeof c->lost, "%s", w);
   }
+  x->e.claims = x->claims;
+}
+
+/* A launch that ended with code after rank 0 said it; claims "by>lost,by>lost" (by "*" rank 0's
+ * host h, written "*h0"), notices "h3". */
+static void ended(sim_t *s, double t, int code, const char *claims, const char *notices, int asked_stop) {
+  end_t x = {.e = {.code = code, .rank0_seen = 1, .verdict_said = 1, .asked_stop = asked_stop}};
+  parse_claims(&x, claims);
+  char buf[256], *save = NULL;
   snprintf(buf, sizeof buf, "%s", notices ? notices : "");
   for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save))
     snprintf(x.notice[x.e.nnotice++], ECORE_NAME, "%s", w);
@@ -473,18 +483,7 @@ static int resolve(const char *hosts, const char *claims, char *kept, size_t len
   sim_t *s = sim_new(1, 8);
   list(s, hosts);
   end_t x = {0};
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", claims);
-  char *save = NULL;
-  for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-    ecore_claim_t *c = &x.claims[x.e.nclaims++];
-    c->rank0 = *w == '*';
-    if (c->rank0) w++;
-    char *gt = strchr(w, '>');
-    *gt = 0;
-    snprintf(c->by, sizeof c->by, "%s", w);
-    snprintf(c->lost, sizeof c->lost, "%s", gt + 1);
-  }
+  parse_claims(&x, claims);
   int keep[8];
   int rc = ecore_resolve(s->c.cur, s->c.ncur, x.claims, x.e.nclaims, keep);
   kept[0] = 0;
@@ -534,6 +533,151 @@ static void test_resolve_shapes(void **state) {
                            kept, sizeof kept),
                    1);
   assert_string_equal(kept, "h3,h4,h5");
+}
+
+/* mpirun's own word (its keepalive gave up on a daemon) with or without the hosts' claims */
+static void test_resolve_launcher(void **state) {
+  (void)state;
+  char kept[128];
+  /* rank 0's host cut off, every claim came: mpirun's side */
+  assert_int_equal(resolve("h1,h2,h3,h4", "*h1>h2,*h1>h3,*h1>h4,h2>h1,!h0>h1", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h2,h3,h4");
+  /* the other side's claims missing: rank 0's and mpirun's disagree, the host mpirun lost is out */
+  assert_int_equal(resolve("h1,h2,h3,h4", "*h1>h2,*h1>h3,*h1>h4,!h0>h1", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h2,h3,h4");
+  /* rank 0's claims missing (mpirun ended the job first): its word alone, no partition seen */
+  assert_int_equal(resolve("h1,h2,h3,h4", "!h0>h1", kept, sizeof kept), 0);
+  assert_string_equal(kept, "h2,h3,h4");
+  assert_int_equal(resolve("h1,h2,h3,h4", "h2>h1,!h0>h1", kept, sizeof kept), 0);
+  assert_string_equal(kept, "h2,h3,h4");
+  /* rank 0's side the larger (h4 alone), claims from one side only and mpirun's */
+  assert_int_equal(resolve("h1,h2,h3,h4", "h4>h1,h4>h2,h4>h3,!h0>h4", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h1,h2,h3");
+  assert_int_equal(resolve("h1,h2,h3,h4", "*h1>h4,h4>h1,h4>h2,h4>h3,!h0>h4", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h1,h2,h3");
+  /* 2 against 2 with mpirun on the side without rank 0: rank 0's side cannot be launched on */
+  assert_int_equal(resolve("h1,h2,h3,h4", "*h1>h3,*h1>h4,h3>h1,h3>h2,!h0>h1,!h0>h2", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h3,h4");
+  /* 2 against 2, mpirun reaching every host: the tie to rank 0's side */
+  assert_int_equal(resolve("h1,h2,h3,h4", "h4>h1,h4>h2,*h1>h3,*h1>h4", kept, sizeof kept), 1);
+  assert_string_equal(kept, "h1,h2");
+  /* mpirun on a job host (h1): its word is that host's view */
+  assert_int_equal(resolve("h1,h2,h3", "!h1>h3", kept, sizeof kept), 0);
+  assert_string_equal(kept, "h1,h2");
+}
+
+/* mpirun's stderr, line by line: its word that it lost a daemon names the daemon's host. */
+static void test_launcher_line(void **state) {
+  (void)state;
+  const char *orte[] = {"--------------------------------------------------------------------------",
+                        "ORTE has lost communication with a remote daemon.", "",
+                        "  HNP daemon   : [[64397,0],0] on node h0", "  Remote daemon: [[64397,0],1] on node h1",
+                        "", "This is usually due to either a failure of the TCP network"};
+  int st = 0, named = 0;
+  char host[ECORE_NAME] = "";
+  for (size_t i = 0; i < sizeof orte / sizeof *orte; i++)
+    named += ecore_launcher_line(&st, orte[i], host, sizeof host);
+  assert_int_equal(named, 1);
+  assert_string_equal(host, "h1");
+  /* PRRTE's (Open MPI 5) words */
+  assert_int_equal(ecore_launcher_line(&st, "PRTE has lost communication with a remote daemon.", host, sizeof host), 0);
+  const char *prte = "  Remote daemon: [prterun-h0-1@0,2] on node node-7";
+  assert_int_equal(ecore_launcher_line(&st, prte, host, sizeof host), 1);
+  assert_string_equal(host, "node-7");
+  /* a "Remote daemon" line elsewhere (a rank's own output) names nobody */
+  assert_int_equal(ecore_launcher_line(&st, "  Remote daemon: [[1,0],1] on node h3", host, sizeof host), 0);
+  /* the block ends after a few lines */
+  ecore_launcher_line(&st, "ORTE has lost communication with a remote daemon.", host, sizeof host);
+  for (int i = 0; i < 6; i++) ecore_launcher_line(&st, "other", host, sizeof host);
+  assert_int_equal(ecore_launcher_line(&st, "  Remote daemon: [[1,0],1] on node h3", host, sizeof host), 0);
+}
+
+/* mpirun ended the launch before any rank's claim: the host it lost is out, the others probed. */
+static void test_launcher_word_then_probe(void **state) {
+  (void)state;
+  sim_t *s = sim_new(3, 4);
+  list(s, "h1:2,h2:2,h3:2,h4:2");
+  clear(s);
+  ended(s, 100, GPL_EXIT_TIMEOUT, "!h0>h1", NULL, 0);
+  ecore_act_t *p = find(s, ECORE_PROBE);
+  assert_non_null(p);
+  char hosts[128];
+  ecore_host_list(p->hosts, p->nhosts, hosts, sizeof hosts);
+  assert_string_equal(hosts, "h2:2,h3:2,h4:2");
+  assert_int_equal(count(s, ECORE_LAUNCH), 0);
+  clear(s);
+  int ok[3] = {1, 1, 1};
+  ecore_probe_result(&s->c, ok, 102, &s->a);
+  SAID(s, "restart 1: host h1 lost (mpirun on h0 lost its daemon there); going on with 3 hosts: h2:2,h3:2,h4:2");
+  cJSON *h = history(s);
+  cJSON *r = cJSON_GetArrayItem(h, 0);
+  assert_null(cJSON_GetObjectItem(r, "partition"));
+  cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "claims"), 0);
+  assert_string_equal(str_of(c, "by"), "h0");
+  assert_true(cJSON_IsTrue(cJSON_GetObjectItem(c, "launcher")));
+  cJSON_Delete(h);
+  clear(s);
+  /* a second host mpirun did not name (its word counts the others): found by the probe */
+  ended(s, 200, GPL_EXIT_TIMEOUT, "!h0>h2", NULL, 0);
+  clear(s);
+  int ok2[2] = {1, 0};
+  ecore_probe_result(&s->c, ok2, 203, &s->a);
+  assert_int_equal(count(s, ECORE_LAUNCH), 0); /* 1 host of 3 needed: waiting, h2 and h4 left out */
+  SAID(s, "1 usable host, 3 needed: waiting up to 600 s for more; left out: h1 (for 197 s more), h2 (for 297 s "
+          "more), h4 (for 300 s more)");
+  sim_free(s);
+}
+
+/* A partition with mpirun's word and both sides' claims: the restart line and the record. */
+static void test_partition_with_launcher(void **state) {
+  (void)state;
+  sim_t *s = sim_new(3, 4);
+  list(s, "h1:2,h2:2,h3:2,h4:2");
+  clear(s);
+  ended(s, 100, GPL_EXIT_TIMEOUT, "*h1>h2,*h1>h3,*h1>h4,!h0>h1", NULL, 0);
+  SAID(s, "restart 1: network partition (host h1 named h2, h3, h4 lost; mpirun on h0 lost its daemon on h1): kept "
+          "h2, h3, h4 (the side mpirun still reaches), left out h1; going on with 3 hosts: h2:2,h3:2,h4:2");
+  cJSON *h = history(s);
+  cJSON *p = cJSON_GetObjectItem(cJSON_GetArrayItem(h, 0), "partition");
+  assert_string_equal(str_of(p, "rule"), "mpirun's side");
+  assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(p, "claims")), 2);
+  cJSON_Delete(h);
+  sim_free(s);
+}
+
+/* One host named every other lost and nobody else spoke: the probe says which side is cut off. */
+static void test_alone_against_all_probed(void **state) {
+  (void)state;
+  sim_t *s = sim_new(3, 4);
+  list(s, "h1:2,h2:2,h3:2,h4:2");
+  clear(s);
+  ended(s, 100, GPL_EXIT_TIMEOUT, "*h1>h2,*h1>h3,*h1>h4", NULL, 0);
+  ecore_act_t *p = find(s, ECORE_PROBE);
+  assert_non_null(p);
+  assert_int_equal(p->nhosts, 4);
+  clear(s);
+  int ok[4] = {0, 1, 1, 1};
+  ecore_probe_result(&s->c, ok, 115, &s->a);
+  SAID(s, "restart 1: host h1 named h2, h3, h4 lost, every other host (nobody else named a host): probed; host h1 "
+          "unreachable; going on with 3 hosts: h2:2,h3:2,h4:2");
+  clear(s);
+  /* a host that is not rank 0's alone against the others (h2 now rank 0's): probed too */
+  ended(s, 200, GPL_EXIT_TIMEOUT, "h4>h2,h4>h3", NULL, 0);
+  assert_int_equal(find(s, ECORE_PROBE)->nhosts, 3);
+  clear(s);
+  int ok3[3] = {1, 1, 0};
+  ecore_probe_result(&s->c, ok3, 215, &s->a);
+  SAID(s, "2 usable hosts, 3 needed: waiting up to 600 s for more; left out: h1 (for 200 s more), h4 (for 300 s more)");
+  clear(s);
+  sim_free(s);
+  /* two of three other hosts named: believed, no probe */
+  s = sim_new(2, 4);
+  list(s, "h1:2,h2:2,h3:2,h4:2");
+  clear(s);
+  ended(s, 100, GPL_EXIT_TIMEOUT, "*h1>h3,*h1>h4", NULL, 0);
+  assert_null(find(s, ECORE_PROBE));
+  assert_string_equal(launched(s), "h1:2,h2:2");
+  sim_free(s);
 }
 
 static void test_partition_restart(void **state) {
@@ -588,7 +732,7 @@ static void test_partition_tie_restart(void **state) {
 
 static void test_partition_note(void **state) {
   (void)state;
-  ecore_claim_t c[] = {{"h1", "h2", 1}, {"h1", "h3", 1}, {"h1", "h4", 1}, {"h2", "h1", 0}};
+  ecore_claim_t c[] = {{"h1", "h2", 1, 0}, {"h1", "h3", 1, 0}, {"h1", "h4", 1, 0}, {"h2", "h1", 0, 0}};
   char out[512];
   assert_int_equal(ecore_partition_note(c, 4, out, sizeof out), 1);
   assert_string_equal(out, "a network partition (host h1 named h2, h3, h4 lost; host h2 named h1 lost): h1 cannot "
@@ -597,12 +741,22 @@ static void test_partition_note(void **state) {
   assert_int_equal(ecore_partition_note(c, 3, out, sizeof out), 0);
   assert_int_equal(ecore_partition_note(c + 3, 1, out, sizeof out), 0);
   /* 2 against 2, the tie to rank 0's side */
-  ecore_claim_t t[] = {{"h3", "h1", 0}, {"h3", "h2", 0}, {"h1", "h3", 1}, {"h1", "h4", 1}};
+  ecore_claim_t t[] = {{"h3", "h1", 0, 0}, {"h3", "h2", 0, 0}, {"h1", "h3", 1, 0}, {"h1", "h4", 1, 0}};
   assert_int_equal(ecore_partition_note(t, 4, out, sizeof out), 1);
   assert_non_null(strstr(out, ": h3, h4 cannot reach h1, h2"));
   /* claims without their claimant (an older gpulaunch): no partition is found */
-  ecore_claim_t u[] = {{"", "h2", 1}, {"", "h1", 0}};
+  ecore_claim_t u[] = {{"", "h2", 1, 0}, {"", "h1", 0, 0}};
   assert_int_equal(ecore_partition_note(u, 2, out, sizeof out), 0);
+  /* mpirun ended the job first: its word alone names the host cut off, not every host */
+  ecore_claim_t m[] = {{"h0", "h1", 0, 1}};
+  assert_int_equal(ecore_partition_note(m, 1, out, sizeof out), 1);
+  assert_string_equal(out, "h1 lost or cut off from the launcher (mpirun on h0 lost its daemon on h1); no other host "
+                           "named");
+  /* rank 0's side cut off, mpirun's word with its claims: the cut, not every host */
+  ecore_claim_t r[] = {{"h1", "h2", 1, 0}, {"h1", "h3", 1, 0}, {"h1", "h4", 1, 0}, {"h0", "h1", 0, 1}};
+  assert_int_equal(ecore_partition_note(r, 4, out, sizeof out), 1);
+  assert_string_equal(out, "a network partition (host h1 named h2, h3, h4 lost; mpirun on h0 lost its daemon on h1): "
+                           "h1 cannot reach h2, h3, h4");
 }
 
 int main(void) {
@@ -624,6 +778,11 @@ int main(void) {
       cmocka_unit_test(test_notice_during_scale_up),
       cmocka_unit_test(test_history_keeps_the_last),
       cmocka_unit_test(test_resolve_shapes),
+      cmocka_unit_test(test_launcher_line),
+      cmocka_unit_test(test_resolve_launcher),
+      cmocka_unit_test(test_launcher_word_then_probe),
+      cmocka_unit_test(test_partition_with_launcher),
+      cmocka_unit_test(test_alone_against_all_probed),
       cmocka_unit_test(test_partition_restart),
       cmocka_unit_test(test_partition_tie_restart),
       cmocka_unit_test(test_partition_note),
