@@ -36,6 +36,16 @@ int hang_starting(const char *text);
 /* Is the first process's main thread waiting for its peers (a collective, a barrier, a wait)? */
 int hang_waiting(const char *text);
 
+/* Is it too early for a verdict? The ranks silent for hang_timeout_s all wait for their peers
+ * (hang_waiting) or start up (hang_starting), and a peer they wait for is still on its way: one
+ * starting up (*starting = 1: a loaded machine's imports and the process group's rendezvous can
+ * outlast hang_timeout), or one elsewhere that made progress within hang_timeout (still working,
+ * or only just stopped, so its stack is not yet where it hangs). Returns that peer's index, or -1
+ * when the stacks say a hang now (a silent rank elsewhere or without a stack, nobody on its
+ * way). The caller watches again and bounds how often (issue 34: a verdict taken while the
+ * others were still in the rendezvous named nobody). */
+int hang_too_early(const hang_rank_t *ranks, int n, double hang_timeout_s, int *starting);
+
 /* The verdict. odd[i] = 1 for the ranks whose stack differs from the majority's. */
 typedef struct hang_verdict_s {
   int nodd;

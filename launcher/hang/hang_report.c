@@ -106,6 +106,29 @@ int hang_waiting(const char *text) {
   return w;
 }
 
+int hang_too_early(const hang_rank_t *ranks, int n, double hang_timeout_s, int *starting) {
+  int silent = 0, who = -1, who_starts = 0;
+  *starting = 0;
+  for (int i = 0; i < n; i++) {
+    int st = ranks[i].text && hang_starting(ranks[i].text), wt = ranks[i].text && hang_waiting(ranks[i].text);
+    if (ranks[i].silent_s >= hang_timeout_s) {
+      silent++;
+      /* a silent rank not known to wait for a peer (no stack, or elsewhere): a verdict now */
+      if (!st && !wt) return -1;
+    }
+    /* the peer the waiting ones wait for: one starting up (silent or not: its imports print
+     * nothing), else one elsewhere that made progress within hang_timeout (still computing, or
+     * only just stopped: the hang, if it is one, is found once it has been silent that long) */
+    int moving = ranks[i].text && ranks[i].silent_s < hang_timeout_s && !wt;
+    if ((st && !who_starts) || (moving && who < 0)) {
+      who = i;
+      who_starts = st;
+    }
+  }
+  *starting = who_starts;
+  return silent ? who : -1;
+}
+
 void hang_analyze(const hang_rank_t *ranks, int n, int *odd, hang_verdict_t *v) {
   hang_analyze_at(ranks, n, 0, odd, v);
 }

@@ -165,31 +165,35 @@ static void hang_check(sup_t *s, const coord_t *co, hangwatch_ev_t *ev) {
   ev->type = HANGWATCH_COLLECT;
 }
 
-/* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
- * (or, hang_action = report, goes on). */
-/* Rank 0: of the ranks without progress some are starting up (hang_starting: importing modules,
- * the process group's rendezvous), as a loaded machine's imports can take longer than
- * hang_timeout, and the others wait for them in a collective: not a hang while the attempt is
- * within its start-up bound ([job] timeout); watched again hang_timeout after this declaration.
- * A rank whose stack did not arrive is not known to be starting or waiting. */
-static int still_starting(sup_t *s) {
-  int silent = 0, starting = 0, waiting = 0, first = -1;
-  for (int r = 0; r < s->job->size; r++) {
-    if (s->hang_silent[r] < s->hang_timeout) continue;
-    silent++;
-    if (s->hang_texts[r] && hang_starting(s->hang_texts[r])) {
-      starting++;
-      if (first < 0) first = r;
-    } else if (s->hang_texts[r] && hang_waiting(s->hang_texts[r])) {
-      waiting++;
-    }
-  }
-  if (!starting || starting + waiting < silent || util_now() - s->attempt_t0 > s->job->timeout) return 0;
+/* Rank 0: too early for a verdict (hang_too_early): the silent ranks wait in a collective for a
+ * peer still on its way. One starting up (a loaded machine's imports and the process group's
+ * rendezvous can outlast hang_timeout): not a hang while the attempt is within its start-up bound
+ * ([job] timeout). One elsewhere that made progress within hang_timeout (working, or only just
+ * stopped: its stack is not yet where it hangs): at most HANG_EARLY_MAX times in a row. Either
+ * way nothing is said (an `info` line) and the watchdog looks again hang_timeout after this
+ * declaration. */
+#define HANG_EARLY_MAX 2
+static int too_early(sup_t *s) {
+  int size = s->job->size, starting = 0, who = -1;
+  hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
+  if (!hr) return 0;
+  for (int r = 0; r < size; r++) hr[r] = (hang_rank_t){r, s->job->hosts[r], s->hang_texts[r], s->hang_silent[r]};
+  who = hang_too_early(hr, size, s->hang_timeout, &starting);
+  free(hr);
+  if (who < 0) return 0;
   char n[300];
-  LOG_INFO(SUP, "hang: %s is still starting up (importing modules or in the process group's "
-           "rendezvous) %.0f s after the start, %d more starting, %d waiting in a collective: not a "
-           "hang; watching again", mpix_rank_name(first, n, sizeof n), util_now() - s->attempt_t0,
-           starting - 1, waiting);
+  if (starting) {
+    if (util_now() - s->attempt_t0 > s->job->timeout) return 0;
+    LOG_INFO(SUP, "hang: %s is still starting up (importing modules or in the process group's rendezvous) "
+             "%.0f s after the start while the silent ranks wait in a collective: not a hang; watching again",
+             mpix_rank_name(who, n, sizeof n), util_now() - s->attempt_t0);
+    return 1;
+  }
+  if (s->hang_early >= HANG_EARLY_MAX) return 0;
+  s->hang_early++;
+  LOG_INFO(SUP, "hang: the silent ranks wait in a collective for %s, which made progress %.1f s ago: too early "
+           "to tell where it is (%d of %d); watching again", mpix_rank_name(who, n, sizeof n), s->hang_silent[who],
+           s->hang_early, HANG_EARLY_MAX);
   return 1;
 }
 
@@ -213,15 +217,18 @@ static void say_silence(sup_t *s) {
               mpix_rank_name(first, n, sizeof n), util_now() - s->hang_t0);
 }
 
+/* Rank 0: the stacks are in (or the wait is over): the verdict, the report, then the job ends
+ * (or, hang_action = report, goes on). */
 static void hang_finish(sup_t *s, hangwatch_ev_t *ev) {
   int size = s->job->size;
-  if (still_starting(s)) {
+  if (too_early(s)) {
     hangwatch_free(s);
     s->hang_active = 0;
     s->hang_rearm = s->hang_t0; /* silence since the declaration counts: a hang that began while
                                  * the stacks were read is not found a collection late */
     return;
   }
+  s->hang_early = 0;
   say_silence(s);
   hang_rank_t *hr = calloc((size_t)size, sizeof *hr);
   int *odd = calloc((size_t)size, sizeof *odd);

@@ -107,6 +107,7 @@ typedef struct sup_s {
   int hang_active;      /* rank 0: a hang was declared, stacks are coming in */
   int silent_active;    /* rank 0: after a failure, the stacks of silent ranks are coming in */
   double hang_t0, hang_rearm;
+  int hang_early;       /* rank 0: verdicts put off in a row for a peer still working (hangwatch.c) */
   char **hang_texts;    /* rank 0: each rank's stacks */
   double *hang_silent;  /* rank 0: each rank's silence when the hang was declared */
   int hang_got;

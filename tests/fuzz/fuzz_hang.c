@@ -68,6 +68,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_ASSERT(first == v.first_odd, "first odd %d, verdict says %d", first, v.first_odd);
   FUZZ_ASSERT(memchr(v.summary, 0, sizeof v.summary) != NULL, "summary not terminated");
   FUZZ_ASSERT(memchr(v.func, 0, sizeof v.func) != NULL, "func not terminated");
+  /* too early for a verdict: the peer on its way is a rank with a stack, never a silent one that
+   * is not starting */
+  int starting = -1, w = hang_too_early(r, n, 2.5, &starting);
+  FUZZ_ASSERT(w >= -1 && w < n, "too early: rank %d of %d", w, n);
+  FUZZ_ASSERT(w < 0 || (r[w].text && (starting || r[w].silent_s < 2.5)), "too early: rank %d named", w);
+  FUZZ_ASSERT(starting == 0 || starting == 1, "starting = %d", starting);
   free(buf);
   return 0;
 }

@@ -15,6 +15,19 @@ command -v gdb >/dev/null || { echo "SKIP: no gdb"; exit 77; }
 SCRIPT="$(cd "$(dirname "$0")" && pwd)/hang_train.py"
 export OMP_NUM_THREADS=1
 
+# A failure keeps its evidence (the run's out and err, the hang report's .txt and .json) in a
+# folder under /tmp that outlives the scratch folder, named on stderr: a CI failure is diagnosable.
+# shellcheck disable=SC2317 # called by lib.sh's bad
+fail_context() {
+  local keep f
+  keep="$(mktemp -d /tmp/gpl-hang-netns-fail.XXXXXX)"
+  for f in "$T"/out "$T"/err "$T"/*.conf; do [[ -f "$f" ]] && cp "$f" "$keep/"; done
+  for f in "$T"/l1 "$T"/l2; do [[ -d "$f" ]] && cp -r "$f" "$keep/"; done
+  for f in "$T"/out "$T"/err; do [[ -f "$f" ]] && { echo "---- ${f##*/}:"; tail -n 40 "$f"; }; done
+  echo "---- the evidence (out, err, the hang reports) kept in $keep"
+  return 0
+}
+
 netns_setup 3
 T=$NETNS_DIR
 HOSTS=h0:2,h1:2,h2:2

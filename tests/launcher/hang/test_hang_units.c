@@ -137,6 +137,73 @@ static void test_starting(void **st) {
   assert_int_equal(hang_starting("@@pid 1\n@@stack-begin\n@@stack-end\n@@pid 2\n@@startup 1\n"), 0);
 }
 
+/* py-spy's text of one rank as hang_collect writes it (startup: the @@startup mark). */
+static char *pyspy_of(int pid, int startup, const char *frames) {
+  static char buf[16][512];
+  static int i;
+  char *b = buf[i++ % 16];
+  snprintf(b, 512, "@@pid %d\n@@comm python3\n%s@@tool py-spy\n@@frames %s\n@@stack-begin\nraw\n@@stack-end\n", pid,
+           startup ? "@@startup 1\n" : "", frames);
+  return b;
+}
+
+/* Too early for a verdict (issue 34, hang_netns under load), with the stacks as they came: the
+ * silent ranks wait in all_reduce while their peers are still in the process group's rendezvous,
+ * or while the stuck rank only just stopped (silent 0.3 s, a healthy rank's stale age 5 s). The
+ * verdict then named nobody ("no majority"); it must wait, and once the stuck rank has been
+ * silent hang_timeout, it is named and nobody else. */
+static void test_too_early(void **st) {
+  (void)st;
+  const char *ar = "all_reduce;main;<module>";
+  int starting = -1;
+  hang_rank_t rdv[6] = {
+      {0, "h0", pyspy_of(10, 0, ar), 5.0},
+      {1, "h0", pyspy_of(11, 1, "_store_based_barrier;init_process_group;main;<module>"), 4.9},
+      {2, "h1", pyspy_of(12, 0, ar), 4.9},
+      {3, "h1", pyspy_of(13, 1, "_new_process_group_helper;init_process_group;main;<module>"), 4.9},
+      {4, "h2", pyspy_of(14, 0, ar), 4.9},
+      {5, "h2", pyspy_of(15, 1, "_new_process_group_helper;init_process_group;main;<module>"), 4.9},
+  };
+  assert_int_equal(hang_too_early(rdv, 6, 5, &starting), 1);
+  assert_int_equal(starting, 1);
+
+  hang_rank_t b[6] = {
+      {0, "h0", pyspy_of(10, 0, ar), 0.3}, {1, "h0", pyspy_of(11, 0, ar), 0.3},
+      {2, "h1", pyspy_of(12, 0, ar), 0.3}, {3, "h1", pyspy_of(13, 0, "stuck_in_data_loader;main;<module>"), 0.3},
+      {4, "h2", pyspy_of(14, 0, ar), 0.3}, {5, "h2", pyspy_of(15, 0, ar), 5.0},
+  };
+  assert_int_equal(hang_too_early(b, 6, 5, &starting), 3);
+  assert_int_equal(starting, 0);
+  int odd[6];
+  hang_verdict_t v;
+  hang_analyze_at(b, 6, 5, odd, &v); /* what was said then: nobody named */
+  assert_int_equal(v.nodd, 0);
+  /* a hang_timeout later: the stuck rank is silent that long; a verdict now, naming it alone */
+  for (int i = 0; i < 6; i++) b[i].silent_s = 5.2;
+  assert_int_equal(hang_too_early(b, 6, 5, &starting), -1);
+  hang_analyze_at(b, 6, 5, odd, &v);
+  assert_int_equal(v.nodd, 1);
+  assert_int_equal(odd[3], 1);
+  assert_non_null(strstr(v.summary, "rank 3 (host h1, pid 13) is in stuck_in_data_loader"));
+  assert_non_null(strstr(v.summary, "the other 5 ranks are in all_reduce"));
+
+  /* a silent rank elsewhere, or whose stack did not come, is a verdict now */
+  b[0].silent_s = 0.3;
+  b[3].silent_s = 0.3;
+  b[5].silent_s = 6;
+  b[5].text = pyspy_of(15, 0, "stuck_in_data_loader;main;<module>");
+  assert_int_equal(hang_too_early(b, 6, 5, &starting), -1);
+  b[5].text = NULL;
+  assert_int_equal(hang_too_early(b, 6, 5, &starting), -1);
+  /* every rank waits (a collective hung as a whole): nobody on its way, a verdict now */
+  hang_rank_t all[3] = {{0, "h0", pyspy_of(1, 0, ar), 6}, {1, "h0", pyspy_of(2, 0, ar), 0.5},
+                        {2, "h1", pyspy_of(3, 0, ar), 6}};
+  assert_int_equal(hang_too_early(all, 3, 5, &starting), -1);
+  /* nobody silent that long: nothing to put off */
+  all[0].silent_s = all[2].silent_s = 1;
+  assert_int_equal(hang_too_early(all, 3, 5, &starting), -1);
+}
+
 /* The one straggler verdict (issue 34): what --summary's "straggler" says and the lines printed. */
 typedef struct verdict_out_s {
   cJSON *sum;
@@ -341,7 +408,7 @@ int main(void) {
       cmocka_unit_test(test_majority),  cmocka_unit_test(test_noise_inside_wait), cmocka_unit_test(test_two_and_alike),
       cmocka_unit_test(test_garbage),   cmocka_unit_test(test_straggler),          cmocka_unit_test(test_step_regex),
       cmocka_unit_test(test_silent_pick), cmocka_unit_test(test_tools_alike), cmocka_unit_test(test_live_never_named),
-      cmocka_unit_test(test_starting), cmocka_unit_test(test_one_verdict),
+      cmocka_unit_test(test_starting), cmocka_unit_test(test_one_verdict), cmocka_unit_test(test_too_early),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
