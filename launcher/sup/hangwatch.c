@@ -197,14 +197,18 @@ static int too_early(sup_t *s) {
   return 1;
 }
 
-/* The silence found, said once the stacks show it is a hang (a start-up is not said at all). */
+/* The silence found, said once the stacks show it is a hang (a start-up is not said at all). The
+ * longest is by each rank's whole silence in this attempt: after a declaration found too early,
+ * the silences counted from it tie, and the lowest rank would be named instead of the first to stop. */
 static void say_silence(sup_t *s) {
   int size = s->job->size, nsilent = 0, first = -1;
-  double longest = 0;
+  double longest = 0, best = 0, nows = (double)util_now_ns() / 1e9;
   for (int r = 0; r < size; r++) {
     if (s->hang_silent[r] < s->hang_timeout) continue;
     nsilent++;
-    if (first < 0 || s->hang_silent[r] > longest) first = r;
+    double whole = silence_of(s, r, nows, s->attempt_t0);
+    if (first < 0 || whole > best) first = r;
+    best = GPL_MAX(best, whole);
     longest = GPL_MAX(longest, s->hang_silent[r]);
   }
   char n[300];

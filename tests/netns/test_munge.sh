@@ -36,7 +36,12 @@ D=/etc/gplmunge-$NETNS_ID
 D2=/etc/netns/${NETNS_NS[h2]}/gplmunge-$NETNS_ID
 cleanup() {
   local p
-  for p in "$M/pid" "$M/pid2" "$M/pid3"; do [ -r "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+  local f i
+  for f in "$M/pid" "$M/pid2" "$M/pid3"; do # each munged ends (it writes its seed file) before rm
+    p=$(cat "$f" 2>/dev/null) || continue
+    kill "$p" 2>/dev/null || continue
+    for ((i = 0; i < 50; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
   rm -rf "$M" "$D" "$D2"
   netns_teardown
 }

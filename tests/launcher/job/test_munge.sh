@@ -20,7 +20,17 @@ mungekey -c -k "$M/key" -b 1024 >/dev/null
 chmod 600 "$M/key"
 munged --socket="$M/socket" --key-file="$M/key" --pid-file="$M/pid" --log-file="$M/log" --seed-file="$M/seed" ||
   fail "munged did not start: $(tail -3 "$M/log")"
-trap 'kill "$(cat "$M/pid" 2>/dev/null)" 2>/dev/null; rm -rf "$T"' EXIT
+# The munged of the test end first (they write their seed files as they go), then the folders.
+stop_munged() {
+  local f p i
+  for f in "$M/pid" "$M/b/pid"; do
+    p=$(cat "$f" 2>/dev/null) || continue
+    kill "$p" 2>/dev/null || continue
+    for ((i = 0; i < 50; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  done
+  rm -rf "$T" "$GPL_SCRATCH"
+}
+trap stop_munged EXIT
 export GPULAUNCH_MUNGE_SOCKET="$M/socket"
 
 # mpirun, seen from inside: its environment and command line, then the real one.
@@ -91,7 +101,6 @@ mungekey -c -k "$M/b/key" -b 1024 >/dev/null
 chmod 600 "$M/b/key"
 munged --socket="$M/b/socket" --key-file="$M/b/key" --pid-file="$M/b/pid" --log-file="$M/b/log" --seed-file="$M/b/seed" ||
   fail "the second munged did not start"
-trap 'kill "$(cat "$M/pid" 2>/dev/null)" "$(cat "$M/b/pid" 2>/dev/null)" 2>/dev/null; rm -rf "$T"' EXIT
 cat >"$T/mpirun2" <<SH
 #!/bin/sh
 GPULAUNCH_MUNGE_SOCKET="$M/b/socket" exec "$MPIEXEC" -x GPULAUNCH_MUNGE_SOCKET "\$@"
