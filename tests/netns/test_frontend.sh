@@ -37,7 +37,7 @@ start_job() {
   bad "the job did not start"
   return 1
 }
-front_pid() { pgrep -f "^$RUN " | head -1; }
+front_pid() { pgrep -f "^$RUN .*$T/job.conf" | head -1; }
 
 # 1. SIGTERM to the user's command.
 if start_job; then
@@ -57,7 +57,7 @@ if start_job; then
     bad "stop: gpulaunch-run did not return within 40 s"
   fi
 fi
-pkill -KILL -f "^$RUN " 2>/dev/null || true
+pkill -KILL -f "^$RUN .*$T/job.conf" 2>/dev/null || true
 for h in "${NETNS_HOSTS[@]}"; do
   for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
 done
@@ -79,7 +79,7 @@ if start_job; then
     bad "link down: gpulaunch-run did not return within 60 s of the loss"
   fi
 fi
-pkill -KILL -f "^$RUN " 2>/dev/null || true
+pkill -KILL -f "^$RUN .*$T/job.conf" 2>/dev/null || true
 for h in "${NETNS_HOSTS[@]}"; do
   for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
 done

@@ -58,9 +58,9 @@ start_job() { # extra gpulaunch-run options...
   bad "the job did not start"
   return 1
 }
-front_pid() { pgrep -f "^$RUN " | head -1; }
+front_pid() { pgrep -f "^$RUN .*$T/job.conf" | head -1; }
 kill_all() {
-  pkill -KILL -f "^$RUN " 2>/dev/null || true
+  pkill -KILL -f "^$RUN .*$T/job.conf" 2>/dev/null || true
   for h in "${NETNS_HOSTS[@]}"; do
     for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
   done
