@@ -77,8 +77,8 @@ void envvar_print(FILE *f, int markdown) {
   static const char *const heads[] = {
       [ENVVAR_USER] = "Environment (NAME=default):",
       [ENVVAR_INTERNAL] = "Set by gpulaunch, gpulaunch-run or a Slurm template for the processes they start:",
-      [ENVVAR_PROGRAM] = "Set by gpulaunch for the program it wraps (with GPULAUNCH_TIMEOUT, "
-                         "GPULAUNCH_COMM_BACKEND and GPULAUNCH_COMM_INIT_TIMEOUT above):",
+      [ENVVAR_PROGRAM] = ("Set by gpulaunch for the program it wraps (with GPULAUNCH_TIMEOUT, "
+                          "GPULAUNCH_COMM_BACKEND and GPULAUNCH_COMM_INIT_TIMEOUT above):"),
       [ENVVAR_TEST] = "Test hooks (for the test suite; never in production):"};
   static const char *const md_kind[] = {[ENVVAR_USER] = "", [ENVVAR_INTERNAL] = "internal: ",
                                         [ENVVAR_PROGRAM] = "given to the program: ",

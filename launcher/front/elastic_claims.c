@@ -108,10 +108,9 @@ int ecore_resolve(const front_host_t *cur, int ncur, const ecore_claim_t *claims
   /* The hosts the launcher lost cannot be launched on from here: out of every group; what they
    * claim is the view of the side cut off (a disagreement: a partition), not believed. */
   int *cut = xcalloc(ncur, sizeof *cut), disbelieved = 0, nb = 0;
-  for (int k = 0; k < nclaims; k++) {
-    int x = claims[k].launcher ? host_at(cur, ncur, claims[k].lost) : -1;
-    if (x >= 0) cut[x] = 1;
-  }
+  for (int k = 0; k < nclaims; k++) /* every entry of that name (a list may name a host twice) */
+    for (int i = 0; claims[k].launcher && i < ncur; i++)
+      if (strcmp(cur[i].name, claims[k].lost) == 0) cut[i] = 1;
   ecore_claim_t *b = xcalloc(nclaims, sizeof *b);
   for (int k = 0; k < nclaims; k++) {
     if (claims[k].launcher) continue;
