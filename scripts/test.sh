@@ -5,7 +5,7 @@
 # every fuzzer for a short time (a clang build of its own). CTest runs tests side by side
 # (ctest -j 4, each test taking the slots its kind needs: tests/CMakeLists.txt). At the end: the 10 slowest tests, the sum of the tests'
 # times and the wall clock of each part (scripts/test-times.sh; --times-doc also writes the whole
-# table into docs/testing.md).
+# table into docs/testing.md), then why each failed test failed (scripts/test-failures.sh).
 # Usage: scripts/test.sh [--sanitize] [--fuzz SECONDS] [--times-doc] [ctest args...]
 #   --sanitize       build with AddressSanitizer + UndefinedBehaviorSanitizer instead (no fuzzers)
 #   --fuzz SECONDS   only the fuzzers, each for SECONDS (libFuzzer, ASan + UBSan); any finding
@@ -35,6 +35,7 @@ summary() { # at the end, failed or not: the slowest tests, the sums, the parts'
   "$here/test-times.sh" --top 10 "${builds[@]}" || true
   printf '%s\n' "${parts[@]}"
   printf '%-28s %5d s\n' "scripts/test.sh in all" $(($(date +%s) - t_start))
+  "$here/test-failures.sh" "${builds[@]}" || true # last: a long log's tail names each cause
 }
 trap summary EXIT
 

@@ -1,12 +1,19 @@
 /* common/netport.c: the port range's syntax, every port of a range taken once by listeners of
  * this process in an order of its own, the full range refused with EADDRINUSE, MASTER_PORT
- * (netport_avoid) never taken, and no range = the kernel's port. Ports 46000-46031 on loopback. */
+ * (netport_avoid) never taken, and no range = the kernel's port. Ports 46000-46031 on loopback, in a
+ * network namespace of its own where it can make one (root): beside other tests, a kernel-picked
+ * port of theirs (32768-60999) could hold one of the range's ports. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,8 +98,24 @@ static void test_avoid_and_no_range(void **state) {
   close(fd);
 }
 
+/* A network namespace of this test's own with its loopback up; as a plain user, the host's. */
+static void own_netns(void) {
+  if (unshare(CLONE_NEWNET) != 0) {
+    print_message("no network namespace of its own (%s): the host's loopback\n", strerror(errno));
+    return;
+  }
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  struct ifreq ifr = {0};
+  snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (s < 0 || ioctl(s, SIOCGIFFLAGS, &ifr) != 0) fail_msg("lo: %s", strerror(errno));
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl(s, SIOCSIFFLAGS, &ifr) != 0) fail_msg("lo up: %s", strerror(errno));
+  close(s);
+}
+
 int main(void) {
   log_init();
+  own_netns();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse),
       cmocka_unit_test(test_fills_range_then_refuses),
