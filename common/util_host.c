@@ -1,7 +1,9 @@
-/* Who this process is before MPI: short host name, launcher's rank, scheduler's job id.
+/* Who this process is before MPI: short host name, launcher's rank, scheduler's job id; the
+ * names of its threads.
  * (util_ prefix kept: its functions are called from dozens of files.) */
 #include "common/util_host.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,4 +38,10 @@ const char *util_sched_job_id(void) {
     if (v && *v) return v;
   }
   return NULL;
+}
+
+void util_thread_name(const char *name) {
+  char n[16];
+  util_strlcpy(n, name, sizeof n);
+  (void)pthread_setname_np(pthread_self(), n); /* a name is for people: no error to report */
 }

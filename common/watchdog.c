@@ -1,4 +1,5 @@
 /* The watchdog thread: a deadline for calls that cannot be bounded otherwise (common/watchdog.h). */
+#include "common/util_host.h"
 #include "common/watchdog.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@ static const char *g_what, *g_hint;
 
 static void *watch(void *arg) {
   (void)arg;
+  util_thread_name("gpl-watchdog");
   pthread_mutex_lock(&g_mu);
   for (;;) {
     if (!g_armed) {

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/util_host.h"
 #include "common/envvar.h"
 #include "launcher/audit/audit_event.h"
 #include "launcher/front/elastic_core.h"
@@ -46,6 +47,7 @@ typedef struct el_s {
 
 static void *source_thread(void *arg) {
   el_t *el = arg;
+  util_thread_name("gpl-hosts");
   front_host_t *buf = calloc(FRONT_HOST_MAX, sizeof *buf);
   if (!buf) return NULL;
   for (;;) {

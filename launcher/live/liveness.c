@@ -521,6 +521,7 @@ static void on_wake(uv_async_t *a) {
 
 static void run(void *arg) {
   live_t *l = arg;
+  util_thread_name("gpl-live");
   uv_run(&l->loop, UV_RUN_DEFAULT);
 }
 

@@ -86,6 +86,7 @@ static void writer(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are the loop's */
+  util_thread_name("gpl-output");
   uv_mutex_lock(&q->mu);
   for (;;) {
     if (!q->stopping) pump(q, st);

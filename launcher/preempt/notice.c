@@ -110,6 +110,7 @@ static void wait_next(notice_watch_t *w, double from) {
 
 static void *watch_main(void *arg) {
   notice_watch_t *w = arg;
+  util_thread_name("gpl-notice");
   while (!atomic_load(&w->stop)) {
     double t0 = util_now();
     notice_t n;
