@@ -12,10 +12,12 @@
 #include <sys/socket.h>
 
 #include "common/util.h"
+#include "launcher/front/front_hosts.h"
 #include "launcher/front/front_oob.h"
 #include "topology/iface.h"
 
 #define LISTEN_MAX_HOSTS 256 /* resolved at most (beyond: every address) */
+#define LISTEN_ALLOC_S 15.0  /* the allocation's host list (squeue, scontrol) at most */
 
 /* 1 when a is an address of one of this host's interfaces (loopback included). */
 static int is_local(struct in_addr a) {
@@ -110,8 +112,8 @@ static void add_networks(front_listen_t *out, size_t off) {
   iface_list_free(&l);
 }
 
-int front_listen_choose(int argc, char *const *argv, const char *hostfile, int unknown_hosts, const char *given,
-                        front_listen_t *out) {
+int front_listen_choose(int argc, char *const *argv, const char *hostfile, const char *alloc_script, int unknown_hosts,
+                        const char *given, front_listen_t *out) {
   char a[INET_ADDRSTRLEN];
   if (given) {
     if (strcmp(given, "any") == 0 || strcmp(given, "0.0.0.0") == 0) {
@@ -133,6 +135,16 @@ int front_listen_choose(int argc, char *const *argv, const char *hostfile, int u
   front_host_t *h = calloc(LISTEN_MAX_HOSTS, sizeof *h);
   if (!h) return any(out, "%s", "out of memory"), 0;
   int nh = front_oob_hosts(argc, argv, hostfile, h, LISTEN_MAX_HOSTS);
+  const char *named = "named";
+  if (nh == 0 && alloc_script) { /* none named: the batch allocation's, which mpirun or srun takes */
+    char err[256];
+    nh = front_hosts_read(NULL, alloc_script, LISTEN_ALLOC_S, h, LISTEN_MAX_HOSTS, err, sizeof err);
+    if (nh <= 0) {
+      free(h);
+      return any(out, "the allocation's hosts could not be listed: %s", nh < 0 ? err : "none listed"), 0;
+    }
+    named = "in the allocation";
+  }
   const char *else_ = nh == 0 ? hosts_elsewhere(argc, argv) : NULL;
   if (nh == 0) {
     free(h);
@@ -181,13 +193,13 @@ int front_listen_choose(int argc, char *const *argv, const char *hostfile, int u
   free(h);
   if (!remote) {
     one(out, htonl(INADDR_LOOPBACK));
-    snprintf(out->why, sizeof out->why, "127.0.0.1: every host named (%d) is this host", nh);
+    snprintf(out->why, sizeof out->why, "127.0.0.1: every host %s (%d) is this host", named, nh);
     return 0;
   }
   one(out, src.s_addr);
   inet_ntop(AF_INET, &src, a, sizeof a);
   size_t off = (size_t)snprintf(out->why, sizeof out->why,
-                                "%s: the address this host reaches the %d other host(s) named from", a, remote);
+                                "%s: the address this host reaches the %d other host(s) %s from", a, remote, named);
   add_networks(out, off);
   return 0;
 }

@@ -63,9 +63,10 @@ static const char g_usage[] =
     "  --port-range LO-HI              every gpulaunch listener, this command's and the ranks', takes\n"
     "                                  a port in LO-HI (GPULAUNCH_PORT_RANGE; [net] port_range)\n"
     "  --listen ADDR                   the one address of this host the channel for rank 0 listens\n"
-    "                                  on (default: the one this host reaches the job's hosts from\n"
-    "                                  and its other real networks, 127.0.0.1 when the hosts are all\n"
-    "                                  this one; any: every address)\n"
+    "                                  on (default: the one this host reaches the job's hosts from,\n"
+    "                                  those named or the Slurm allocation's, and its other real\n"
+    "                                  networks; 127.0.0.1 when the hosts are all this one; any:\n"
+    "                                  every address)\n"
     "  --audit-log FILE                append this command's control events (stops, restarts, lost\n"
     "                                  or noticed hosts, failed authentication) to FILE, chained\n"
     "                                  (gpulaunch audit verify FILE); --audit-syslog: also to syslog\n"
@@ -267,8 +268,13 @@ int main(int argc, char **argv) {
   front_listen_t where;
   int nlw = 1; /* mpirun's words: before the gpulaunch word */
   while (nlw < argc && !is_gpulaunch(argv[nlw])) nlw++;
-  if (front_listen_choose(nlw, argv, elastic ? el.hostfile : NULL, srun || (elastic && !el.hostfile), g_listen,
-                          &where) < 0) {
+  /* Hosts not named: a Slurm allocation's (mpirun and srun take them) are listed; a discovery
+   * script's, or srun's outside an allocation, are not known before the launch. */
+  char *alloc_hosts = elastic && (el.hostfile || el.script) ? NULL : front_hosts_slurm_script();
+  int listed = front_listen_choose(nlw, argv, elastic ? el.hostfile : NULL, alloc_hosts,
+                                   (elastic && el.script) || (srun && !alloc_hosts), g_listen, &where);
+  free(alloc_hosts);
+  if (listed < 0) {
     front_say("%s", where.why);
     return 64;
   }

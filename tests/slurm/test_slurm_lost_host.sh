@@ -5,7 +5,8 @@
 # node1 down (SlurmdTimeout, 300 s: seen 403 s; not a bound to test). Checked:
 #   - gpulaunch-run around srun (GPULAUNCH_MPIRUN=srun): 68 within 30 s of the loss;
 #   - scripts/slurm/gpulaunch-srun.sbatch (srun through gpulaunch-run): the batch job ends with
-#     exit code 68 within 30 s of the loss.
+#     exit code 68 within 30 s of the loss; while it ran, gpulaunch-run's channel for rank 0 listened
+#     on the batch node's address (the allocation's nodes route from it), not on every address.
 # Each case on a cluster of its own (node1 stays unreachable).
 #   test_slurm_lost_host.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
@@ -63,6 +64,12 @@ cd "$T"
   --time 00:10:00 --job-name lost srun >"$T/job.sbatch"
 JOB=$(sx sbatch --parsable -o "$T/job.out" "$T/job.sbatch" "$T/job.conf")
 wait_until 60 "sbatch: node1's programs start" node1_sleeps
+id=$(sed -n 's/^CL_ID=//p' "$CL/cluster.env")
+n0=$(ip -n "$id-n0" -4 -br addr show dev eth0 | awk '{ print $3 }' | cut -d/ -f1)
+ls=$(ip netns exec "$id-n0" ss -Hltnp | awk '/"gpulaunch-run"/ { print $4 }' | sort -u)
+[[ -n $ls && $(printf '%s\n' "$ls" | cut -d: -f1 | sort -u) == "$n0" ]] ||
+  fail "sbatch: gpulaunch-run's channel listens on '$(echo $ls)', want node0's address $n0 alone"
+pass "sbatch: gpulaunch-run's channel for rank 0 listens on node0's address alone ($ls)"
 sleep 1
 t0=$(now)
 cut_node1
