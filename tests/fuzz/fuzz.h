@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -22,5 +23,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
       abort();                                                                                    \
     }                                                                                             \
   } while (0)
+
+/* The input as a C string (a copy with a NUL after it: a NUL inside ends the text, as it would a
+ * C string's); NULL when out of memory. The caller frees it. */
+static inline char *fuzz_cstr(const uint8_t *data, size_t size) {
+  char *s = malloc(size + 1);
+  if (s) {
+    memcpy(s, data, size);
+    s[size] = 0;
+  }
+  return s;
+}
 
 #endif

@@ -18,10 +18,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *text = malloc(size + 1);
+  char *text = fuzz_cstr(data, size);
   if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = 0;
   ecore_claim_t claims[MAXC];
   front_host_t cur[MAXC];
   int nclaims = 0, ncur = 0, state = 0;

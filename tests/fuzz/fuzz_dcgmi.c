@@ -13,10 +13,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *text = malloc(size + 1);
+  char *text = fuzz_cstr(data, size);
   if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = 0;
   /* a guard byte after the buffer: the names must stay within their len */
   char failed[41];
   for (size_t len = 1; len <= 40; len += 39) {

@@ -20,10 +20,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 #define MAX_RANKS 16
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *buf = malloc(size + 1);
+  char *buf = fuzz_cstr(data, size);
   if (!buf) return 0;
-  memcpy(buf, data, size);
-  buf[size] = 0;
 
   /* step_regex and the lines it reads */
   char *nl = memchr(buf, '\n', size);

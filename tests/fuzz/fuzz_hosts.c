@@ -18,10 +18,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *text = malloc(size + 1);
+  char *text = fuzz_cstr(data, size);
   if (!text) return 0;
-  memcpy(text, data, size);
-  text[size] = 0; /* a NUL inside ends the text, as it would a C string */
   front_host_t h[MAX];
   char err[256];
   err[0] = 0;

@@ -24,10 +24,8 @@ static void check_sample(const mon_sample_t *s) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *line = malloc(size + 1);
+  char *line = fuzz_cstr(data, size);
   if (!line) return 0;
-  memcpy(line, data, size);
-  line[size] = 0;
   mon_sample_t s;
   if (mon_sample_from_json(line, &s) == 0) check_sample(&s);
   free(line);
