@@ -256,3 +256,12 @@ char *front_hosts_slurm_script(void) {
   if (s) snprintf(s, len, fmt, slots);
   return s;
 }
+
+const char *front_hosts_slurm_addr_script(void) {
+  const char *job = getenv("SLURM_JOB_ID");
+  if (!job || !*job) return NULL;
+  return "nodes=$SLURM_JOB_NODELIST\n"
+         "[ -n \"$nodes\" ] || { echo 'no SLURM_JOB_NODELIST' >&2; exit 1; }\n"
+         "sinfo -h -N -n \"$nodes\" -o '%N %o' 2>/dev/null | awk '!seen[$1]++ { print $2 }' | grep . ||\n"
+         "  scontrol show hostnames \"$nodes\"\n";
+}

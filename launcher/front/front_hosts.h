@@ -33,4 +33,10 @@ int front_hosts_read(const char *hostfile, const char *script, double timeout_s,
  * SLURM_TASKS_PER_NODE's first count, else 1). */
 char *front_hosts_slurm_script(void);
 
+/* Under Slurm, a script that prints the address of each node of the allocation
+ * (SLURM_JOB_NODELIST), one a line: its NodeAddr (sinfo), else its name (scontrol show hostnames),
+ * for a cluster whose node names do not resolve (Slurm reaches its nodes by NodeAddr). A constant
+ * string; NULL outside an allocation. */
+const char *front_hosts_slurm_addr_script(void);
+
 #endif

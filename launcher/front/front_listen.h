@@ -20,7 +20,7 @@ typedef struct front_listen_s {
 /* The address from --listen ADDR (\p given: an IPv4 address or a name of this host, or "any"),
  * else from the hosts named in mpirun's words (argv, front_oob_hosts) or \p hostfile (an elastic
  * job's), else, where \p alloc_script is given, the hosts it prints (a batch allocation's:
- * front_hosts_slurm_script, run once, 15 s at most): every host this one -> 127.0.0.1; else the
+ * front_hosts_slurm_addr_script, run once, 15 s at most): every host this one -> 127.0.0.1; else the
  * one local address that routes to all the others -> it; several, a host that does not resolve,
  * hosts not known (srun outside an allocation, a discovery script \p unknown_hosts, an allocation
  * with no script to list it, a default hostfile or Open MPI's own one with hosts in it) -> every

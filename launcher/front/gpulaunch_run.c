@@ -270,11 +270,9 @@ int main(int argc, char **argv) {
   while (nlw < argc && !is_gpulaunch(argv[nlw])) nlw++;
   /* Hosts not named: a Slurm allocation's (mpirun and srun take them) are listed; a discovery
    * script's, or srun's outside an allocation, are not known before the launch. */
-  char *alloc_hosts = elastic && (el.hostfile || el.script) ? NULL : front_hosts_slurm_script();
-  int listed = front_listen_choose(nlw, argv, elastic ? el.hostfile : NULL, alloc_hosts,
-                                   (elastic && el.script) || (srun && !alloc_hosts), g_listen, &where);
-  free(alloc_hosts);
-  if (listed < 0) {
+  const char *alloc_hosts = elastic && (el.hostfile || el.script) ? NULL : front_hosts_slurm_addr_script();
+  if (front_listen_choose(nlw, argv, elastic ? el.hostfile : NULL, alloc_hosts,
+                          (elastic && el.script) || (srun && !alloc_hosts), g_listen, &where) < 0) {
     front_say("%s", where.why);
     return 64;
   }

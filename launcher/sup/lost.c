@@ -1,5 +1,7 @@
 /* A rank's supervisor or its host was lost (launcher/live/liveness.c): say it once, close the
  * lost host's connections, and end this rank without the coordinator (exit 68). */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,7 @@ void lost_on_live(uv_async_t *a) {
   live_event_t ev;
   if (s->done || s->live_lost || !live_event(s->live, &ev)) return;
   s->live_lost = 1;
+  s->live_lost_at = util_now();
   live_describe(s, &ev, s->live_what, sizeof s->live_what);
   /* The root cause is said once per job: rank 0 names the lost ranks; when rank 0 itself is
    * lost, one other rank says so (live_says_loss). A rank that was already told to stop (mpirun's
@@ -123,7 +126,10 @@ void lost_on_live(uv_async_t *a) {
     audit_note_lost(ev.who, s->live_what);
     log_print("gpulaunch: %s; ending the job (exit status %d)\n", s->live_what, GPL_EXIT_TIMEOUT);
     /* rank 0's host is the one lost: an elastic gpulaunch-run hears which from here */
-    if (s->job->rank != 0 && ev.why != LIVE_ABORT) frontch_tell_lost(s->job->hosts[s->job->rank], ev.who, 1.0);
+    if (s->job->rank != 0 && ev.why != LIVE_ABORT) {
+      frontch_tell_lost(s->job->hosts[s->job->rank], ev.who, 1.0);
+      s->told_front = 1;
+    }
   } else
     LOG_INFO(SUP, "%s; ending the job (exit status %d)", s->live_what, GPL_EXIT_TIMEOUT);
   /* (a gpulaunch that died leaves its host alive: mpirun sees its end) */
@@ -164,6 +170,28 @@ void lost_before_stop(sup_t *s) {
   if (!live_says_loss(s, &ev)) return;
   log_print("gpulaunch: %s; the job ends\n", what);
   frontch_tell_lost(s->job->hosts[s->job->rank], ev.who, 1.0); /* an elastic gpulaunch-run hears which host from here */
+  s->told_front = 1;
+}
+
+/* The teller's word takes a connection, a handshake and a line, 1 s per address at most: a rank
+ * of its side that left at once could make mpirun end the teller first (issue 34's partition,
+ * where the probe then had to find which side was cut off). */
+#define LOST_HOLD_S 2.0
+
+void lost_hold(sup_t *s) {
+  if (!s->live_lost || s->job->rank == 0 || s->told_front || s->sig_received || !frontch_present()) return;
+  double left = s->live_lost_at + LOST_HOLD_S - util_now();
+  if (left <= 0) return;
+  /* mpirun's or gpulaunch-run's stop during the wait ends this rank at once: the job is over. */
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  sigset_t st;
+  sigemptyset(&st);
+  sigaddset(&st, SIGTERM);
+  sigaddset(&st, SIGINT);
+  pthread_sigmask(SIG_UNBLOCK, &st, NULL);
+  LOG_INFO(SUP, "lost host: leaving in %.1f s, after the rank that tells gpulaunch-run", left);
+  util_sleep(left);
 }
 
 void lost_wake(void *arg) { uv_async_send(arg); }

@@ -88,6 +88,8 @@ typedef struct sup_s {
   live_t *live;         /* heartbeats with the other supervisors (launcher/live/liveness.c) */
   uv_async_t live_async;
   int live_lost;        /* a rank was lost: ending the job without MPI */
+  double live_lost_at;  /* ... since then (util_now) */
+  int told_front;       /* this rank told gpulaunch-run which host was lost (frontch_tell_lost) */
   char live_what[1024];
   outq_t *q;            /* our stdout/stderr, written off the loop (NULL: directly) */
   int reap_asked;       /* the reaper was asked to kill the program's whole tree */
@@ -189,6 +191,10 @@ void sampler_free(sup_t *s);
 void lost_on_live(uv_async_t *a);
 void lost_before_stop(sup_t *s);
 void lost_wake(void *arg);
+/* After the loop, before the exit: a rank under gpulaunch-run that ends after a loss without
+ * having told gpulaunch-run waits until LOST_HOLD_S after the loss (a stop signal ends it at once),
+ * so the rank of its side that tells is not ended by mpirun mid-word. */
+void lost_hold(sup_t *s);
 
 /* sup/supnotice.c: the node leader's watcher of the cloud's interruption notice. */
 int supnotice_start(sup_t *s);  /* before the first program starts */

@@ -339,6 +339,7 @@ int sup_run(const sup_opts_t *o, sup_result_t *res) {
   if (lost > 0 && s->exit_code == 0) s->exit_code = GPL_EXIT_OUTPUT;
   frontch_exit(&s->front, s->exit_code); /* the status the user's command exits with */
   frontch_close(&s->front);
+  lost_hold(s); /* after a loss: the rank that tells gpulaunch-run which host leaves first */
 
   res->exit_code = s->exit_code;
   res->attempts = s->attempt + 1;

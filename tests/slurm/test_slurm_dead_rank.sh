@@ -2,7 +2,10 @@
 # A gpulaunch killed with SIGKILL under srun (its node's OOM killer, a crash): the job ends within
 # seconds, rank 0 names the dead rank and its host, and the exit status is its own (68: a rank is
 # missing), never 75 (a requeue). With and without srun --kill-on-bad-exit.
-# The supervisors' liveness connection (launcher/live/liveness.c) notices it.
+# The supervisors' liveness connection (launcher/live/liveness.c) notices it. The programs end at
+# their SIGTERM (sigrec's checkpoint of 0 s): the other ranks then exit 68 at once, where a program
+# that waited out stop_timeout (1 s) raced Slurm's PMIx plugin, whose error handler cancelled the
+# step 1 s after the task's death despite --kill-on-bad-exit=0 (a suite run saw "tasks 0-1: Killed").
 #   test_slurm_dead_rank.sh SIGREC TESTPROG
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/slurmlib.sh"
@@ -11,7 +14,7 @@ slurm_start 2 --kill-wait 30
 cd "$T"
 cat >"$T/job.conf" <<CONF
 [job]
-command = $SIGREC $T/rec 120
+command = $SIGREC $T/rec 120 0
 grace = 5s
 CONF
 

@@ -68,7 +68,7 @@ id=$(sed -n 's/^CL_ID=//p' "$CL/cluster.env")
 n0=$(ip -n "$id-n0" -4 -br addr show dev eth0 | awk '{ print $3 }' | cut -d/ -f1)
 ls=$(ip netns exec "$id-n0" ss -Hltnp | awk '/"gpulaunch-run"/ { print $4 }' | sort -u)
 [[ -n $ls && $(printf '%s\n' "$ls" | cut -d: -f1 | sort -u) == "$n0" ]] ||
-  fail "sbatch: gpulaunch-run's channel listens on '$(echo $ls)', want node0's address $n0 alone"
+  { cat "$T/job.out" >&2; fail "sbatch: gpulaunch-run's channel listens on '$(echo $ls)', want node0's address $n0 alone"; }
 pass "sbatch: gpulaunch-run's channel for rank 0 listens on node0's address alone ($ls)"
 sleep 1
 t0=$(now)

@@ -173,8 +173,46 @@ static void test_slurm_allocation(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The allocation's addresses for gpulaunch-run's channel: each node's NodeAddr from sinfo (one line
+ * per node and partition: once each), else the names scontrol expands. */
+static void test_slurm_addresses(void **state) {
+  (void)state;
+  unsetenv("SLURM_JOB_ID");
+  assert_null(front_hosts_slurm_addr_script());
+  char dir[] = "/tmp/gpl-front-addr.XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  stand_in(dir, "sinfo", "node0 10.9.0.1\nnode0 10.9.0.1\nnode1 10.9.0.2\nnode1 10.9.0.2\n");
+  stand_in(dir, "scontrol", "node0\nnode1\n");
+  char path[1024], apath[600], args[256];
+  snprintf(path, sizeof path, "%s:/usr/bin:/bin", dir);
+  setenv("PATH", path, 1);
+  setenv("SLURM_JOB_ID", "78", 1);
+  setenv("SLURM_JOB_NODELIST", "node[0-1]", 1);
+  const char *script = front_hosts_slurm_addr_script();
+  assert_non_null(script);
+  assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), 2);
+  assert_string_equal(g_h[0].name, "10.9.0.1");
+  assert_string_equal(g_h[1].name, "10.9.0.2");
+  snprintf(apath, sizeof apath, "%s/sinfo.args", dir);
+  FILE *f = fopen(apath, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(args, sizeof args, f));
+  fclose(f);
+  assert_string_equal(args, "-h -N -n node[0-1] -o %N %o\n");
+  stand_in(dir, "sinfo", ""); /* sinfo says nothing: the names */
+  assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), 2);
+  assert_string_equal(g_h[1].name, "node1");
+  unsetenv("SLURM_JOB_NODELIST");
+  assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), -1);
+  unsetenv("SLURM_JOB_ID");
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slurm_addresses),
       cmocka_unit_test(test_forms),
       cmocka_unit_test(test_bare_slots),
       cmocka_unit_test(test_errors_name_the_line),
