@@ -27,12 +27,14 @@ pkgs=(
 # libraries (libFuzzer, for the fuzz build of scripts/test.sh), gdb and eu-stack (elfutils: the
 # native stacks of a hung program, tests/launcher/hang), Prometheus' text parser for Python (reads
 # the monitor's textfile, tests/launcher/ops) and node_exporter (scrapes that textfile over HTTP
-# as its own user: tests/launcher/ops/test_prom_node_exporter.sh starts its own instance).
+# as its own user: tests/launcher/ops/test_prom_node_exporter.sh starts its own instance), tcpdump
+# (a capture of a job's launch on its bridge: tests/netns/test_munge.sh).
 test_pkgs=(
   libcmocka-dev
   clang-14 libclang-rt-14-dev
   gdb elfutils
   python3-prometheus-client prometheus-node-exporter curl
+  tcpdump
 )
 # Chromium renders the acceptance report's HTML page in a test (skipped without it); it is big,
 # so it is asked for separately and its failure to install does not stop the others.
