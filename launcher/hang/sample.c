@@ -19,6 +19,9 @@
 #define FEW_SELF_FRAC 0.34
 #define FEW_GAP_MIN 0.45
 #define NEAR_BEST 0.15   /* functions whose over-representation is this close to the best's */
+#define NEAR_FRAC 0.6    /* ... or at least this fraction of it (a function only it runs): more
+                          * than half, so two such functions share samples (one calls the
+                          * other), never two apart */
 /* And the gap a significant one: the candidate's waiting share against the others' pooled, a
  * two-proportion z of at least this (the rank that waits least among many is chosen for being
  * low, so its share is biased low; with 3-8 alike ranks of 12-32 samples the thresholds above
@@ -210,22 +213,26 @@ void sample_judge(const sample_report_t *reports, int size, sample_verdict_t *v)
   /* Where its extra time goes: its working function most over-represented against the others
    * (its share less twice theirs: a function every rank runs, main() or the training step that
    * calls the slow part, is not it). */
-  double score[SAMPLE_TOP], best = -1e9;
+  double score[SAMPLE_TOP], theirs[SAMPLE_TOP], best = -1e9;
   const sample_report_t *c = &reports[cand];
   int nt = 0;
   for (; nt < SAMPLE_TOP && c->work[nt].n > 0; nt++) {
     k = 0;
     for (int r = 0; r < size; r++)
       if (r != cand && reports[r].n >= min_n) w[k++] = share_of(&reports[r], c->work[nt].name);
-    score[nt] = (double)c->work[nt].n / c->n - 2 * median(w, k);
+    theirs[nt] = median(w, k);
+    score[nt] = (double)c->work[nt].n / c->n - 2 * theirs[nt];
     best = GPL_MAX(best, score[nt]);
   }
   /* Of the functions near the best, the one with the fewest samples: the callee that holds the
-   * time (slow_augment) rather than its caller (train_step) where the others have no sample of
-   * either. */
+   * time (slow_augment) rather than its caller (train_step, main) where the others have no sample
+   * of either; near: within NEAR_BEST, or, for a function the others have no sample of, NEAR_FRAC
+   * of the best (the others all waiting, main is on every working stack of the straggler's and
+   * nothing counts against it; a helper the others run too, spin(), stays out). */
   for (int t = 0; t < nt; t++) {
     double mine = (double)c->work[t].n / c->n;
-    if (score[t] < best - NEAR_BEST || (v->func[0] && mine >= v->share)) continue;
+    int near = score[t] >= best - NEAR_BEST || (best > 0 && theirs[t] == 0 && score[t] >= NEAR_FRAC * best);
+    if (!near || (v->func[0] && mine >= v->share)) continue;
     v->share = mine;
     util_strlcpy(v->func, c->work[t].name, sizeof v->func);
   }

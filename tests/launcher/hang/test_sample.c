@@ -106,6 +106,43 @@ static void test_straggler(void **st) {
   assert_string_equal(v.wait_func, "gpl_allreduce");
 }
 
+/* The end of a PyTorch job (CI, 2026-12-07): the others wait in every sample, and the straggler's
+ * window also holds work outside slow_augment (the last steps' logging, the teardown). main is on
+ * every working stack and the others, never working, say nothing against it: still slow_augment,
+ * the callee that holds most of main's time, not main. */
+static void test_callee_when_others_only_wait(void **st) {
+  (void)st;
+  const char *other = "log_metrics\t/home/u/train.py\nmain\t/home/u/train.py\n<module>\t/home/u/train.py\n";
+  sample_window_t w;
+  memset(&w, 0, sizeof w);
+  sample_t s;
+  for (int i = 0; i < 32; i++) { /* 23 in slow_augment, 5 in log_metrics, 4 waiting */
+    sample_classify(i < 23 ? py_work : i < 28 ? other : py_wait, &s);
+    sample_add(&w, &s);
+  }
+  sample_report_t r[4];
+  sample_report(&w, &r[1]);
+  fill(&r[0], 32, 32, py_wait, py_work);
+  fill(&r[2], 32, 32, py_wait, py_work);
+  fill(&r[3], 32, 32, py_wait, py_work);
+  sample_verdict_t v;
+  sample_judge(r, 4, &v);
+  assert_int_equal(v.rank, 1);
+  assert_string_equal(v.func, "slow_augment");
+  /* two functions of which neither holds most of main's time: main, their caller (naming one of
+   * them would hide the other) */
+  memset(&w, 0, sizeof w);
+  const char *b = "slow_b\t/home/u/train.py\nmain\t/home/u/train.py\n<module>\t/home/u/train.py\n";
+  for (int i = 0; i < 32; i++) { /* 15 in slow_augment, 13 in slow_b, 4 waiting */
+    sample_classify(i < 15 ? py_work : i < 28 ? b : py_wait, &s);
+    sample_add(&w, &s);
+  }
+  sample_report(&w, &r[1]);
+  sample_judge(r, 4, &v);
+  assert_int_equal(v.rank, 1);
+  assert_string_equal(v.func, "main");
+}
+
 /* The straggler named among 4 ranks of n samples each, rank i waiting nwait[i] of them (rank 1
  * working in py_work, the others in forward_backward); -1: none. */
 static int judge4(int n, int w0, int w1, int w2, int w3) {
@@ -190,6 +227,7 @@ int main(void) {
       cmocka_unit_test(test_classify),
       cmocka_unit_test(test_confirm),
       cmocka_unit_test(test_straggler),
+      cmocka_unit_test(test_callee_when_others_only_wait),
       cmocka_unit_test(test_balanced),
       cmocka_unit_test(test_window),
   };
