@@ -277,6 +277,8 @@ netns_mpirun() {
 # netns_run NP HOSTS PROG ARGS...: netns_mpirun -np NP --host HOSTS PROG ARGS..., passing
 # GPULAUNCH_TIMEOUT and NCCL_SOCKET_IFNAME to the ranks when they are set; stdout in
 # $NETNS_DIR/out, stderr in $NETNS_DIR/err, the exit status in RC, the wall time (s) in SECS.
+# With NETNS_RUN_LIMIT=S, an mpirun still running after S seconds is ended (RC 124) after every
+# host's processes and where they wait are appended to err.
 # A failing job does not end a `set -e` script.
 # shellcheck disable=SC2034 # RC and SECS are for the caller
 netns_run() {
@@ -287,7 +289,35 @@ netns_run() {
   [ -n "${NCCL_SOCKET_IFNAME:-}" ] && x+=(-x NCCL_SOCKET_IFNAME)
   t0=$(date +%s.%N)
   RC=0
-  netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$@" >"$NETNS_DIR/out" 2>"$NETNS_DIR/err" || RC=$?
+  if [ -z "${NETNS_RUN_LIMIT:-}" ]; then
+    netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$@" >"$NETNS_DIR/out" 2>"$NETNS_DIR/err" || RC=$?
+  else
+    # A bound on the whole mpirun: past it, what still runs in each host goes into err (where it
+    # waits: the kernel's wchan) before mpirun is ended, and RC is 124 -- a hang says where.
+    netns_mpirun -np "$np" --host "$hosts" "${x[@]}" "$@" >"$NETNS_DIR/out" 2>"$NETNS_DIR/err" &
+    local pid=$! i h p
+    for ((i = 0; i < NETNS_RUN_LIMIT * 10; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      {
+        echo "netns_run: mpirun still running after ${NETNS_RUN_LIMIT} s; in each host:"
+        for h in "${NETNS_HOSTS[@]}"; do
+          for p in $(ip netns pids "${NETNS_NS[$h]}" 2>/dev/null); do
+            echo "  $h: $(ps -o pid=,stat=,wchan:24=,args= -p "$p" 2>/dev/null | cut -c1-160)"
+          done
+        done
+      } >>"$NETNS_DIR/err"
+      kill -TERM "$pid" 2>/dev/null || true
+      sleep 3
+      kill -KILL "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      RC=124
+    else
+      wait "$pid" || RC=$?
+    fi
+  fi
   SECS=$(echo "$(date +%s.%N) - $t0" | bc)
 }
 

@@ -14,6 +14,8 @@ NETNS_IFNAMES="eth0 ens5" netns_setup 4
 T=$NETNS_DIR
 HOSTS=h0,h1,h2,h3
 export GPULAUNCH_TIMEOUT=10
+# Each run takes seconds; one that outlives this says what still runs where (netns.sh netns_run).
+NETNS_RUN_LIMIT=60
 # drive NP HOSTSPEC ARGS...: the driver over the hosts -> $T/out, $T/err, $RC, $SECS
 drive() {
   local np=$1 hosts=$2
