@@ -120,7 +120,9 @@ cat >"$T/long.conf" <<CONF
 command = $SIGREC $T/rec 300
 grace = 4s
 CONF
-submit cancel "$T/long.conf" -N2
+# (GPULAUNCH_LOG=info: rank 0's "scontrol show job N: ..." line says what Slurm answered, should a
+# cancel ever be taken for a preemption: a suite run saw that once, without the line.)
+GPULAUNCH_LOG=info submit cancel "$T/long.conf" -N2
 t0=$(now)
 sx scancel "$JOB"
 wait_until 30 "the cancelled job is gone" state_in "$JOB" CANCELLED
