@@ -17,7 +17,7 @@
 #include "topology/iface.h"
 
 #define LISTEN_MAX_HOSTS 256 /* resolved at most (beyond: every address) */
-#define LISTEN_ALLOC_S 15.0  /* the allocation's host list (squeue, scontrol) at most */
+#define LISTEN_ALLOC_S 15.0  /* the allocation's node addresses (sinfo, scontrol) at most */
 
 /* 1 when a is an address of one of this host's interfaces (loopback included). */
 static int is_local(struct in_addr a) {

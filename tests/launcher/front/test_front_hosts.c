@@ -112,19 +112,40 @@ static void stand_in(const char *dir, const char *name, const char *out) {
   chmod(path, 0755);
 }
 
+/* A fresh folder of stand-ins (dir: a mkdtemp template), first on PATH. */
+static void stand_ins_begin(char *dir) {
+  assert_non_null(mkdtemp(dir));
+  char path[1024];
+  snprintf(path, sizeof path, "%s:/usr/bin:/bin", dir);
+  setenv("PATH", path, 1);
+}
+
+/* The arguments the stand-in NAME was last called with (one line). */
+static void stand_in_args(const char *dir, const char *name, char *args, size_t len) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s.args", dir, name);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(args, (int)len, f));
+  fclose(f);
+}
+
+static void stand_ins_end(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void test_slurm_allocation(void **state) {
   (void)state;
   unsetenv("SLURM_JOB_ID");
   assert_null(front_hosts_slurm_script());
   char dir[] = "/tmp/gpl-front-hosts.XXXXXX";
-  assert_non_null(mkdtemp(dir));
+  stand_ins_begin(dir);
   /* squeue: the job's nodes now (node2 left it); sinfo: node3 is down */
   stand_in(dir, "squeue", "node[0-1,3]\n");
   stand_in(dir, "sinfo", "node3\n");
   stand_in(dir, "scontrol", "node0\nnode1\nnode3\n");
-  char path[1024];
-  snprintf(path, sizeof path, "%s:/usr/bin:/bin", dir);
-  setenv("PATH", path, 1);
   setenv("SLURM_JOB_ID", "77", 1);
   setenv("SLURM_JOB_NODELIST", "node[0-3]", 1);
   setenv("SLURM_NTASKS_PER_NODE", "8", 1);
@@ -148,11 +169,7 @@ static void test_slurm_allocation(void **state) {
   script = front_hosts_slurm_script();
   assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), 3);
   char args[1024], apath[600];
-  snprintf(apath, sizeof apath, "%s/scontrol.args", dir);
-  FILE *f = fopen(apath, "r");
-  assert_non_null(f);
-  assert_non_null(fgets(args, sizeof args, f));
-  fclose(f);
+  stand_in_args(dir, "scontrol", args, sizeof args);
   assert_string_equal(args, "show hostnames node[0-3]\n");
   /* scontrol fails: an error naming the allocation, not the script's text */
   FILE *s = fopen((snprintf(apath, sizeof apath, "%s/scontrol", dir), apath), "w");
@@ -168,9 +185,7 @@ static void test_slurm_allocation(void **state) {
   assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), -1);
   assert_non_null(strstr(g_err, "the Slurm allocation's nodes"));
   free(script);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  stand_ins_end(dir);
 }
 
 /* The allocation's addresses for gpulaunch-run's channel: each node's NodeAddr from sinfo (one line
@@ -180,12 +195,10 @@ static void test_slurm_addresses(void **state) {
   unsetenv("SLURM_JOB_ID");
   assert_null(front_hosts_slurm_addr_script());
   char dir[] = "/tmp/gpl-front-addr.XXXXXX";
-  assert_non_null(mkdtemp(dir));
+  stand_ins_begin(dir);
   stand_in(dir, "sinfo", "node0 10.9.0.1\nnode0 10.9.0.1\nnode1 10.9.0.2\nnode1 10.9.0.2\n");
   stand_in(dir, "scontrol", "node0\nnode1\n");
-  char path[1024], apath[600], args[256];
-  snprintf(path, sizeof path, "%s:/usr/bin:/bin", dir);
-  setenv("PATH", path, 1);
+  char args[256];
   setenv("SLURM_JOB_ID", "78", 1);
   setenv("SLURM_JOB_NODELIST", "node[0-1]", 1);
   const char *script = front_hosts_slurm_addr_script();
@@ -193,11 +206,7 @@ static void test_slurm_addresses(void **state) {
   assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), 2);
   assert_string_equal(g_h[0].name, "10.9.0.1");
   assert_string_equal(g_h[1].name, "10.9.0.2");
-  snprintf(apath, sizeof apath, "%s/sinfo.args", dir);
-  FILE *f = fopen(apath, "r");
-  assert_non_null(f);
-  assert_non_null(fgets(args, sizeof args, f));
-  fclose(f);
+  stand_in_args(dir, "sinfo", args, sizeof args);
   assert_string_equal(args, "-h -N -n node[0-1] -o %N %o\n");
   stand_in(dir, "sinfo", ""); /* sinfo says nothing: the names */
   assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), 2);
@@ -205,9 +214,7 @@ static void test_slurm_addresses(void **state) {
   unsetenv("SLURM_JOB_NODELIST");
   assert_int_equal(front_hosts_read(NULL, script, 5, g_h, 16, g_err, sizeof g_err), -1);
   unsetenv("SLURM_JOB_ID");
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  stand_ins_end(dir);
 }
 
 int main(void) {
