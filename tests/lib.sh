@@ -28,11 +28,16 @@ bad() {
   FAILED=1
 }
 # The end of the last run's output ($T/out, $T/err: run_mpi, run_one; netns_run's in
-# $NETNS_DIR), where there is one.
+# $NETNS_DIR), where there is one; then the files a test names in FAIL_SHOW (space-separated, a
+# report the run wrote: a chance failure's evidence is gone with $T once the test ends), only
+# their lines matching FAIL_SHOW_GREP where it is set.
 fail_context() {
   local f
   for f in "$T"/out "$T"/err; do
     [[ -f "$f" ]] && { echo "---- ${f##*/}:"; tail -n 40 "$f"; }
+  done
+  for f in ${FAIL_SHOW:-}; do
+    [[ -f "$f" ]] && { echo "---- $f:"; grep -E -- "${FAIL_SHOW_GREP:-.}" "$f" | tail -n 80; }
   done
   if [[ -n ${NETNS_DIR:-} && $NETNS_DIR != "$T" ]]; then
     for f in "$NETNS_DIR"/out "$NETNS_DIR"/err; do

@@ -194,33 +194,85 @@ const char *slurm_end_describe(slurm_end_t end) {
 
 int slurm_end_is_preemption(slurm_end_t end) { return end != SLURM_END_CANCELLED; }
 
+/* The query: scontrol, again every QUERY_AGAIN_S while it fails (a loaded or restarting
+ * slurmctld: "Socket timed out", "Unable to contact slurm controller"), until its bound. */
+#define QUERY_AGAIN_S 0.5
 static struct query_s {
   int started, done;
+  uv_loop_t *loop;
+  uint64_t deadline_ms; /* uv_now of the bound */
+  int attempts, open;   /* scontrol runs started; handles of the running one not yet closed */
   int64_t exit_status;
   slurm_end_t end;
   uv_process_t proc;
-  uv_pipe_t out;
-  uv_timer_t timer;
-  strbuf_t text;
+  uv_pipe_t out, err;
+  uv_timer_t timer, again;
+  strbuf_t text, errtext;
 } g_q;
 
-static void q_close(uv_handle_t *h) {
-  if (!uv_is_closing(h)) uv_close(h, NULL);
+static void q_attempt(void);
+static void q_again(uv_timer_t *t) {
+  (void)t;
+  q_attempt();
 }
 
+static void q_closed(uv_handle_t *h);
+
+static void q_close(uv_handle_t *h) {
+  if (!uv_is_closing(h)) uv_close(h, q_closed);
+}
+
+/* The answer is in (or the bound is over): said once, every handle closed. */
 static void q_finish(void) {
   if (g_q.done) return;
   g_q.done = 1;
+  char why[256];
+  if (g_q.end) {
+    util_strlcpy(why, slurm_end_describe(g_q.end), sizeof why);
+  } else {
+    char first[160], st[48]; /* the last try's end and scontrol's own words (its stderr's first line) */
+    util_strlcpy(first, strbuf_str(&g_q.errtext), sizeof first);
+    first[strcspn(first, "\r\n")] = 0;
+    if (g_q.exit_status < 0) snprintf(st, sizeof st, "not run, killed or out of time");
+    else if (g_q.exit_status > 0) snprintf(st, sizeof st, "exit status %lld", (long long)g_q.exit_status);
+    else snprintf(st, sizeof st, "no job state in its answer");
+    snprintf(why, sizeof why, "no answer after %d tr%s (%s%s%s)", g_q.attempts, g_q.attempts == 1 ? "y" : "ies",
+             st, first[0] ? ": " : "", first);
+  }
+  LOG_INFO(SUP, "scontrol show job %s: %s", job_id(), why);
+  uv_timer_stop(&g_q.timer);
+  uv_timer_stop(&g_q.again);
+  q_close((uv_handle_t *)&g_q.timer);
+  q_close((uv_handle_t *)&g_q.again);
+  if (g_q.open) {
+    uv_process_kill(&g_q.proc, SIGKILL);
+    q_close((uv_handle_t *)&g_q.proc);
+    q_close((uv_handle_t *)&g_q.out);
+    q_close((uv_handle_t *)&g_q.err);
+  }
+  strbuf_free(&g_q.text);
+  strbuf_free(&g_q.errtext);
+}
+
+/* One scontrol is over (its process and both pipes closed): its answer, or another try. */
+static void q_ran(void) {
   long before = 0;
   const char *rc = getenv("SLURM_RESTART_COUNT");
   if (rc) util_parse_long(rc, 0, 1L << 30, &before);
   g_q.end = g_q.exit_status == 0 && g_q.text.len ? slurm_end_classify(strbuf_str(&g_q.text), before)
                                                  : SLURM_END_UNKNOWN;
-  LOG_INFO(SUP, "scontrol show job %s: %s", job_id(), g_q.end ? slurm_end_describe(g_q.end) : "no answer");
-  uv_timer_stop(&g_q.timer);
-  q_close((uv_handle_t *)&g_q.timer);
-  q_close((uv_handle_t *)&g_q.out);
-  strbuf_free(&g_q.text);
+  uint64_t now = uv_now(g_q.loop);
+  if (g_q.end || now + (uint64_t)(QUERY_AGAIN_S * 1000) >= g_q.deadline_ms) {
+    q_finish();
+    return;
+  }
+  uv_timer_start(&g_q.again, q_again, (uint64_t)(QUERY_AGAIN_S * 1000), 0);
+}
+
+static void q_closed(uv_handle_t *h) {
+  if (h == (uv_handle_t *)&g_q.proc || h == (uv_handle_t *)&g_q.out || h == (uv_handle_t *)&g_q.err) {
+    if (--g_q.open == 0 && !g_q.done) q_ran();
+  }
 }
 
 static void q_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -232,45 +284,47 @@ static void q_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void q_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
+  strbuf_t *into = st == (uv_stream_t *)&g_q.out ? &g_q.text : &g_q.errtext;
   if (n > 0) {
-    strbuf_append_n(&g_q.text, buf->base, (size_t)n);
+    if (into->len < 65536) strbuf_append_n(into, buf->base, (size_t)n);
     return;
   }
   if (n < 0) {
     uv_read_stop(st);
     q_close((uv_handle_t *)st);
-    if (uv_is_closing((uv_handle_t *)&g_q.proc)) q_finish();
   }
 }
 
 static void q_exit(uv_process_t *p, int64_t status, int sig) {
   g_q.exit_status = sig ? -1 : status;
   q_close((uv_handle_t *)p);
-  if (uv_is_closing((uv_handle_t *)&g_q.out)) q_finish();
 }
 
 static void q_timeout(uv_timer_t *t) {
   (void)t;
   LOG_INFO(SUP, "scontrol did not answer in time");
-  uv_process_kill(&g_q.proc, SIGKILL);
-  g_q.exit_status = -1;
-  q_close((uv_handle_t *)&g_q.proc);
+  if (g_q.open) g_q.exit_status = -1;
   q_finish();
 }
 
-int slurm_end_query_start(struct uv_loop_s *loop, double timeout) {
-  if (g_q.started || !slurm_in_job()) return GPL_OK;
-  g_q.started = 1;
+/* Run scontrol once; its end comes back through q_ran. */
+static void q_attempt(void) {
+  if (g_q.done) return;
   char id[64];
   util_strlcpy(id, job_id(), sizeof id);
   char *args[] = {"scontrol", "show", "job", "-o", id, NULL};
-  uv_pipe_init(loop, &g_q.out, 0);
-  uv_timer_init(loop, &g_q.timer);
+  strbuf_free(&g_q.text);
+  strbuf_free(&g_q.errtext);
+  g_q.exit_status = 0;
+  g_q.attempts++;
+  uv_pipe_init(g_q.loop, &g_q.out, 0);
+  uv_pipe_init(g_q.loop, &g_q.err, 0);
   uv_stdio_container_t stdio[3];
   stdio[0].flags = UV_IGNORE;
   stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
   stdio[1].data.stream = (uv_stream_t *)&g_q.out;
-  stdio[2].flags = UV_IGNORE;
+  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[2].data.stream = (uv_stream_t *)&g_q.err;
   uv_process_options_t po;
   memset(&po, 0, sizeof po);
   po.file = args[0];
@@ -278,15 +332,28 @@ int slurm_end_query_start(struct uv_loop_s *loop, double timeout) {
   po.exit_cb = q_exit;
   po.stdio_count = 3;
   po.stdio = stdio;
-  int rc = uv_spawn(loop, &g_q.proc, &po);
+  int rc = uv_spawn(g_q.loop, &g_q.proc, &po);
+  g_q.open = 3;
   if (rc < 0) {
     LOG_INFO(SUP, "cannot run scontrol (%s): Slurm's reason for the signal stays unknown", uv_strerror(rc));
     g_q.exit_status = -1;
-    q_finish();
-    return GPL_OK;
+    q_finish(); /* no other try: it cannot run at all (the handles are closed there) */
+    return;
   }
   uv_read_start((uv_stream_t *)&g_q.out, q_alloc, q_read);
+  uv_read_start((uv_stream_t *)&g_q.err, q_alloc, q_read);
+}
+
+int slurm_end_query_start(struct uv_loop_s *loop, double timeout) {
+  if (g_q.started || !slurm_in_job()) return GPL_OK;
+  g_q.started = 1;
+  g_q.loop = loop;
+  uv_update_time(loop);
+  g_q.deadline_ms = uv_now(loop) + (uint64_t)(timeout * 1000);
+  uv_timer_init(loop, &g_q.timer);
+  uv_timer_init(loop, &g_q.again);
   uv_timer_start(&g_q.timer, q_timeout, (uint64_t)(timeout * 1000), 0);
+  q_attempt();
   return GPL_OK;
 }
 

@@ -231,6 +231,7 @@ static void finish_attempt(coord_t *co, double now, coord_acts_t *a) {
     co->have_cause = 0;
     co->silent_note[0] = 0;
     co->silent_rank = -1;
+    co->peer_timed_out = 0;
     broadcast(co, CTL_START, 0, 0, 0, a);
     return;
   }
@@ -310,6 +311,7 @@ void coord_event(coord_t *co, const ctl_msg_t *m, double now, coord_acts_t *a) {
   /* A program ending of a signal the job got (or one the coordinator sent) is no cause. */
   if (m->type == CTL_EV_EXIT && !clean && !co->sig && !(m->flags & CTL_F_AFTER_SIGNAL)) {
     co->nfailed++;
+    if (strcasestr(m->tail, "timed out") || strcasestr(m->tail, "timeout")) co->peer_timed_out = 1;
     if (!co->have_cause && !co->failing) {
       co->cause = *m;
       co->have_cause = 1;

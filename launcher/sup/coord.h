@@ -10,7 +10,8 @@
 #define COORD_SETTLE_S 1.0 /* after a rank fails, wait this long for others failing too (the first
                             * of them is the cause) before stopping the rest */
 #define COORD_MARGIN_S 5.0 /* extra time for the ranks to report a stop */
-#define COORD_QUERY_S 3.0  /* the longest wait for Slurm's reason (scontrol) */
+#define COORD_QUERY_S 10.0 /* the longest wait for Slurm's reason (scontrol, tried again while it fails);
+                           * well inside KillWait (30 s by default) */
 /* At a failure, a rank still running is silent when it made no progress for COORD_SILENT_MIN_S
  * and COORD_SILENT_FACTOR times longer than the ranks that ended (the median): its stacks are
  * taken before it is stopped, COORD_SILENT_WAIT_S at most (each rank's collection gets
@@ -94,6 +95,10 @@ typedef struct coord_s {
   double stop_grace; /* > 0: the grace of this stop ([job] grace, or less: what a notice leaves) */
   double *down_at;  /* per rank: when its end was reported (now of coord_event) */
   double *silent;   /* per rank, at a failure's settle: > 0 a candidate silent this long */
+  int peer_timed_out; /* a program that failed on its own says a collective timed out (gloo's "Timed
+                       * out waiting", NCCL's watchdog): the peers waited for someone. Any of them,
+                       * not only the cause: the first to fail is often one whose connection the
+                       * timed-out peer closed ("Connection closed by peer") */
   int collecting;   /* the candidates' stacks are being taken (COORD_COLLECT) */
   double collect_until; /* ... until then at most */
   char silent_note[512]; /* "rank 2 (host h) was still running, silent for 15 s, in f: the likely

@@ -122,9 +122,7 @@ static void silent_finish(sup_t *s, const coord_t *co, hangwatch_ev_t *ev) {
       cand[r] = co->silent[r] > 0;
     }
     /* a peer's collective that timed out (gloo: "Timed out waiting", NCCL's watchdog: "timeout") */
-    const char *tail = co->cause.tail;
-    int timed_out = strcasestr(tail, "timed out") != NULL || strcasestr(tail, "timeout") != NULL;
-    who = hang_silent_pick(hr, size, cand, timed_out, func, sizeof func);
+    who = hang_silent_pick(hr, size, cand, co->peer_timed_out, func, sizeof func);
   }
   LOG_INFO(SUP, "the silent ranks' stacks: %d of %d in; likely cause: %s%d", s->hang_got, size,
            who < 0 ? "none " : "rank ", who);

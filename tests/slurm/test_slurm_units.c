@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
@@ -210,11 +211,105 @@ static void test_proctrack_pgid(void **state) {
   assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- the scontrol query, tried again while it fails ----
+ * A stand-in scontrol first in PATH fails its first FAILS runs as a loaded slurmctld makes the real
+ * one fail (exit 1, "Socket timed out"), then answers k_cancel; HANG makes it never answer. What is
+ * tested is the query's own retry and bound: the real scontrol cannot be made to fail on demand. */
+static char g_bin[64];
+
+static void stand_in(const char *body) {
+  snprintf(g_bin, sizeof g_bin, "/tmp/gpl-scontrol.XXXXXX");
+  assert_non_null(mkdtemp(g_bin));
+  char path[128];
+  snprintf(path, sizeof path, "%s/scontrol", g_bin);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "#!/bin/sh\nn=$(cat %s/n 2>/dev/null || echo 0); echo $((n + 1)) > %s/n\n%s\n", g_bin, g_bin, body);
+  fclose(f);
+  assert_int_equal(chmod(path, 0755), 0);
+}
+
+static int tries(void) {
+  char p[128];
+  snprintf(p, sizeof p, "%s/n", g_bin);
+  FILE *f = fopen(p, "r");
+  int n = -1;
+  if (f) {
+    if (fscanf(f, "%d", &n) != 1) n = -1;
+    fclose(f);
+  }
+  return n;
+}
+
+/* Run the query on a loop of its own until it is done; its answer, and the seconds it took. */
+static slurm_end_t query(double bound, double *took) {
+  char *old = getenv("PATH") ? strdup(getenv("PATH")) : strdup("/usr/bin:/bin");
+  char path[4096];
+  snprintf(path, sizeof path, "%s:%s", g_bin, old);
+  setenv("PATH", path, 1);
+  setenv("SLURM_JOB_ID", "17", 1);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  slurm_end_query_reset();
+  uint64_t t0 = uv_hrtime();
+  assert_int_equal(slurm_end_query_start(&loop, bound), GPL_OK);
+  slurm_end_t end = SLURM_END_UNKNOWN;
+  while (!slurm_end_query_done(&end)) uv_run(&loop, UV_RUN_ONCE);
+  *took = (double)(uv_hrtime() - t0) / 1e9;
+  uv_run(&loop, UV_RUN_DEFAULT); /* the handles' closes */
+  assert_int_equal(uv_loop_close(&loop), 0);
+  slurm_end_query_reset();
+  setenv("PATH", old, 1);
+  free(old);
+  unsetenv("SLURM_JOB_ID");
+  return end;
+}
+
+static void rm_stand_in(void) {
+  char cmd[160];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", g_bin);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_query_again(void **state) {
+  (void)state;
+  double took;
+  char body[1024];
+  /* fails twice, then answers: a cancel, on the third try */
+  snprintf(body, sizeof body, "if [ $n -lt 2 ]; then echo 'slurm_load_jobs error: Socket timed out on send/recv "
+           "operation' >&2; exit 1; fi\necho '%s'", k_cancel);
+  stand_in(body);
+  assert_int_equal(query(10, &took), SLURM_END_CANCELLED);
+  assert_int_equal(tries(), 3);
+  assert_true(took >= 0.9 && took < 5);
+  rm_stand_in();
+  /* always fails: unknown once the bound is over, after several tries */
+  stand_in("echo 'Unable to contact slurm controller (connect failure)' >&2; exit 1");
+  assert_int_equal(query(1.6, &took), SLURM_END_UNKNOWN);
+  assert_true(tries() >= 2);
+  assert_true(took < 3);
+  rm_stand_in();
+  /* never answers: unknown at the bound, the hung scontrol killed */
+  stand_in("exec sleep 30");
+  assert_int_equal(query(1.0, &took), SLURM_END_UNKNOWN);
+  assert_int_equal(tries(), 1);
+  assert_true(took >= 0.9 && took < 3);
+  rm_stand_in();
+  /* answers at once: one try */
+  snprintf(body, sizeof body, "echo '%s'", k_running);
+  stand_in(body);
+  assert_int_equal(query(10, &took), SLURM_END_SIGNALLED);
+  assert_int_equal(tries(), 1);
+  assert_true(took < 2);
+  rm_stand_in();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classify),   cmocka_unit_test(test_compress),
       cmocka_unit_test(test_task_vars),  cmocka_unit_test(test_child_env),
       cmocka_unit_test(test_proctrack_pgid), cmocka_unit_test(test_sigorigin),
+      cmocka_unit_test(test_query_again),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@ command -v gdb >/dev/null || { echo "SKIP: no gdb"; exit 77; }
 host=$(hostname -s)
 
 printf '[job]\ncommand = %s barrier 1 4 100000\nhang_timeout = 4s\nlog_dir = %s/l1\n' "$PROG" "$T" >"$T/a.conf"
+FAIL_SHOW="$T/l1/gpulaunch-hang.txt $T/l2/gpulaunch-hang.txt" # each rank's frames, should a verdict be wrong
+FAIL_SHOW_GREP='^(no progress|rank|odd|====|@@comm|@@state|@@frames)'
 t0=$(now)
 run_mpi 3 "$GPULAUNCH" "$T/a.conf"
 took=$(elapsed "$t0")

@@ -557,6 +557,36 @@ static void test_silent_named(void **state) {
        "gpulaunch: job failed after 1 attempt (exit status 1); the other 3 ranks were stopped\n", 1);
 }
 
+/* The first to fail was rank 0, whose connection a timed-out peer closed; ranks 1 and 3 timed out in
+ * the collective: the peers waited for someone (hang_silent_pick's evidence), whoever the cause is.
+ * A crash on its own says no such thing, and a new attempt starts without it. */
+static void test_silent_peer_timed_out(void **state) {
+  fx_t *f = fx_silent(state, 4);
+  f->silence[1] = f->silence[3] = f->silence[0] = 16;
+  f->silence[2] = 16.2;
+  send_ev(f, ev(CTL_EV_EXIT, 1, 0, 1, 0, 0, 100.2, "RuntimeError: [gloo] Timed out waiting 15000ms for recv"), 100.4);
+  assert_int_equal(f->co.peer_timed_out, 1);
+  send_ev(f, ev(CTL_EV_EXIT, 0, 0, 1, 0, 0, 100.1, "RuntimeError: Connection closed by peer"), 100.5);
+  assert_int_equal(f->co.cause.rank, 0); /* it failed first */
+  assert_int_equal(f->co.peer_timed_out, 1);
+  fx_free(state);
+
+  f = fx_silent(state, 3);
+  send_ev(f, ev(CTL_EV_EXIT, 0, 0, 1, 0, 0, 100.1, "Segmentation fault"), 100.2);
+  send_ev(f, ev(CTL_EV_EXIT, 1, 0, 1, 0, 0, 100.3, "RuntimeError: Connection closed by peer"), 100.4);
+  assert_int_equal(f->co.peer_timed_out, 0);
+  fx_free(state);
+
+  f = fx_silent(state, 2); /* one restart: the next attempt forgets the timeout */
+  f->co.o.restarts = 1;
+  send_ev(f, ev(CTL_EV_EXIT, 0, 0, 1, 0, 0, 100.1, "NCCL watchdog: collective operation timeout"), 100.2);
+  assert_int_equal(f->co.peer_timed_out, 1);
+  coord_tick(&f->co, 101.5, &f->a);
+  stopped_ev(f, 1, 102);
+  assert_int_equal(f->co.attempt, 1);
+  assert_int_equal(f->co.peer_timed_out, 0);
+}
+
 /* Nobody silent (every rank busy, or as silent as the one that failed): the stop at the settle
  * as before, no stacks, the same lines. */
 static void test_silent_nobody(void **state) {
@@ -688,6 +718,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_preempted_dead_supervisor, fx_free),
       cmocka_unit_test_teardown(test_failure_dead_supervisor, fx_free),
       cmocka_unit_test_teardown(test_silent_named, fx_free),
+      cmocka_unit_test_teardown(test_silent_peer_timed_out, fx_free),
       cmocka_unit_test_teardown(test_silent_nobody, fx_free),
       cmocka_unit_test_teardown(test_silent_timeout, fx_free),
       cmocka_unit_test_teardown(test_silent_signal_and_restart, fx_free),
