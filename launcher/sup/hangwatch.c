@@ -223,6 +223,12 @@ static void say_silence(sup_t *s) {
  * (or, hang_action = report, goes on). */
 static void hang_finish(sup_t *s, hangwatch_ev_t *ev) {
   int size = s->job->size;
+  /* Each rank's silence as of now, when its stack is in: the declaration came the moment the first
+   * rank passed hang_timeout, and the others, stopped a barrier's skew later, were a fraction of a
+   * second short of it then; the rank that hangs is not always the first (a loaded machine released
+   * it from the last barrier late). A rank that made progress meanwhile is still short of it. */
+  double floor_s = GPL_MAX(s->attempt_t0, s->hang_rearm), nows = (double)util_now_ns() / 1e9;
+  for (int r = 0; r < size; r++) s->hang_silent[r] = silence_of(s, r, nows, floor_s);
   if (too_early(s)) {
     hangwatch_free(s);
     s->hang_active = 0;
