@@ -202,6 +202,7 @@ static struct query_s {
   uv_loop_t *loop;
   uint64_t deadline_ms; /* uv_now of the bound */
   int attempts, open;   /* scontrol runs started; handles of the running one not yet closed */
+  int running;          /* its process runs (spawned, not yet ended): only then is it killed */
   int64_t exit_status;
   slurm_end_t end;
   uv_process_t proc;
@@ -245,7 +246,7 @@ static void q_finish(void) {
   q_close((uv_handle_t *)&g_q.timer);
   q_close((uv_handle_t *)&g_q.again);
   if (g_q.open) {
-    uv_process_kill(&g_q.proc, SIGKILL);
+    if (g_q.running) uv_process_kill(&g_q.proc, SIGKILL); /* never pid 0: a spawn that failed */
     q_close((uv_handle_t *)&g_q.proc);
     q_close((uv_handle_t *)&g_q.out);
     q_close((uv_handle_t *)&g_q.err);
@@ -296,6 +297,7 @@ static void q_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
 }
 
 static void q_exit(uv_process_t *p, int64_t status, int sig) {
+  g_q.running = 0;
   g_q.exit_status = sig ? -1 : status;
   q_close((uv_handle_t *)p);
 }
@@ -340,6 +342,7 @@ static void q_attempt(void) {
     q_finish(); /* no other try: it cannot run at all (the handles are closed there) */
     return;
   }
+  g_q.running = 1;
   uv_read_start((uv_stream_t *)&g_q.out, q_alloc, q_read);
   uv_read_start((uv_stream_t *)&g_q.err, q_alloc, q_read);
 }

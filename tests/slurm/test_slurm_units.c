@@ -295,6 +295,27 @@ static void test_query_again(void **state) {
   assert_int_equal(tries(), 1);
   assert_true(took >= 0.9 && took < 3);
   rm_stand_in();
+  /* no scontrol at all: unknown at once, and nothing else is killed (a spawn that failed has no
+   * pid: killing "it" would be kill(0), this process group). In a child of its own group. */
+  stand_in("exit 0");
+  char none[80];
+  snprintf(none, sizeof none, "%s/scontrol", g_bin);
+  unlink(none);
+  pid_t c = fork();
+  assert_true(c >= 0);
+  if (c == 0) {
+    setpgid(0, 0);
+    const char *keep = getenv("PATH");
+    setenv("PATH", "/nonexistent", 1); /* query() puts the empty stand-in folder first */
+    slurm_end_t e = query(5, &took);
+    if (keep) setenv("PATH", keep, 1);
+    _exit(e == SLURM_END_UNKNOWN && took < 1 ? 0 : 1);
+  }
+  int st = -1;
+  waitpid(c, &st, 0);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  rm_stand_in();
   /* answers at once: one try */
   snprintf(body, sizeof body, "echo '%s'", k_running);
   stand_in(body);
