@@ -9,7 +9,7 @@
 # rank inside a collective sees its signal when the collective returns; a rank that saved on the
 # others' word before its own signal came is left out of the spread).
 #   benchmarks/run_stop_spread.sh [--build DIR] [--reps R] [--only gpulaunch|torchrun] [--check]
-# --check: exit 1 unless every gpulaunch run wrote 4/4 checkpoints (tests/torch runs it so, 20 runs).
+# --check: exit 1 unless every gpulaunch run wrote 4/4 checkpoints (tests/torch runs it so, 10 runs: torch_stop_many).
 # shellcheck source=benchmarks/helpers.sh
 source "$(dirname "$0")/helpers.sh"
 parse_build_arg "$@"

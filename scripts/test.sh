@@ -19,7 +19,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 source "$here/env.sh"
 
 # Each fuzzer this long in the default run (GPL_JOBS of them at a time: each keeps a core busy).
-default_fuzz_seconds=5
+default_fuzz_seconds=3
 # Tests side by side in 4 slots: a test takes 1 (LIGHT), 2 (PARALLEL), 3 (the rest) or all
 # (ALONE) of them (tests/CMakeLists.txt, "Where and how each test runs").
 jobs=4

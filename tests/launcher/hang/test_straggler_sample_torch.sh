@@ -36,13 +36,13 @@ assert_eq "$(jq -r .straggler.others_waiting_in "$T/a.json")" all_reduce "summar
 pass "rank 1 named in slow_augment after $named s: $(grep -E "$LINE" "$T/err" | head -1)"
 
 printf '[job]\ncommand = %s %s --steps 250 --eval-every 60\nstep_regex = step (\\d+)\n' "$PY" "$SCRIPT" >"$T/b.conf"
-for i in 1 2 3; do
+for i in 1 2; do
   run_mpi 4 "$GPULAUNCH" --summary "$T/b.json" "$T/b.conf"
   assert_eq "$RC" 0 "exit status (balanced $i)"
   assert_nogrep "$T/err" "is the straggler" "balanced run $i"
   assert_eq "$(jq -r .straggler.flagged "$T/b.json")" false "balanced run $i: summary"
 done
-pass "balanced with evaluation and rank 0's checkpoints: never flagged (3 runs)"
+pass "balanced with evaluation and rank 0's checkpoints: never flagged (2 runs)"
 
 # DistributedDataParallel: the gradients are all-reduced inside backward(), where the others wait.
 printf '[job]\ncommand = %s %s --ddp --slow-rank 2 --steps 250\n' "$PY" "$SCRIPT" >"$T/c.conf"
